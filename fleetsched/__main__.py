@@ -1,0 +1,3 @@
+from fleetsched.cli import main
+
+raise SystemExit(main())

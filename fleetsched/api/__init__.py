@@ -1,0 +1,1 @@
+"""Typed models of the Karmada kinds fleetsched reads and writes."""

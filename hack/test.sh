@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The one test command (README quick start, and what .ci/run calls): installs everything it needs
+# into .venv and a cache directory, provides a real kube-apiserver + etcd, then runs lint, every
+# test tier and the conformance checkers through pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export FLEETSCHED_CACHE_DIR="${FLEETSCHED_CACHE_DIR:-$HOME/.cache/fleetsched}"
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$FLEETSCHED_CACHE_DIR/pip}"
+mkdir -p "$FLEETSCHED_CACHE_DIR"
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+
+# Real control-plane binaries (built once from Go modules, then cached); the last line is their dir.
+KUBEBUILDER_ASSETS="$(hack/envtest.sh | tail -n 1)"
+export KUBEBUILDER_ASSETS
+
+.venv/bin/ruff check fleetsched tests bench hack
+exec .venv/bin/pytest "$@"
