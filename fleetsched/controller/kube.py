@@ -1,0 +1,199 @@
+"""A small asynchronous Kubernetes REST client for the operator's writes, Leases and Events.
+
+kopf watches; this client writes. It is an aiohttp session with the credentials from a kubeconfig
+(or the in-cluster service account), a client-side token-bucket limiter (``--kube-api-qps`` /
+``--kube-api-burst``, as client-go's), JSON merge patches, and errors that keep the API's status
+code and reason so callers can tell a 409 Conflict from the rest.
+
+It must not know about bindings or scheduling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+JsonObject = dict[str, Any]
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Where the API is and how to authenticate; loaded once at start-up."""
+
+    server: str
+    ca_path: str | None = None
+    certificate_path: str | None = None
+    private_key_path: str | None = None
+    token: str | None = None
+    insecure: bool = False
+
+
+def load_connection(kubeconfig: str | None) -> Connection:
+    """Read ``kubeconfig`` (its current context), or the in-cluster config when it is None."""
+    from kubernetes import client, config  # imported here: only needed once at start-up
+
+    configuration = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        config.load_incluster_config(client_configuration=configuration)
+    token = None
+    authorization = configuration.api_key.get("authorization") if configuration.api_key else None
+    if authorization:
+        token = authorization.removeprefix("Bearer ").strip()
+    return Connection(
+        server=configuration.host.rstrip("/"),
+        ca_path=configuration.ssl_ca_cert,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+        token=token,
+        insecure=not configuration.verify_ssl,
+    )
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server."""
+
+    def __init__(self, status: int, reason: str, message: str, body: Mapping[str, Any] | None = None):
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = dict(body or {})
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def is_not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def is_already_exists(self) -> bool:
+        return self.status == 409 and self.reason == "AlreadyExists"
+
+
+class TokenBucket:
+    """client-go's token-bucket limiter: ``qps`` tokens a second, at most ``burst`` saved up.
+
+    ``qps <= 0`` disables limiting.
+    """
+
+    def __init__(self, qps: float, burst: int, clock: Any = time.monotonic) -> None:
+        self.qps = qps
+        self.burst = max(burst, 1)
+        self._tokens = float(self.burst)
+        self._clock = clock
+        self._last = clock()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+        self._last = now
+
+    async def acquire(self) -> None:
+        if self.qps <= 0:
+            return
+        async with self._lock:
+            self._refill()
+            if self._tokens < 1:
+                await asyncio.sleep((1 - self._tokens) / self.qps)
+                self._refill()
+            self._tokens -= 1
+
+
+class KubeClient:
+    """JSON over HTTPS to one API server. Create it inside the running event loop."""
+
+    def __init__(self, connection: Connection, *, qps: float = 0, burst: int = 0,
+                 user_agent: str = "fleetsched", field_manager: str | None = None) -> None:
+        self.connection = connection
+        self.limiter = TokenBucket(qps, burst)
+        self.field_manager = field_manager
+        context: ssl.SSLContext | bool
+        if connection.server.startswith("https"):
+            if connection.insecure:
+                context = False
+            else:
+                context = ssl.create_default_context(cafile=connection.ca_path)
+                if connection.certificate_path and connection.private_key_path:
+                    context.load_cert_chain(connection.certificate_path, connection.private_key_path)
+        else:
+            context = False
+        headers = {"User-Agent": user_agent, "Accept": "application/json"}
+        if connection.token:
+            headers["Authorization"] = f"Bearer {connection.token}"
+        self._session = aiohttp.ClientSession(
+            base_url=None,
+            headers=headers,
+            connector=aiohttp.TCPConnector(ssl=context, limit=100, keepalive_timeout=60),
+            timeout=aiohttp.ClientTimeout(total=60, connect=10),
+            json_serialize=lambda o: json.dumps(o, separators=(",", ":")),
+        )
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> JsonObject:
+        await self.limiter.acquire()
+        query = dict(params or {})
+        if self.field_manager and method in ("POST", "PUT", "PATCH"):
+            query.setdefault("fieldManager", self.field_manager)
+        data = None if body is None else json.dumps(body, separators=(",", ":"))
+        headers = {"Content-Type": content_type} if data is not None else None
+        async with self._session.request(
+            method, self.connection.server + path, data=data, params=query, headers=headers
+        ) as response:
+            text = await response.text()
+            payload: Any = json.loads(text) if text and text[0] in "{[" else {}
+            if response.status >= 400:
+                reason = payload.get("reason", "") if isinstance(payload, dict) else ""
+                message = payload.get("message", text) if isinstance(payload, dict) else text
+                raise ApiError(response.status, reason or response.reason or "", message, payload)
+            return payload if isinstance(payload, dict) else {"items": payload}
+
+    async def get(self, path: str, params: Mapping[str, str] | None = None) -> JsonObject:
+        return await self.request("GET", path, params=params)
+
+    async def create(self, path: str, body: JsonObject) -> JsonObject:
+        return await self.request("POST", path, body=body)
+
+    async def replace(self, path: str, body: JsonObject) -> JsonObject:
+        return await self.request("PUT", path, body=body)
+
+    async def merge_patch(self, path: str, patch: JsonObject) -> JsonObject:
+        return await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+
+    async def delete(self, path: str) -> JsonObject:
+        return await self.request("DELETE", path)
+
+    async def list_all(self, path: str, *, page_size: int = 500) -> tuple[list[JsonObject], str]:
+        """LIST with pagination; returns the items and the list's resourceVersion."""
+        items: list[JsonObject] = []
+        params = {"limit": str(page_size)}
+        while True:
+            page = await self.get(path, params)
+            items.extend(page.get("items", []))
+            cont = page.get("metadata", {}).get("continue")
+            if not cont:
+                return items, page.get("metadata", {}).get("resourceVersion", "")
+            params = {"limit": str(page_size), "continue": cont}

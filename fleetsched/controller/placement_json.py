@@ -1,0 +1,201 @@
+"""The ``policy.karmada.io/applied-placement`` annotation: Go's encoding and Go's equality.
+
+Karmada writes the annotation with ``encoding/json`` (struct field order, ``omitempty``) and later
+compares it with the binding's placement after decoding both into Go structs and running
+``reflect.DeepEqual`` (spec/scheduler.md §3.4 item 1, §15). Two consequences matter and are kept
+here: an absent scalar equals its zero value, but an absent (nil) list or map differs from an
+explicitly empty one, and a nil pointer differs from a pointer to an empty struct.
+
+``canonical`` decodes a JSON-shaped placement the way Go would (unknown keys dropped, zero values
+filled, nil kept apart from empty); ``encode`` writes a canonical value the way Go would.
+Pure: dicts in, dicts and text out.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Field kinds: "str" / "int" scalars (absent == zero), "int*" pointer to a scalar,
+# ("list", elem), ("map",), ("ptr", struct), ("struct", struct) embedded by value,
+# ("inline", struct) fields flattened into the parent. A trailing "!" on a name means "always
+# written" (no omitempty).
+_Schema = list[tuple[str, Any]]
+
+_REQUIREMENT: _Schema = [("key!", "str"), ("operator!", "str"), ("values", ("list", "str"))]
+_LABEL_SELECTOR: _Schema = [("matchLabels", ("map",)), ("matchExpressions", ("list", _REQUIREMENT))]
+_FIELD_SELECTOR: _Schema = [("matchExpressions", ("list", _REQUIREMENT))]
+_CLUSTER_AFFINITY: _Schema = [
+    ("labelSelector", ("ptr", _LABEL_SELECTOR)),
+    ("fieldSelector", ("ptr", _FIELD_SELECTOR)),
+    ("clusterNames", ("list", "str")),
+    ("exclude", ("list", "str")),
+]
+_OVERFLOW: _Schema = [("affinityName!", "str"), ("", ("inline", _CLUSTER_AFFINITY))]
+_TERM: _Schema = [
+    ("affinityName!", "str"),
+    ("", ("inline", _CLUSTER_AFFINITY)),
+    ("overflowAffinities", ("list", _OVERFLOW)),
+]
+_TOLERATION: _Schema = [
+    ("key", "str"), ("operator", "str"), ("value", "str"), ("effect", "str"),
+    ("tolerationSeconds", "int*"),
+]
+_SPREAD: _Schema = [
+    ("spreadByField", "str"), ("spreadByLabel", "str"), ("maxGroups", "int"), ("minGroups", "int"),
+]
+_STATIC_WEIGHT: _Schema = [("targetCluster!", ("struct", _CLUSTER_AFFINITY)), ("weight!", "int")]
+_WEIGHT_PREFERENCE: _Schema = [("staticWeightList", ("list", _STATIC_WEIGHT)), ("dynamicWeight", "str")]
+_REPLICA_SCHEDULING: _Schema = [
+    ("replicaSchedulingType", "str"),
+    ("replicaDivisionPreference", "str"),
+    ("weightPreference", ("ptr", _WEIGHT_PREFERENCE)),
+]
+_WORKLOAD_TERM: _Schema = [("groupByLabelKey!", "str")]
+_WORKLOAD_AFFINITY: _Schema = [
+    ("affinity", ("ptr", _WORKLOAD_TERM)), ("antiAffinity", ("ptr", _WORKLOAD_TERM)),
+]
+PLACEMENT: _Schema = [
+    ("clusterAffinity", ("ptr", _CLUSTER_AFFINITY)),
+    ("clusterAffinities", ("list", _TERM)),
+    ("clusterTolerations", ("list", _TOLERATION)),
+    ("spreadConstraints", ("list", _SPREAD)),
+    ("replicaScheduling", ("ptr", _REPLICA_SCHEDULING)),
+    ("workloadAffinity", ("ptr", _WORKLOAD_AFFINITY)),
+]
+
+
+def _decode_value(kind: Any, value: Any) -> Any:
+    if isinstance(kind, list):  # a struct held by value (list elements)
+        return _decode_struct(kind, value if isinstance(value, dict) else {})
+    if kind == "str":
+        return value if isinstance(value, str) else ""
+    if kind == "int":
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    if kind == "int*":
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    tag = kind[0]
+    if tag == "list":
+        if not isinstance(value, list):
+            return None
+        return [_decode_value(kind[1], item) for item in value]
+    if tag == "map":
+        return dict(value) if isinstance(value, dict) else None
+    if tag == "ptr":
+        return _decode_struct(kind[1], value) if isinstance(value, dict) else None
+    if tag == "struct":
+        return _decode_struct(kind[1], value if isinstance(value, dict) else {})
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def _decode_struct(schema: _Schema, data: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, kind in schema:
+        if isinstance(kind, tuple) and kind[0] == "inline":
+            out.update(_decode_struct(kind[1], data))
+            continue
+        key = name.rstrip("!")
+        out[key] = _decode_value(kind, data.get(key))
+    return out
+
+
+def canonical(placement: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Decode a JSON placement as Go would; None stays None (a nil *Placement)."""
+    if not isinstance(placement, dict):
+        return None
+    return _decode_struct(PLACEMENT, placement)
+
+
+def _is_empty(kind: Any, value: Any) -> bool:
+    if isinstance(kind, list):
+        return False  # structs are never "empty" for omitempty
+    if kind == "str":
+        return value == ""
+    if kind == "int":
+        return value == 0
+    if kind == "int*":
+        return value is None
+    tag = kind[0]
+    if tag in ("list", "map"):
+        return not value
+    if tag == "ptr":
+        return value is None
+    return False  # structs are never "empty" for omitempty
+
+
+def _encode_value(kind: Any, value: Any) -> Any:
+    if isinstance(kind, list):
+        return _encode_struct(kind, value)
+    if kind in ("str", "int", "int*"):
+        return value
+    tag = kind[0]
+    if tag == "list":
+        return None if value is None else [_encode_value(kind[1], v) for v in value]
+    if tag == "map":
+        return None if value is None else {k: value[k] for k in sorted(value)}
+    if tag in ("ptr", "struct"):
+        return None if value is None else _encode_struct(kind[1], value)
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def _encode_struct(schema: _Schema, value: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, kind in schema:
+        if isinstance(kind, tuple) and kind[0] == "inline":
+            out.update(_encode_struct(kind[1], value))
+            continue
+        always = name.endswith("!")
+        key = name.rstrip("!")
+        item = value.get(key)
+        if not always and _is_empty(kind, item):
+            continue
+        out[key] = _encode_value(kind, item)
+    return out
+
+
+def encode(placement: dict[str, Any] | None) -> str:
+    """The annotation text Karmada writes for this (JSON-shaped) placement."""
+    value = canonical(placement)
+    if value is None:
+        return "null"
+    text = json.dumps(_encode_struct(PLACEMENT, value), separators=(",", ":"), ensure_ascii=False)
+    # Go's encoding/json escapes HTML-significant characters.
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _term_named(placement: dict[str, Any], name: str) -> dict[str, Any] | None:
+    for term in placement.get("clusterAffinities") or ():
+        if term.get("affinityName") == name:
+            return dict(term)
+    return None
+
+
+def placement_changed(
+    placement: dict[str, Any] | None, applied_annotation: str | None, observed_affinity_name: str
+) -> bool:
+    """Karmada's ``placementChanged`` (spec/scheduler.md §3.4 item 1)."""
+    if not applied_annotation:
+        return True
+    try:
+        applied_raw = json.loads(applied_annotation)
+    except ValueError:
+        return False
+    if applied_raw is not None and not isinstance(applied_raw, dict):
+        return False
+    current = canonical(placement)
+    applied = canonical(applied_raw)
+    if current == applied:
+        return False
+    if current is None or applied is None:
+        return True
+    for key in ("clusterAffinity", "clusterTolerations", "spreadConstraints", "replicaScheduling"):
+        if current[key] != applied[key]:
+            return True
+    # Only clusterAffinities and/or workloadAffinity differ.
+    if not observed_affinity_name:
+        return True
+    now_term = _term_named(current, observed_affinity_name)
+    then_term = _term_named(applied, observed_affinity_name)
+    if now_term is None or then_term is None:
+        return True
+    return now_term != then_term
