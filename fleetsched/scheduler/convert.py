@@ -1,0 +1,428 @@
+"""Conversion of JSON-shaped Karmada objects (Cluster, RB, CRB) to core values.
+
+Owns the one-time translation from Karmada's wire shape (camelCase dicts, as decoded from YAML or
+JSON, or dumped by the API models with ``by_alias=True, exclude_unset=True``) to the frozen values
+in ``types.py``. No defaults are applied: bindings are taken as written (scheduler.md §3.7a).
+Raises ``ConversionError`` naming the field path on malformed input.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from fleetsched.api.quantity import Quantity, QuantityError, parse_quantity
+from fleetsched.scheduler.types import (
+    AffinityTerm,
+    BindingStatus,
+    ClusterAffinity,
+    ClusterInfo,
+    Component,
+    FieldSelector,
+    LabelRequirement,
+    LabelSelector,
+    NodeClaim,
+    ObjectReference,
+    OverflowTerm,
+    Placement,
+    ReplicaRequirements,
+    ReplicaScheduling,
+    ResourceModel,
+    ResourceSummary,
+    SchedulingBinding,
+    SpreadConstraint,
+    StaticWeightRule,
+    Taint,
+    TargetCluster,
+    Toleration,
+    WeightPreference,
+)
+
+__all__ = [
+    "ConversionError",
+    "binding_from_dict",
+    "cluster_from_dict",
+    "placement_from_dict",
+    "status_from_dict",
+]
+
+
+class ConversionError(ValueError):
+    """Malformed input; the message starts with the field path."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+def _map(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConversionError(path, f"must be an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConversionError(path, f"must be a list, got {type(value).__name__}")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ConversionError(path, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _int(value: Any, path: str, *, bits: int = 32) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConversionError(path, f"must be an integer, got {value!r}")
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise ConversionError(path, f"must fit in int{bits}, got {value}")
+    return value
+
+
+def _strs(value: Any, path: str) -> tuple[str, ...]:
+    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
+
+
+def _quantity(value: Any, path: str) -> Quantity:
+    if isinstance(value, Quantity):
+        return value
+    try:
+        return parse_quantity(value)
+    except QuantityError as e:
+        raise ConversionError(path, str(e)) from None
+
+
+def _quantities(value: Any, path: str) -> dict[str, Quantity]:
+    return {str(k): _quantity(v, f"{path}.{k}") for k, v in _map(value, path).items()}
+
+
+def _time(value: Any, path: str) -> dt.datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
+    text = _str(value, path)
+    try:
+        parsed = dt.datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        raise ConversionError(path, f"must be an RFC 3339 time, got {text!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def _requirements(value: Any, path: str) -> tuple[LabelRequirement, ...]:
+    out = []
+    for i, item in enumerate(_list(value, path)):
+        p = f"{path}[{i}]"
+        m = _map(item, p)
+        out.append(
+            LabelRequirement(
+                _str(m.get("key"), f"{p}.key"),
+                _str(m.get("operator"), f"{p}.operator"),
+                _strs(m.get("values"), f"{p}.values"),
+            )
+        )
+    return tuple(out)
+
+
+def _label_selector(value: Any, path: str) -> LabelSelector | None:
+    if value is None:
+        return None
+    m = _map(value, path)
+    labels = _map(m.get("matchLabels"), f"{path}.matchLabels")
+    return LabelSelector(
+        tuple((str(k), _str(v, f"{path}.matchLabels.{k}")) for k, v in labels.items()),
+        _requirements(m.get("matchExpressions"), f"{path}.matchExpressions"),
+    )
+
+
+def _affinity(m: Mapping[str, Any], path: str) -> ClusterAffinity:
+    field_selector = None
+    if m.get("fieldSelector") is not None:
+        fs = _map(m["fieldSelector"], f"{path}.fieldSelector")
+        field_selector = FieldSelector(
+            _requirements(fs.get("matchExpressions"), f"{path}.fieldSelector.matchExpressions")
+        )
+    return ClusterAffinity(
+        label_selector=_label_selector(m.get("labelSelector"), f"{path}.labelSelector"),
+        field_selector=field_selector,
+        cluster_names=_strs(m.get("clusterNames"), f"{path}.clusterNames"),
+        exclude=_strs(m.get("exclude"), f"{path}.exclude"),
+    )
+
+
+def _tolerations(value: Any, path: str) -> tuple[Toleration, ...]:
+    out = []
+    for i, item in enumerate(_list(value, path)):
+        p = f"{path}[{i}]"
+        m = _map(item, p)
+        out.append(
+            Toleration(
+                _str(m.get("key"), f"{p}.key"),
+                _str(m.get("operator"), f"{p}.operator"),
+                _str(m.get("value"), f"{p}.value"),
+                _str(m.get("effect"), f"{p}.effect"),
+            )
+        )
+    return tuple(out)
+
+
+def placement_from_dict(value: Any, path: str = "spec.placement") -> Placement | None:
+    if value is None:
+        return None
+    m = _map(value, path)
+    cluster_affinity = None
+    if m.get("clusterAffinity") is not None:
+        cluster_affinity = _affinity(
+            _map(m["clusterAffinity"], f"{path}.clusterAffinity"), f"{path}.clusterAffinity"
+        )
+    terms: tuple[AffinityTerm, ...] | None = None
+    if m.get("clusterAffinities") is not None:
+        items = []
+        for i, item in enumerate(_list(m["clusterAffinities"], f"{path}.clusterAffinities")):
+            p = f"{path}.clusterAffinities[{i}]"
+            t = _map(item, p)
+            overflow = None
+            if t.get("overflowAffinities") is not None:
+                overflow = tuple(
+                    OverflowTerm(
+                        _str(
+                            _map(o, f"{p}.overflowAffinities[{j}]").get("affinityName"),
+                            f"{p}.overflowAffinities[{j}].affinityName",
+                        ),
+                        _affinity(_map(o, f"{p}.overflowAffinities[{j}]"), f"{p}.overflowAffinities[{j}]"),
+                    )
+                    for j, o in enumerate(_list(t["overflowAffinities"], f"{p}.overflowAffinities"))
+                )
+            items.append(
+                AffinityTerm(_str(t.get("affinityName"), f"{p}.affinityName"), _affinity(t, p), overflow)
+            )
+        terms = tuple(items)
+    spreads = []
+    for i, item in enumerate(_list(m.get("spreadConstraints"), f"{path}.spreadConstraints")):
+        p = f"{path}.spreadConstraints[{i}]"
+        s = _map(item, p)
+        spreads.append(
+            SpreadConstraint(
+                _str(s.get("spreadByField"), f"{p}.spreadByField"),
+                _str(s.get("spreadByLabel"), f"{p}.spreadByLabel"),
+                _int(s.get("maxGroups"), f"{p}.maxGroups", bits=64),
+                _int(s.get("minGroups"), f"{p}.minGroups", bits=64),
+            )
+        )
+    replica_scheduling = None
+    if m.get("replicaScheduling") is not None:
+        p = f"{path}.replicaScheduling"
+        rs = _map(m["replicaScheduling"], p)
+        wp = None
+        if rs.get("weightPreference") is not None:
+            wpm = _map(rs["weightPreference"], f"{p}.weightPreference")
+            rules = []
+            for i, item in enumerate(
+                _list(wpm.get("staticWeightList"), f"{p}.weightPreference.staticWeightList")
+            ):
+                q = f"{p}.weightPreference.staticWeightList[{i}]"
+                r = _map(item, q)
+                rules.append(
+                    StaticWeightRule(
+                        _affinity(_map(r.get("targetCluster"), f"{q}.targetCluster"), f"{q}.targetCluster"),
+                        _int(r.get("weight"), f"{q}.weight", bits=64),
+                    )
+                )
+            wp = WeightPreference(
+                tuple(rules), _str(wpm.get("dynamicWeight"), f"{p}.weightPreference.dynamicWeight")
+            )
+        replica_scheduling = ReplicaScheduling(
+            _str(rs.get("replicaSchedulingType"), f"{p}.replicaSchedulingType"),
+            _str(rs.get("replicaDivisionPreference"), f"{p}.replicaDivisionPreference"),
+            wp,
+        )
+    return Placement(
+        cluster_affinity=cluster_affinity,
+        cluster_affinities=terms,
+        cluster_tolerations=_tolerations(m.get("clusterTolerations"), f"{path}.clusterTolerations"),
+        spread_constraints=tuple(spreads),
+        replica_scheduling=replica_scheduling,
+    )
+
+
+def _replica_requirements(value: Any, path: str) -> ReplicaRequirements | None:
+    if value is None:
+        return None
+    m = _map(value, path)
+    claim = None
+    if m.get("nodeClaim") is not None:
+        c = _map(m["nodeClaim"], f"{path}.nodeClaim")
+        selector = _map(c.get("nodeSelector"), f"{path}.nodeClaim.nodeSelector")
+        hard = c.get("hardNodeAffinity")
+        claim = NodeClaim(
+            node_selector=tuple(
+                (str(k), _str(v, f"{path}.nodeClaim.nodeSelector.{k}")) for k, v in selector.items()
+            ),
+            tolerations=_tolerations(c.get("tolerations"), f"{path}.nodeClaim.tolerations"),
+            hard_node_affinity=_map(hard, f"{path}.nodeClaim.hardNodeAffinity") if hard is not None else None,
+        )
+    requests = _quantities(m.get("resourceRequest"), f"{path}.resourceRequest")
+    return ReplicaRequirements(
+        resource_request=tuple(requests.items()),
+        node_claim=claim,
+        namespace=_str(m.get("namespace"), f"{path}.namespace"),
+        priority_class_name=_str(m.get("priorityClassName"), f"{path}.priorityClassName"),
+    )
+
+
+def binding_from_dict(obj: Mapping[str, Any]) -> SchedulingBinding:
+    kind = _str(obj.get("kind"), "kind") or "ResourceBinding"
+    md = _map(obj.get("metadata"), "metadata")
+    spec = _map(obj.get("spec"), "spec")
+    res = _map(spec.get("resource"), "spec.resource")
+    clusters = []
+    for i, item in enumerate(_list(spec.get("clusters"), "spec.clusters")):
+        t = _map(item, f"spec.clusters[{i}]")
+        clusters.append(
+            TargetCluster(
+                _str(t.get("name"), f"spec.clusters[{i}].name"),
+                _int(t.get("replicas"), f"spec.clusters[{i}].replicas"),
+            )
+        )
+    components = []
+    for i, item in enumerate(_list(spec.get("components"), "spec.components")):
+        p = f"spec.components[{i}]"
+        c = _map(item, p)
+        components.append(
+            Component(
+                _str(c.get("name"), f"{p}.name"),
+                _int(c.get("replicas"), f"{p}.replicas"),
+                _replica_requirements(c.get("replicaRequirements"), f"{p}.replicaRequirements"),
+            )
+        )
+    evicting = tuple(
+        _str(
+            _map(t, f"spec.gracefulEvictionTasks[{i}]").get("fromCluster"),
+            f"spec.gracefulEvictionTasks[{i}].fromCluster",
+        )
+        for i, t in enumerate(_list(spec.get("gracefulEvictionTasks"), "spec.gracefulEvictionTasks"))
+    )
+    return SchedulingBinding(
+        kind=kind,
+        name=_str(md.get("name"), "metadata.name"),
+        namespace=_str(md.get("namespace"), "metadata.namespace") if kind != "ClusterResourceBinding" else "",
+        resource=ObjectReference(
+            api_version=_str(res.get("apiVersion"), "spec.resource.apiVersion"),
+            kind=_str(res.get("kind"), "spec.resource.kind"),
+            namespace=_str(res.get("namespace"), "spec.resource.namespace"),
+            name=_str(res.get("name"), "spec.resource.name"),
+            uid=_str(res.get("uid"), "spec.resource.uid"),
+        ),
+        replicas=_int(spec.get("replicas"), "spec.replicas"),
+        replica_requirements=_replica_requirements(
+            spec.get("replicaRequirements"), "spec.replicaRequirements"
+        ),
+        components=tuple(components),
+        clusters=tuple(clusters),
+        placement=placement_from_dict(spec.get("placement")),
+        evicting_clusters=evicting,
+        reschedule_triggered_at=_time(spec.get("rescheduleTriggeredAt"), "spec.rescheduleTriggeredAt"),
+    )
+
+
+def status_from_dict(obj: Mapping[str, Any]) -> BindingStatus:
+    status = _map(obj.get("status"), "status")
+    return BindingStatus(
+        scheduler_observing_affinity_name=_str(
+            status.get("schedulerObservingAffinityName"), "status.schedulerObservingAffinityName"
+        ),
+        last_scheduled_time=_time(status.get("lastScheduledTime"), "status.lastScheduledTime"),
+    )
+
+
+def cluster_from_dict(obj: Mapping[str, Any]) -> ClusterInfo:
+    md = _map(obj.get("metadata"), "metadata")
+    spec = _map(obj.get("spec"), "spec")
+    status = _map(obj.get("status"), "status")
+    labels = {
+        str(k): _str(v, f"metadata.labels.{k}") for k, v in _map(md.get("labels"), "metadata.labels").items()
+    }
+    zones = _strs(spec.get("zones"), "spec.zones")
+    taints = []
+    for i, item in enumerate(_list(spec.get("taints"), "spec.taints")):
+        p = f"spec.taints[{i}]"
+        t = _map(item, p)
+        taints.append(
+            Taint(
+                _str(t.get("key"), f"{p}.key"),
+                _str(t.get("value"), f"{p}.value"),
+                _str(t.get("effect"), f"{p}.effect"),
+            )
+        )
+    apis: set[tuple[str, str]] = set()
+    for i, item in enumerate(_list(status.get("apiEnablements"), "status.apiEnablements")):
+        p = f"status.apiEnablements[{i}]"
+        e = _map(item, p)
+        gv = _str(e.get("groupVersion"), f"{p}.groupVersion")
+        for j, r in enumerate(_list(e.get("resources"), f"{p}.resources")):
+            apis.add((gv, _str(_map(r, f"{p}.resources[{j}]").get("kind"), f"{p}.resources[{j}].kind")))
+    summary = None
+    if status.get("resourceSummary") is not None:
+        p = "status.resourceSummary"
+        s = _map(status["resourceSummary"], p)
+        modelings = tuple(
+            (
+                _int(
+                    _map(m, f"{p}.allocatableModelings[{i}]").get("grade"),
+                    f"{p}.allocatableModelings[{i}].grade",
+                ),
+                _int(
+                    _map(m, f"{p}.allocatableModelings[{i}]").get("count"),
+                    f"{p}.allocatableModelings[{i}].count",
+                    bits=64,
+                ),
+            )
+            for i, m in enumerate(_list(s.get("allocatableModelings"), f"{p}.allocatableModelings"))
+        )
+        summary = ResourceSummary(
+            allocatable=_quantities(s.get("allocatable"), f"{p}.allocatable"),
+            allocated=_quantities(s.get("allocated"), f"{p}.allocated"),
+            allocating=_quantities(s.get("allocating"), f"{p}.allocating"),
+            allocatable_modelings=modelings,
+        )
+    models = []
+    for i, item in enumerate(_list(spec.get("resourceModels"), "spec.resourceModels")):
+        p = f"spec.resourceModels[{i}]"
+        m = _map(item, p)
+        ranges = []
+        for j, r in enumerate(_list(m.get("ranges"), f"{p}.ranges")):
+            q = f"{p}.ranges[{j}]"
+            rm = _map(r, q)
+            ranges.append(
+                (
+                    _str(rm.get("name"), f"{q}.name"),
+                    _quantity(rm.get("min", 0), f"{q}.min"),
+                    _quantity(rm.get("max", 0), f"{q}.max"),
+                )
+            )
+        models.append(ResourceModel(_int(m.get("grade"), f"{p}.grade"), tuple(ranges)))
+    return ClusterInfo(
+        name=_str(md.get("name"), "metadata.name"),
+        labels=labels,
+        provider=_str(spec.get("provider"), "spec.provider"),
+        region=_str(spec.get("region"), "spec.region"),
+        zones=zones,
+        taints=tuple(taints),
+        deleting=md.get("deletionTimestamp") not in (None, ""),
+        api_enablements=frozenset(apis),
+        resource_summary=summary,
+        resource_models=tuple(models),
+    )

@@ -1,0 +1,114 @@
+"""Ordered clusterAffinities (scheduling groups) and the single-affinity path (scheduler.md §3.5-§3.7).
+
+Owns where the affinity-group loop starts, when it moves on, which error is reported, what happens
+to ``spec.clusters`` and ``schedulerObservingAffinityName`` on success and failure, and the
+condition mapping. Overflow tiers inside a term are handled by ``assign.py``. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fleetsched.scheduler.errors import FitError, SchedulingError
+from fleetsched.scheduler.outcome import SUCCESS_MESSAGE, Condition, GroupAttempt, ScheduleResult
+from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
+
+if TYPE_CHECKING:
+    from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+
+__all__ = ["condition_for", "schedule_binding", "start_index"]
+
+
+def condition_for(error: SchedulingError | None) -> Condition:
+    """§3.5: Success, or the reason of the error's kind with its full text."""
+    if error is None:
+        return Condition(True, "Success", SUCCESS_MESSAGE)
+    return Condition(False, error.reason, str(error))
+
+
+def start_index(binding: SchedulingBinding, status: BindingStatus) -> int:
+    """The observed term, or 0 when unknown or when an explicit reschedule is pending (§3.7)."""
+    from fleetsched.scheduler.pipeline import reschedule_required
+
+    terms = binding.placement.cluster_affinities if binding.placement is not None else None
+    if not terms:
+        return 0
+    if reschedule_required(binding.reschedule_triggered_at, status.last_scheduled_time):
+        return 0
+    name = status.scheduler_observing_affinity_name
+    if name:
+        for i, term in enumerate(terms):
+            if term.name == name:
+                return i
+    return 0
+
+
+def schedule_binding(
+    scheduler: Scheduler, binding: SchedulingBinding, status: BindingStatus, snapshot: Snapshot
+) -> ScheduleResult:
+    from fleetsched.scheduler.pipeline import AttemptFailed, reschedule_required
+
+    mode = (
+        "Fresh"
+        if reschedule_required(binding.reschedule_triggered_at, status.last_scheduled_time)
+        else "Steady"
+    )
+    strategy = scheduler.strategy(binding)
+    if binding.placement is None:
+        # Karmada returns an error before any attempt (§3.3): no condition, nothing written.
+        return ScheduleResult(binding.key, None, None, None, False, mode, strategy, ())
+    terms = binding.placement.cluster_affinities
+    attempts: list[GroupAttempt] = []
+
+    if terms is None:
+        # §3.6 single-affinity path.
+        try:
+            out = scheduler.run_algorithm(binding, status, snapshot, status.scheduler_observing_affinity_name)
+        except AttemptFailed as failed:
+            attempts.append(failed.attempt)
+            err = failed.error
+            cleared = isinstance(err, FitError)
+            return ScheduleResult(
+                binding.key,
+                condition_for(err),
+                () if cleared else None,
+                None,
+                cleared,
+                mode,
+                strategy,
+                tuple(attempts),
+            )
+        attempts.append(out.attempt)
+        return ScheduleResult(
+            binding.key, condition_for(None), tuple(out.targets), None, True, mode, strategy, tuple(attempts)
+        )
+
+    # §3.7 ordered scheduling groups.
+    first_error: SchedulingError | None = None
+    for i in range(start_index(binding, status), len(terms)):
+        name = terms[i].name
+        term_status = BindingStatus(name, status.last_scheduled_time)
+        try:
+            out = scheduler.run_algorithm(binding, term_status, snapshot, name)
+        except AttemptFailed as failed:
+            attempts.append(failed.attempt)
+            first_error = first_error or failed.error
+            continue
+        attempts.append(out.attempt)
+        return ScheduleResult(
+            binding.key, condition_for(None), tuple(out.targets), name, True, mode, strategy, tuple(attempts)
+        )
+    if first_error is None:
+        # An empty (non-nil) clusterAffinities list: Karmada reports success and writes nothing.
+        return ScheduleResult(binding.key, condition_for(None), None, None, False, mode, strategy, ())
+    cleared = isinstance(first_error, FitError)
+    return ScheduleResult(
+        binding.key,
+        condition_for(first_error),
+        () if cleared else None,
+        None,
+        cleared,
+        mode,
+        strategy,
+        tuple(attempts),
+    )

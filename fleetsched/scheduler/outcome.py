@@ -1,0 +1,239 @@
+"""The result of scheduling one binding, its explanation, and how it is written into the binding.
+
+Owns ``ScheduleResult`` (targets, the Scheduled condition, the observed affinity name, and the
+per-group explanation), the §3.5 condition mapping, and ``render_into_binding``: the pure function
+that applies a result to a JSON-shaped binding (``spec.clusters``, the applied-placement
+annotation, ``status.conditions``, ``status.schedulerObservingAffinityName``), shared by the
+operator's writes and ``fleetsched simulate``. Must not do I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetsched.scheduler.types import TargetCluster
+
+__all__ = [
+    "APPLIED_PLACEMENT_ANNOTATION",
+    "SCHEDULED_CONDITION",
+    "ClusterNumbers",
+    "ClusterVerdict",
+    "Condition",
+    "GroupAttempt",
+    "ScheduleResult",
+    "applied_placement_json",
+    "render_into_binding",
+]
+
+SCHEDULED_CONDITION = "Scheduled"
+APPLIED_PLACEMENT_ANNOTATION = "policy.karmada.io/applied-placement"
+SUCCESS_MESSAGE = "Binding has been scheduled successfully."
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """The Scheduled condition Karmada would write (type is always ``Scheduled``)."""
+
+    status: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterVerdict:
+    """One cluster's filter outcome: the first rejecting plugin and its reasons, or feasible."""
+
+    cluster: str
+    feasible: bool
+    plugin: str = ""
+    reasons: tuple[str, ...] = ()
+    deleting: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterNumbers:
+    """A feasible cluster's scores (per plugin), overflow tier and replica estimates."""
+
+    cluster: str
+    scores: tuple[tuple[str, int], ...]
+    score: int
+    overflow_order: int
+    allocatable: int
+    available: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupAttempt:
+    """One run of the algorithm for one affinity term (or the only placement affinity)."""
+
+    affinity_name: str
+    verdicts: tuple[ClusterVerdict, ...] = ()
+    numbers: tuple[ClusterNumbers, ...] = ()  # in global sort order
+    selected: tuple[str, ...] = ()
+    targets: tuple[TargetCluster, ...] | None = None
+    error: str = ""
+    error_reason: str = ""
+    overflow: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleResult:
+    """What one scheduling attempt decided for one binding.
+
+    ``clusters`` is the new ``spec.clusters`` (``None``: leave unchanged, an empty tuple: clear);
+    ``affinity_name`` the new ``schedulerObservingAffinityName`` (``None``: leave unchanged);
+    ``condition`` ``None`` means no attempt was made (no Scheduled condition is written).
+    """
+
+    key: str
+    condition: Condition | None
+    clusters: tuple[TargetCluster, ...] | None
+    affinity_name: str | None
+    write_placement_annotation: bool
+    mode: str = "Steady"  # or "Fresh" (explicit reschedule, §9.6)
+    strategy: str = ""
+    attempts: tuple[GroupAttempt, ...] = field(default_factory=tuple)
+
+    @property
+    def scheduled(self) -> bool:
+        return self.condition is not None and self.condition.status
+
+
+# Struct field order of Karmada's placement types, for the applied-placement annotation (§15).
+_KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "placement": (
+        "clusterAffinity",
+        "clusterAffinities",
+        "clusterTolerations",
+        "spreadConstraints",
+        "replicaScheduling",
+        "workloadAffinity",
+    ),
+    "affinity": (
+        "affinityName",
+        "labelSelector",
+        "fieldSelector",
+        "clusterNames",
+        "exclude",
+        "overflowAffinities",
+    ),
+    "labelSelector": ("matchLabels", "matchExpressions"),
+    "requirement": ("key", "operator", "values"),
+    "toleration": ("key", "operator", "value", "effect", "tolerationSeconds"),
+    "spread": ("spreadByField", "spreadByLabel", "maxGroups", "minGroups"),
+    "replicaScheduling": ("replicaSchedulingType", "replicaDivisionPreference", "weightPreference"),
+    "weightPreference": ("staticWeightList", "dynamicWeight"),
+    "staticWeight": ("targetCluster", "weight"),
+    "workloadAffinity": ("affinity", "antiAffinity"),
+}
+
+
+def _ordered(value: Any, kind: str) -> Any:
+    if not isinstance(value, Mapping):
+        return value
+    order = _KEY_ORDER.get(kind, ())
+    keys = [k for k in order if k in value] + sorted(k for k in value if k not in order)
+    out: dict[str, Any] = {}
+    for k in keys:
+        v = value[k]
+        if v is None or (v in ("", 0, [], {}) and k not in ("affinityName", "targetCluster", "weight")):
+            continue
+        out[k] = _child(k, v)
+    return out
+
+
+def _child(key: str, v: Any) -> Any:
+    child_kind = {
+        "clusterAffinity": "affinity",
+        "clusterAffinities": "affinity",
+        "overflowAffinities": "affinity",
+        "targetCluster": "affinity",
+        "labelSelector": "labelSelector",
+        "fieldSelector": "labelSelector",
+        "matchExpressions": "requirement",
+        "clusterTolerations": "toleration",
+        "spreadConstraints": "spread",
+        "replicaScheduling": "replicaScheduling",
+        "weightPreference": "weightPreference",
+        "staticWeightList": "staticWeight",
+        "workloadAffinity": "workloadAffinity",
+    }.get(key, "")
+    if isinstance(v, list):
+        return [_ordered(x, child_kind) for x in v]
+    if key == "matchLabels" and isinstance(v, Mapping):
+        return {k: v[k] for k in sorted(v)}
+    return _ordered(v, child_kind)
+
+
+def applied_placement_json(placement: Mapping[str, Any]) -> str:
+    """Compact JSON of the placement in Go's field order, as the annotation stores it (§15)."""
+    text = json.dumps(_ordered(placement, "placement"), separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _rfc3339(now: dt.datetime) -> str:
+    return now.astimezone(dt.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def render_into_binding(
+    binding: Mapping[str, Any], result: ScheduleResult, *, now: dt.datetime | None = None
+) -> dict[str, Any]:
+    """A copy of the JSON-shaped ``binding`` with ``result`` written the way Karmada writes it.
+
+    spec.clusters: replaced (``[{name, replicas}]``, replicas omitted when 0), removed when
+    cleared, untouched when the result leaves it; the applied-placement annotation with it;
+    status.schedulerObservingAffinityName when the result names one; the Scheduled condition with
+    SetStatusCondition semantics (the transition time moves only when the status flips); and on
+    success ``schedulerObservedGeneration`` and ``lastScheduledTime``.
+    """
+    now = now or dt.datetime.now(dt.UTC)
+    out: dict[str, Any] = copy.deepcopy(dict(binding))
+    spec = out.setdefault("spec", {})
+    metadata = out.setdefault("metadata", {})
+    if result.clusters is not None:
+        if result.clusters:
+            spec["clusters"] = [
+                {"name": t.name, "replicas": t.replicas} if t.replicas else {"name": t.name}
+                for t in result.clusters
+            ]
+        else:
+            spec.pop("clusters", None)
+    if result.write_placement_annotation and isinstance(spec.get("placement"), Mapping):
+        annotations = metadata.setdefault("annotations", {}) or {}
+        annotations[APPLIED_PLACEMENT_ANNOTATION] = applied_placement_json(spec["placement"])
+        metadata["annotations"] = annotations
+    if result.condition is None:
+        return out
+    status = out.get("status") or {}
+    out["status"] = status
+    if result.affinity_name is not None:
+        status["schedulerObservingAffinityName"] = result.affinity_name
+    conditions = [c for c in (status.get("conditions") or []) if isinstance(c, Mapping)]
+    new_status = "True" if result.condition.status else "False"
+    previous = next((c for c in conditions if c.get("type") == SCHEDULED_CONDITION), None)
+    transition = _rfc3339(now)
+    if previous is not None and previous.get("status") == new_status and previous.get("lastTransitionTime"):
+        transition = previous["lastTransitionTime"]
+    condition = {
+        "type": SCHEDULED_CONDITION,
+        "status": new_status,
+        "reason": result.condition.reason,
+        "message": result.condition.message,
+        "lastTransitionTime": transition,
+    }
+    status["conditions"] = (
+        [condition if c.get("type") == SCHEDULED_CONDITION else dict(c) for c in conditions]
+        if previous is not None
+        else [*(dict(c) for c in conditions), condition]
+    )
+    if result.condition.status:
+        generation = metadata.get("generation")
+        if generation is not None:
+            status["schedulerObservedGeneration"] = generation
+        status["lastScheduledTime"] = _rfc3339(now)
+    return out

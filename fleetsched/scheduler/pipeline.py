@@ -1,0 +1,304 @@
+"""filter -> score -> estimate -> select -> assign for one binding against one cluster snapshot.
+
+Owns Karmada's generic scheduler for one affinity term (scheduler.md §4-§9) and the ``Scheduler``
+entry point that runs it for a binding (the affinity-group loop lives in ``groups.py``). Work that
+only depends on the snapshot and on the binding's placement (filter verdicts and scores) is
+memoised on the snapshot, so bindings sharing a placement pay for it once. Pure: estimators are
+passed in; nothing here waits on a network.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetsched.estimator.general import GeneralEstimator
+from fleetsched.scheduler import framework
+from fleetsched.scheduler.assign import ClusterDetail, assign_replicas, strategy_of
+from fleetsched.scheduler.errors import FitError, SchedulingError
+from fleetsched.scheduler.framework import (
+    UNAUTHENTIC_REPLICA,
+    Code,
+    FilterContext,
+    FilterPlugin,
+    ReplicaEstimator,
+    Result,
+    ScorePlugin,
+)
+from fleetsched.scheduler.matching import cluster_matches
+from fleetsched.scheduler.outcome import ClusterNumbers, ClusterVerdict, GroupAttempt, ScheduleResult
+from fleetsched.scheduler.select import order_key, select_clusters
+from fleetsched.scheduler.types import (
+    MAX_INT32,
+    BindingStatus,
+    ClusterInfo,
+    SchedulingBinding,
+    TargetCluster,
+)
+
+__all__ = ["Scheduler", "Settings", "Snapshot", "reschedule_required"]
+
+
+class Snapshot:
+    """An immutable list of clusters for one scheduling cycle, plus memos valid while it lives."""
+
+    __slots__ = ("_memo", "clusters")
+
+    def __init__(self, clusters: Iterable[ClusterInfo]) -> None:
+        self.clusters: tuple[ClusterInfo, ...] = tuple(clusters)
+        self._memo: dict[Any, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.clusters)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Scheduler options that change results (scheduler.md §1)."""
+
+    plugins: str = "*"
+    enable_empty_workload_propagation: bool = False
+    # Feature gate CustomizedClusterResourceModeling (beta, default on).
+    customized_cluster_resource_modeling: bool = True
+
+
+def reschedule_required(triggered_at: dt.datetime | None, last_scheduled: dt.datetime | None) -> bool:
+    """§3.4 rule 3: an explicit reschedule newer than the last schedule."""
+    return triggered_at is not None and last_scheduled is not None and triggered_at > last_scheduled
+
+
+@dataclass(slots=True)
+class _FilterOutcome:
+    feasible: list[ClusterInfo]
+    scores: list[tuple[tuple[str, int], ...]]
+    totals: list[int]
+    diagnosis: dict[str, tuple[str, ...]]
+    verdicts: tuple[ClusterVerdict, ...]
+
+
+@dataclass(slots=True)
+class AttemptOutput:
+    targets: list[TargetCluster]
+    attempt: GroupAttempt
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """Explanation being built for one affinity term."""
+
+    affinity_name: str
+    verdicts: tuple[ClusterVerdict, ...] = ()
+    numbers: tuple[ClusterNumbers, ...] = ()
+    selected: tuple[str, ...] = ()
+    overflow: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def freeze(self, targets: list[TargetCluster] | None, error: SchedulingError | None) -> GroupAttempt:
+        return GroupAttempt(
+            affinity_name=self.affinity_name,
+            verdicts=self.verdicts,
+            numbers=self.numbers,
+            selected=self.selected,
+            targets=tuple(targets) if targets is not None else None,
+            error=str(error) if error is not None else "",
+            error_reason=error.reason if error is not None else "",
+            overflow=self.overflow,
+        )
+
+
+class AttemptFailed(Exception):
+    def __init__(self, error: SchedulingError, attempt: GroupAttempt) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.attempt = attempt
+
+
+class Scheduler:
+    """Schedules one binding (RB or CRB, one code path) against an immutable cluster snapshot."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings | None = None,
+        estimators: Sequence[ReplicaEstimator] = (),
+    ) -> None:
+        self.settings = settings or Settings()
+        registry = framework.in_tree_registry()
+        enabled = framework.select_plugins(self.settings.plugins, registry)
+        self.enabled_plugins = enabled
+        instances = {name: registry[name]() for name in enabled}
+        self.filters: tuple[FilterPlugin, ...] = tuple(
+            instances[n]
+            for n in framework.DEFAULT_FILTERS
+            if n in instances  # type: ignore[misc]
+        )
+        self.scorers: tuple[ScorePlugin, ...] = tuple(
+            instances[n]
+            for n in framework.DEFAULT_SCORES
+            if n in instances  # type: ignore[misc]
+        )
+        self.general = GeneralEstimator(resource_modeling=self.settings.customized_cluster_resource_modeling)
+        self.estimators: tuple[ReplicaEstimator, ...] = (self.general, *estimators)
+        self._filter_key = tuple(p.name for p in self.filters) + tuple(p.name for p in self.scorers)
+
+    # ---- entry point -------------------------------------------------------------------------
+
+    def schedule(
+        self, binding: SchedulingBinding, status: BindingStatus, snapshot: Snapshot
+    ) -> ScheduleResult:
+        """One scheduling attempt (§3.5-§3.7) for ``binding``; never raises for scheduling failures."""
+        from fleetsched.scheduler import groups
+
+        return groups.schedule_binding(self, binding, status, snapshot)
+
+    # ---- one affinity term -------------------------------------------------------------------
+
+    def run_algorithm(
+        self, binding: SchedulingBinding, status: BindingStatus, snapshot: Snapshot, observed_name: str
+    ) -> AttemptOutput:
+        """Karmada's generic scheduler for one term; raises ``AttemptFailed`` with the explanation."""
+        attempt = _Attempt(affinity_name=observed_name)
+        ctx = FilterContext(
+            binding=binding,
+            observed_affinity_name=observed_name,
+            target_names=binding.target_names(),
+            is_workload=binding.is_workload(),
+        )
+        fo = self._find_clusters_that_fit(ctx, snapshot)
+        attempt.verdicts = fo.verdicts
+        if not fo.feasible:
+            err = FitError(len(snapshot.clusters), fo.diagnosis)
+            raise AttemptFailed(err, attempt.freeze(None, err))
+        overflow_term = _overflow_term(binding, observed_name)
+        attempt.overflow = overflow_term is not None
+        allocatable = self._allocatable_replicas(binding, fo.feasible)
+        held: dict[str, int] = {}
+        for t in binding.clusters:
+            held.setdefault(t.name, t.replicas)
+        details: list[ClusterDetail] = []
+        for i, c in enumerate(fo.feasible):
+            order = 0
+            if overflow_term is not None:
+                order = _overflow_order(c, overflow_term)
+            details.append(
+                ClusterDetail(c, fo.totals[i], order, allocatable[i], allocatable[i] + held.get(c.name, 0))
+            )
+        scores_by_name = {c.name: fo.scores[i] for i, c in enumerate(fo.feasible)}
+        details.sort(key=order_key)
+        attempt.numbers = tuple(
+            ClusterNumbers(
+                d.name, scores_by_name[d.name], d.score, d.overflow_order, d.allocatable, d.available
+            )
+            for d in details
+        )
+        try:
+            selected = select_clusters(details, binding)
+        except SchedulingError as e:
+            err = e.wrapped("failed to select clusters")
+            raise AttemptFailed(err, attempt.freeze(None, err)) from None
+        attempt.selected = tuple(c.name for c in selected)
+        fresh = reschedule_required(binding.reschedule_triggered_at, status.last_scheduled_time)
+        try:
+            targets = assign_replicas(
+                selected,
+                binding,
+                fresh=fresh,
+                overflow=overflow_term is not None,
+                empty_workload_propagation=self.settings.enable_empty_workload_propagation,
+            )
+        except SchedulingError as e:
+            err = e.wrapped("failed to assign replicas")
+            raise AttemptFailed(err, attempt.freeze(None, err)) from None
+        return AttemptOutput(targets, attempt.freeze(targets, None))
+
+    def strategy(self, binding: SchedulingBinding) -> str:
+        return strategy_of(binding) or "unsupported"
+
+    # ---- stages ------------------------------------------------------------------------------
+
+    def _find_clusters_that_fit(self, ctx: FilterContext, snapshot: Snapshot) -> _FilterOutcome:
+        b = ctx.binding
+        key = (
+            "fit",
+            self._filter_key,
+            b.placement,
+            b.resource.api_version,
+            b.resource.kind,
+            ctx.target_names,
+            b.evicting_clusters,
+            ctx.observed_affinity_name,
+            ctx.is_workload,
+        )
+        cached = snapshot._memo.get(key)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        feasible: list[ClusterInfo] = []
+        scores: list[tuple[tuple[str, int], ...]] = []
+        totals: list[int] = []
+        diagnosis: dict[str, tuple[str, ...]] = {}
+        verdicts: list[ClusterVerdict] = []
+        for cluster in snapshot.clusters:
+            if cluster.deleting:
+                verdicts.append(ClusterVerdict(cluster.name, False, deleting=True))
+                continue
+            rejected: Result | None = None
+            for plugin in self.filters:
+                try:
+                    result = plugin.filter(ctx, cluster)
+                except Exception as e:  # a plugin bug: Karmada's Error code, attributed to the plugin
+                    result = Result(Code.ERROR, (f"plugin {plugin.name} failed: {e}",), plugin.name)
+                if not result.is_success:
+                    rejected = result if result.plugin else Result(result.code, result.reasons, plugin.name)
+                    break
+            if rejected is not None:
+                diagnosis[cluster.name] = rejected.reasons
+                verdicts.append(ClusterVerdict(cluster.name, False, rejected.plugin, rejected.reasons))
+                continue
+            verdicts.append(ClusterVerdict(cluster.name, True))
+            feasible.append(cluster)
+            per_plugin = tuple((p.name, p.score(ctx, cluster)) for p in self.scorers)
+            scores.append(per_plugin)
+            totals.append(sum(s for _, s in per_plugin))
+        out = _FilterOutcome(feasible, scores, totals, diagnosis, tuple(verdicts))
+        snapshot._memo[key] = out
+        return out
+
+    def _allocatable_replicas(self, binding: SchedulingBinding, clusters: list[ClusterInfo]) -> list[int]:
+        """§7.1: the minimum over estimators; -1 answers and failing estimators are ignored."""
+        result = [MAX_INT32] * len(clusters)
+        if binding.replicas == 0 and not binding.components:
+            return result
+        for estimator in self.estimators:
+            try:
+                answer = estimator.max_available_replicas(clusters, binding.replica_requirements)
+            except Exception:  # the whole estimator is ignored for this attempt
+                continue
+            for i, n in enumerate(answer[: len(clusters)]):
+                if n == UNAUTHENTIC_REPLICA:
+                    continue
+                if n < result[i]:
+                    result[i] = n
+        return [binding.replicas if n == MAX_INT32 else n for n in result]
+
+
+def _overflow_term(binding: SchedulingBinding, observed_name: str) -> Any:
+    placement = binding.placement
+    if placement is None or placement.cluster_affinity is not None or placement.cluster_affinities is None:
+        return None
+    if not observed_name:
+        return None
+    for term in placement.cluster_affinities:
+        if term.name == observed_name:
+            return term if term.overflow is not None else None
+    return None
+
+
+def _overflow_order(cluster: ClusterInfo, term: Any) -> int:
+    if cluster_matches(cluster, term.affinity):
+        return 0
+    for i, o in enumerate(term.overflow):
+        if cluster_matches(cluster, o.affinity):
+            return i + 1
+    return 1000

@@ -1,0 +1,1 @@
+"""In-tree scheduler plugins, one per module, named as in Karmada."""

@@ -1,0 +1,25 @@
+"""APIEnablement filter: the cluster must serve the resource's API (scheduler.md §5.2)."""
+
+from __future__ import annotations
+
+from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.scheduler.types import ClusterInfo
+
+NAME = "APIEnablement"
+REASON = "cluster(s) did not have the API resource"
+
+
+class APIEnablement:
+    """Rejects clusters whose status.apiEnablements lacks the resource's groupVersion + kind."""
+
+    name = NAME
+
+    def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
+        """Current targets pass; unknown API enablement counts as disabled."""
+        if cluster.name in ctx.target_names:
+            return Result.success()
+        resource = ctx.binding.resource
+        # The core group renders as "v1"; apiVersion already has that form.
+        if (resource.api_version, resource.kind) in cluster.api_enablements:
+            return Result.success()
+        return Result.unschedulable(REASON)

@@ -1,0 +1,45 @@
+"""ClusterAffinity filter (and zero score): the placement's affinity must match (scheduler.md §5.3)."""
+
+from __future__ import annotations
+
+from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.scheduler.matching import cluster_matches
+from fleetsched.scheduler.types import ClusterAffinity as ClusterAffinityValue
+from fleetsched.scheduler.types import ClusterInfo
+
+NAME = "ClusterAffinity"
+REASON = "cluster(s) did not match the placement cluster affinity constraint"
+
+
+def affinities_for(ctx: FilterContext) -> tuple[ClusterAffinityValue, ...]:
+    """The affinities a cluster may match: clusterAffinity, or the observed term (+ overflow tiers)."""
+    placement = ctx.binding.placement
+    if placement is None:
+        return ()
+    if placement.cluster_affinity is not None:
+        return (placement.cluster_affinity,)
+    for term in placement.cluster_affinities or ():
+        if term.name == ctx.observed_affinity_name:
+            found = (term.affinity,)
+            # Overflow tiers only widen the choice for workloads.
+            if ctx.is_workload and term.overflow:
+                found += tuple(o.affinity for o in term.overflow)
+            return found
+    return ()
+
+
+class ClusterAffinity:
+    """Rejects clusters matching none of the applicable affinities; scores everyone 0."""
+
+    name = NAME
+
+    def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
+        """An empty list of affinities passes every cluster."""
+        affinities = affinities_for(ctx)
+        if not affinities or any(cluster_matches(cluster, a) for a in affinities):
+            return Result.success()
+        return Result.unschedulable(REASON)
+
+    def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
+        """Always 0 in Karmada."""
+        return 0

@@ -1,0 +1,19 @@
+"""ClusterLocality score: current targets score 100, everyone else 0 (scheduler.md §5.8)."""
+
+from __future__ import annotations
+
+from fleetsched.scheduler.framework import FilterContext
+from fleetsched.scheduler.types import ClusterInfo
+
+NAME = "ClusterLocality"
+MAX_SCORE = 100
+
+
+class ClusterLocality:
+    """Prefers clusters already listed in spec.clusters (even with 0 replicas)."""
+
+    name = NAME
+
+    def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
+        """100 for a current target, else 0."""
+        return MAX_SCORE if cluster.name in ctx.target_names else 0

@@ -1,0 +1,32 @@
+"""SpreadConstraint filter: clusters must carry the topology property spread over (scheduler.md §5.5)."""
+
+from __future__ import annotations
+
+from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.scheduler.types import ClusterInfo
+
+NAME = "SpreadConstraint"
+NO_PROVIDER = "cluster(s) did not have provider property"
+NO_REGION = "cluster(s) did not have region property"
+NO_ZONES = "cluster(s) did not have zones property"
+
+
+class SpreadConstraint:
+    """Rejects clusters lacking provider/region/zones when a constraint spreads by that field."""
+
+    name = NAME
+
+    def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
+        """First violated constraint wins; ``cluster`` constraints never fail."""
+        placement = ctx.binding.placement
+        if placement is None:
+            return Result.success()
+        for sc in placement.spread_constraints:
+            field = sc.spread_by_field
+            if field == "provider" and not cluster.provider:
+                return Result.unschedulable(NO_PROVIDER)
+            if field == "region" and not cluster.region:
+                return Result.unschedulable(NO_REGION)
+            if field == "zone" and not cluster.zones:
+                return Result.unschedulable(NO_ZONES)
+        return Result.success()

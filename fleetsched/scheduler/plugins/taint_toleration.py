@@ -1,0 +1,29 @@
+"""TaintToleration filter: NoSchedule/NoExecute taints must be tolerated (scheduler.md §5.4)."""
+
+from __future__ import annotations
+
+from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.scheduler.matching import tolerates
+from fleetsched.scheduler.types import ClusterInfo
+
+NAME = "TaintToleration"
+_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+class TaintToleration:
+    """Rejects a cluster on its first untolerated NoSchedule/NoExecute taint."""
+
+    name = NAME
+
+    def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
+        """Current targets pass: evicting on NoExecute is the taint manager's job, not ours."""
+        if cluster.name in ctx.target_names:
+            return Result.success()
+        placement = ctx.binding.placement
+        tolerations = placement.cluster_tolerations if placement is not None else ()
+        for taint in cluster.taints:
+            if taint.effect not in _EFFECTS:
+                continue
+            if not any(tolerates(t, taint) for t in tolerations):
+                return Result.unschedulable(f"cluster(s) had untolerated taint {{{taint.render()}}}")
+        return Result.success()

@@ -1,0 +1,271 @@
+"""Plain frozen values the scheduling core works on.
+
+Owns the core's view of Clusters, bindings and placements: converted once per object from the
+API (see ``convert.py``) and never re-validated inside the scheduling loop. Must not import
+pydantic models, kopf, a Kubernetes client or anything that does I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, NewType
+
+from fleetsched.api.quantity import Quantity
+
+__all__ = [
+    "MAX_INT32",
+    "AffinityTerm",
+    "BindingStatus",
+    "ClusterAffinity",
+    "ClusterInfo",
+    "Component",
+    "FieldSelector",
+    "LabelRequirement",
+    "LabelSelector",
+    "NodeClaim",
+    "ObjectReference",
+    "OverflowTerm",
+    "Placement",
+    "ReplicaRequirements",
+    "ReplicaScheduling",
+    "ResourceModel",
+    "ResourceSummary",
+    "SchedulingBinding",
+    "SpreadConstraint",
+    "StaticWeightRule",
+    "Taint",
+    "TargetCluster",
+    "Toleration",
+    "WeightPreference",
+]
+
+ClusterName = NewType("ClusterName", str)
+
+MAX_INT32 = 2**31 - 1
+
+# Karmada's constants (pkg/apis/policy/v1alpha1).
+DUPLICATED = "Duplicated"
+DIVIDED = "Divided"
+AGGREGATED = "Aggregated"
+WEIGHTED = "Weighted"
+
+SPREAD_BY_CLUSTER = "cluster"
+SPREAD_BY_REGION = "region"
+SPREAD_BY_ZONE = "zone"
+SPREAD_BY_PROVIDER = "provider"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[LabelRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSelector:
+    match_expressions: tuple[LabelRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterAffinity:
+    label_selector: LabelSelector | None = None
+    field_selector: FieldSelector | None = None
+    cluster_names: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OverflowTerm:
+    name: str
+    affinity: ClusterAffinity
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    name: str
+    affinity: ClusterAffinity
+    # None and () differ in Karmada (a non-nil list activates overflow assignment, §10.1).
+    overflow: tuple[OverflowTerm, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+
+    def render(self) -> str:
+        """Taint text as kube renders it: ``key=value:effect`` or ``key:effect``."""
+        if self.value:
+            return f"{self.key}={self.value}:{self.effect}"
+        return f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    spread_by_field: str = ""
+    spread_by_label: str = ""
+    max_groups: int = 0
+    min_groups: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StaticWeightRule:
+    target: ClusterAffinity
+    weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class WeightPreference:
+    static_weight_list: tuple[StaticWeightRule, ...] = ()
+    dynamic_weight: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaScheduling:
+    scheduling_type: str = ""
+    division_preference: str = ""
+    weight_preference: WeightPreference | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    cluster_affinity: ClusterAffinity | None = None
+    cluster_affinities: tuple[AffinityTerm, ...] | None = None
+    cluster_tolerations: tuple[Toleration, ...] = ()
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
+    replica_scheduling: ReplicaScheduling | None = None
+
+    def is_duplicated(self) -> bool:
+        rs = self.replica_scheduling
+        return rs is None or rs.scheduling_type == DUPLICATED
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClaim:
+    """Per-replica node constraints; only the accurate estimator reads them."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    # Kept as the JSON-shaped NodeSelector ({nodeSelectorTerms: [...]}) for estimator clients.
+    hard_node_affinity: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRequirements:
+    resource_request: tuple[tuple[str, Quantity], ...] = ()
+    node_claim: NodeClaim | None = None
+    namespace: str = ""
+    priority_class_name: str = ""
+
+    def request_key(self) -> tuple[tuple[str, Fraction], ...]:
+        """What the general estimator depends on: the per-replica request, by exact value."""
+        return tuple(sorted((name, q.value_exact) for name, q in self.resource_request))
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    name: str
+    replicas: int
+    replica_requirements: ReplicaRequirements | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetCluster:
+    name: str
+    replicas: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectReference:
+    api_version: str = ""
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingBinding:
+    """The scheduler's read of a ResourceBinding or ClusterResourceBinding spec."""
+
+    kind: str  # "ResourceBinding" | "ClusterResourceBinding"
+    name: str
+    namespace: str = ""
+    resource: ObjectReference = ObjectReference()
+    replicas: int = 0
+    replica_requirements: ReplicaRequirements | None = None
+    components: tuple[Component, ...] = ()
+    clusters: tuple[TargetCluster, ...] = ()
+    placement: Placement | None = None
+    evicting_clusters: tuple[str, ...] = ()
+    reschedule_triggered_at: dt.datetime | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def is_workload(self) -> bool:
+        """Karmada's IsWorkload: replicas, requirements or components make a workload (§2.1)."""
+        return self.replicas > 0 or self.replica_requirements is not None or len(self.components) >= 1
+
+    def target_names(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.clusters)
+
+
+@dataclass(frozen=True, slots=True)
+class BindingStatus:
+    """The status fields the algorithm reads."""
+
+    scheduler_observing_affinity_name: str = ""
+    last_scheduled_time: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSummary:
+    allocatable: Mapping[str, Quantity]
+    allocated: Mapping[str, Quantity]
+    allocating: Mapping[str, Quantity]
+    allocatable_modelings: tuple[tuple[int, int], ...] = ()  # (grade, count)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceModel:
+    grade: int
+    ranges: tuple[tuple[str, Quantity, Quantity], ...]  # (name, min, max)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ClusterInfo:
+    """One member cluster as the scheduler sees it. Compared and hashed by identity."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    provider: str = ""
+    region: str = ""
+    zones: tuple[str, ...] = ()
+    taints: tuple[Taint, ...] = ()
+    deleting: bool = False
+    api_enablements: frozenset[tuple[str, str]] = frozenset()  # (groupVersion, kind)
+    resource_summary: ResourceSummary | None = None
+    resource_models: tuple[ResourceModel, ...] = ()
+    # Memo of values that depend only on this (immutable) cluster, e.g. estimates per request.
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)

@@ -1,0 +1,270 @@
+"""``fleetsched simulate``: the whole scheduling pipeline offline, from YAML files to scheduled bindings.
+
+Owns the command line (files, output format, ``--explain``, plugin selection), turning loaded
+objects into a cluster snapshot and bindings (given directly, or derived from policies and
+workload templates by the detector), scheduling each binding independently against the same
+snapshot (scheduler.md §3.7a) and printing the result. Bad input is one line on stderr and exit
+status 2; a binding that cannot be placed is a result, not an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fleetsched.scheduler.convert import (
+    ConversionError,
+    binding_from_dict,
+    cluster_from_dict,
+    status_from_dict,
+)
+from fleetsched.scheduler.framework import PluginSelectionError
+from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
+from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+
+__all__ = ["add_arguments", "run", "simulate_objects"]
+
+EXIT_BAD_INPUT = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="YAML files with Clusters and bindings and/or policies + workloads ('-' = stdin)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "yaml", "json"),
+        default="table",
+        help="table (default): one row per binding; yaml/json: a List of the scheduled bindings",
+    )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="print per binding and affinity group: filter verdicts, scores, estimates, division",
+    )
+    parser.add_argument(
+        "--plugins",
+        default="*",
+        help="scheduler plugins, Karmada syntax: '*' all, '-Name' disables, 'Name' enables "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--enable-empty-workload-propagation",
+        action="store_true",
+        help="also list selected clusters that got 0 replicas (Karmada flag of the same name)",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        help="e.g. CustomizedClusterResourceModeling=false (the only gate that changes results here)",
+    )
+
+
+class _BadInput(Exception):
+    pass
+
+
+def _gates(text: str) -> dict[str, bool]:
+    gates: dict[str, bool] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            raise _BadInput(f"--feature-gates: {item!r}: expected Name=true|false")
+        gates[name] = value.lower() == "true"
+    known = {"CustomizedClusterResourceModeling"}
+    unknown = sorted(set(gates) - known)
+    if unknown:
+        raise _BadInput(
+            f"--feature-gates: unknown gate(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
+    return gates
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    # Only fields present in the input: bindings are taken as written, no defaults (§3.7a).
+    return model.model_dump(mode="python", by_alias=True, exclude_unset=True)  # type: ignore[no-any-return]
+
+
+def _derive_bindings(loaded: Any) -> list[Any]:
+    """Bindings the detector derives from policies + workload templates, when both are given."""
+    if not loaded.policies or not loaded.templates:
+        return []
+    try:
+        from fleetsched import detector  # type: ignore[attr-defined]
+    except ImportError:
+        raise _BadInput("policies and workload templates need the detector, which is not available") from None
+    derive = getattr(detector, "derive_bindings", None)
+    if derive is None:
+        raise _BadInput("policies and workload templates need fleetsched.detector.derive_bindings")
+    return list(derive(loaded))
+
+
+def simulate_objects(
+    clusters: Sequence[Mapping[str, Any]],
+    bindings: Sequence[Mapping[str, Any]],
+    scheduler: Scheduler,
+    *,
+    now: dt.datetime | None = None,
+    progress: Any = None,
+) -> list[tuple[dict[str, Any], ScheduleResult]]:
+    """Schedule every JSON-shaped binding independently against one snapshot of ``clusters``."""
+    snapshot = Snapshot(cluster_from_dict(c) for c in clusters)
+    now = now or dt.datetime.now(dt.UTC)
+    out = []
+    for i, raw in enumerate(bindings):
+        result = scheduler.schedule(binding_from_dict(raw), status_from_dict(raw), snapshot)
+        out.append((render_into_binding(raw, result, now=now), result))
+        if progress is not None:
+            progress(i + 1, len(bindings))
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)  # quantities print in their canonical text
+
+
+def _table(results: list[tuple[dict[str, Any], ScheduleResult]]) -> str:
+    rows = [("KIND", "NAMESPACE", "NAME", "SCHEDULED", "REASON", "AFFINITY", "CLUSTERS")]
+    for obj, result in results:
+        md = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        clusters = (
+            ", ".join(f"{t['name']}:{t.get('replicas', 0)}" for t in spec.get("clusters") or []) or "<none>"
+        )
+        cond = result.condition
+        rows.append(
+            (
+                "RB" if obj.get("kind") != "ClusterResourceBinding" else "CRB",
+                md.get("namespace") or "-",
+                md.get("name") or "",
+                "-" if cond is None else ("True" if cond.status else "False"),
+                "-" if cond is None else cond.reason,
+                status.get("schedulerObservingAffinityName") or "-",
+                clusters,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = [
+        "   ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "   " + r[-1] for r in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def explain(result: ScheduleResult, obj: Mapping[str, Any]) -> str:
+    """Human-readable account of one binding's attempt: per affinity group, every decision."""
+    md = obj.get("metadata") or {}
+    kind = obj.get("kind") or "ResourceBinding"
+    lines = [f"{kind} {result.key}"]
+    spec = obj.get("spec") or {}
+    lines.append(f"  replicas: {spec.get('replicas', 0)}   strategy: {result.strategy}   mode: {result.mode}")
+    if result.condition is None:
+        lines.append("  not scheduled: the binding has no spec.placement")
+        return "\n".join(lines)
+    if not result.attempts:
+        lines.append(
+            "  clusterAffinities is an empty list: nothing to try (reported as success, nothing written)"
+        )
+    for attempt in result.attempts:
+        title = f"affinity group {attempt.affinity_name!r}" if attempt.affinity_name else "placement"
+        lines.append(f"  {title}{' (with overflow tiers)' if attempt.overflow else ''}:")
+        rejected = [v for v in attempt.verdicts if not v.feasible]
+        feasible = [v for v in attempt.verdicts if v.feasible]
+        lines.append(f"    filter: {len(feasible)} feasible, {len(rejected)} rejected")
+        for v in rejected:
+            if v.deleting:
+                lines.append(f"      x {v.cluster}: being deleted")
+            else:
+                lines.append(f"      x {v.cluster}: {v.plugin}: {'; '.join(v.reasons)}")
+        if attempt.numbers:
+            lines.append("    candidates (sort order: tier, score desc, available desc, name):")
+            for n in attempt.numbers:
+                per_plugin = ", ".join(f"{p}={s}" for p, s in n.scores)
+                tier = f" tier={n.overflow_order}" if attempt.overflow else ""
+                lines.append(
+                    f"      {n.cluster}: score={n.score} ({per_plugin}){tier} "
+                    f"allocatable={n.allocatable} available={n.available}"
+                )
+        if attempt.selected:
+            lines.append(f"    selected: {', '.join(attempt.selected)}")
+        if attempt.targets is not None:
+            division = ", ".join(f"{t.name}:{t.replicas}" for t in attempt.targets) or "<none>"
+            lines.append(f"    division: {division}")
+        if attempt.error:
+            lines.append(f"    failed ({attempt.error_reason}): {attempt.error}")
+    cond = result.condition
+    lines.append(f"  => Scheduled={'True' if cond.status else 'False'} reason={cond.reason}: {cond.message}")
+    clusters = (obj.get("spec") or {}).get("clusters") or []
+    lines.append(
+        "  => spec.clusters: "
+        + (", ".join(f"{t['name']}:{t.get('replicas', 0)}" for t in clusters) or "<none>")
+    )
+    observed = (obj.get("status") or {}).get("schedulerObservingAffinityName")
+    if observed:
+        lines.append(f"  => schedulerObservingAffinityName: {observed}")
+    del md
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fleetsched.api.load import LoadError, load_files
+
+    try:
+        gates = _gates(args.feature_gates)
+        settings = Settings(
+            plugins=args.plugins,
+            enable_empty_workload_propagation=args.enable_empty_workload_propagation,
+            customized_cluster_resource_modeling=gates.get("CustomizedClusterResourceModeling", True),
+        )
+        scheduler = Scheduler(settings=settings)
+        loaded = load_files(args.files)
+        clusters = [_dump(c) for c in loaded.clusters]
+        bindings = [_dump(b) for b in loaded.bindings]
+        bindings += [_dump(b) if hasattr(b, "model_dump") else dict(b) for b in _derive_bindings(loaded)]
+        progress = None
+        if sys.stderr.isatty() and len(bindings) > 50:
+
+            def progress(done: int, total: int) -> None:
+                if done == total or done % 100 == 0:
+                    sys.stderr.write(f"\rscheduled {done}/{total} bindings")
+                    if done == total:
+                        sys.stderr.write("\n")
+                    sys.stderr.flush()
+
+        results = simulate_objects(clusters, bindings, scheduler, progress=progress)
+    except (LoadError, ConversionError, PluginSelectionError, _BadInput) as e:
+        print(f"fleetsched simulate: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    items = [_jsonable(obj) for obj, _ in results]
+    if args.explain:
+        text = "\n\n".join(explain(r, obj) for obj, r in results)
+        # Keep machine-readable output on stdout clean: with -o json/yaml, explanations go to stderr.
+        print(text, file=sys.stdout if args.output == "table" else sys.stderr)
+        if args.output == "table":
+            print()
+    if args.output == "json":
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.output == "yaml":
+        import yaml
+
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout, sort_keys=False)
+    else:
+        print(_table(results))
+    return 0
