@@ -1,0 +1,155 @@
+"""``fleetsched webhook``: serve the admission webhook over HTTPS.
+
+Flags and defaults follow karmada-webhook (webhook.md §2.2). ``--port`` is accepted as the
+short form of ``--secure-port``. The metrics and health-probe listeners are best effort: if
+their port is taken the admission server still starts, because that is what the API server
+depends on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+
+from fleetsched.webhook import review, server
+
+log = structlog.get_logger("fleetsched.webhook")
+
+KNOWN_GATES = ("FederatedQuotaEnforcement", "MultiplePodTemplatesScheduling")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bind-address", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    parser.add_argument("--secure-port", "--port", dest="port", type=int, default=8443,
+                        help="HTTPS port (default 8443)")
+    parser.add_argument("--cert-dir", default="/tmp/k8s-webhook-server/serving-certs",
+                        help="directory with the serving certificate and key")
+    parser.add_argument("--tls-cert-file-name", default="tls.crt", help="certificate file in --cert-dir")
+    parser.add_argument("--tls-private-key-file-name", default="tls.key", help="key file in --cert-dir")
+    parser.add_argument("--tls-min-version", default="1.3", choices=sorted(server.TLS_VERSIONS),
+                        help="minimum TLS version (default 1.3)")
+    parser.add_argument("--metrics-bind-address", default=":8080",
+                        help="HOST:PORT for Prometheus metrics over HTTP; 0 disables (default :8080)")
+    parser.add_argument("--health-probe-bind-address", default=":8000",
+                        help="HOST:PORT for /readyz and /healthz over HTTP; 0 disables (default :8000)")
+    parser.add_argument("--kube-api-qps", type=float, default=40.0,
+                        help="accepted for compatibility; the rules served here make no API calls")
+    parser.add_argument("--kube-api-burst", type=int, default=60,
+                        help="accepted for compatibility; the rules served here make no API calls")
+    parser.add_argument("--kubeconfig", default="", help="accepted for compatibility (no API calls are made)")
+    parser.add_argument("--feature-gates", default="",
+                        help="comma-separated Gate=true|false; MultiplePodTemplatesScheduling enables "
+                             "the component-name checks of /validate-resourcebinding")
+    parser.add_argument("--allow-no-execute-taint-policy", action="store_true",
+                        help="accepted for compatibility (ClusterTaintPolicy is not served)")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            raise ValueError(f"--feature-gates: {item!r} is not Gate=true or Gate=false")
+        if name not in KNOWN_GATES:
+            raise ValueError(f"--feature-gates: unknown gate {name!r} (known: {', '.join(KNOWN_GATES)})")
+        gates[name] = value.lower() == "true"
+    return gates
+
+
+def parse_bind_address(text: str) -> tuple[str, int] | None:
+    """``:8080`` -> ("0.0.0.0", 8080); ``0`` -> disabled."""
+    if text in ("0", ""):
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"bind address {text!r} is not HOST:PORT, :PORT or 0")
+    return (host.strip("[]") or "0.0.0.0", int(port))
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(message)s")
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+
+
+async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) -> int:
+    cert_dir = Path(args.cert_dir)
+    gates = parse_feature_gates(args.feature_gates)
+    config = server.ServerConfig(
+        cert_file=cert_dir / args.tls_cert_file_name,
+        key_file=cert_dir / args.tls_private_key_file_name,
+        tls_min_version=args.tls_min_version,
+        settings=review.Settings(multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False)),
+    )
+    metrics_address = parse_bind_address(args.metrics_bind_address)
+    probe_address = parse_bind_address(args.health_probe_bind_address)
+    context = server.ssl_context(config)
+    metrics = server.Metrics()
+    runners: list[web.AppRunner] = []
+
+    main_runner = web.AppRunner(server.build_app(config, metrics), access_log=None, handle_signals=False)
+    await main_runner.setup()
+    runners.append(main_runner)
+    await web.TCPSite(main_runner, args.bind_address, args.port, ssl_context=context).start()
+    log.info("webhook_serving", address=args.bind_address, port=args.port, cert_dir=str(cert_dir),
+             tls_min_version=args.tls_min_version)
+
+    extra: dict[tuple[str, int], tuple[bool, bool]] = {}
+    if metrics_address is not None:
+        extra[metrics_address] = (True, False)
+    if probe_address is not None:
+        has_metrics, _ = extra.get(probe_address, (False, False))
+        extra[probe_address] = (has_metrics, True)
+    for (host, port), (with_metrics, with_health) in extra.items():
+        runner = web.AppRunner(server.build_probe_app(metrics if with_metrics else None, health=with_health),
+                               access_log=None, handle_signals=False)
+        await runner.setup()
+        runners.append(runner)
+        try:
+            await web.TCPSite(runner, host, port).start()
+            log.info("probe_serving", address=host, port=port, metrics=with_metrics, health=with_health)
+        except OSError as exc:
+            log.warning("probe_listener_unavailable", address=host, port=port, error=str(exc))
+
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    watcher = asyncio.create_task(server.watch_certificate(context, config))
+    try:
+        await stop.wait()
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        for runner in reversed(runners):
+            await runner.cleanup()
+        log.info("webhook_stopped")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    _configure_logging(args.log_level)
+    try:
+        return asyncio.run(serve(args))
+    except (ValueError, OSError) as exc:
+        print(f"fleetsched webhook: {exc}", file=sys.stderr)
+        return 2
