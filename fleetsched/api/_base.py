@@ -96,3 +96,4 @@ Time = Annotated[
 Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX, json_schema_extra={"format": "int32"})]
 NonNegativeInt32 = Annotated[int, Field(ge=0, le=INT32_MAX, json_schema_extra={"format": "int32"})]
 Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX, json_schema_extra={"format": "int64"})]
+PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX, json_schema_extra={"format": "int64"})]

@@ -367,8 +367,11 @@ def _from_validation_error(exc: ValidationError, source: Source | None, prefix: 
 # Objects
 
 
-def parse_object(doc: Any, source: Source | None = None) -> ApiObject:
-    """One decoded object (a dict) to a typed object; raises ``LoadError``."""
+def parse_object(doc: Any, source: Source | None = None, *, crd_defaults: bool = False) -> ApiObject:
+    """One decoded object (a dict) to a typed object; raises ``LoadError``.
+
+    ``crd_defaults``: fill the CRD defaults first, as the API server would (``fleetsched.api.defaults``).
+    """
     if not isinstance(doc, Mapping):
         raise LoadError(f"expected an object (a YAML mapping), got {type(doc).__name__}", source=source)
     api_version = doc.get("apiVersion")
@@ -379,6 +382,10 @@ def parse_object(doc: Any, source: Source | None = None) -> ApiObject:
         raise LoadError("Required value", source=source, path="kind")
     model = KARMADA_KINDS.get((api_version, kind))
     if model is not None:
+        if crd_defaults:
+            from fleetsched.api.defaults import apply_crd_defaults
+
+            doc = apply_crd_defaults(dict(doc))
         try:
             obj = model.model_validate(doc)
         except ValidationError as exc:
@@ -531,7 +538,7 @@ def _documents(text: str, filename: str) -> Iterator[tuple[int, Any]]:
         raise LoadError(f"malformed YAML: {exc}", source=Source(filename, number + 1)) from None
 
 
-def load_text(text: str, *, filename: str = "<input>") -> LoadResult:
+def load_text(text: str, *, filename: str = "<input>", crd_defaults: bool = False) -> LoadResult:
     """Every object in a multi-document YAML text. Empty documents are skipped but counted."""
     result = LoadResult()
     for number, doc in _documents(text, filename):
@@ -544,13 +551,14 @@ def load_text(text: str, *, filename: str = "<input>") -> LoadResult:
                 raise LoadError("Invalid value: must be a list", source=source, path="items")
             for index, item in enumerate(items):
                 item_source = Source(filename, number, index)
-                result.objects.append(Loaded(parse_object(item, item_source), item_source))
+                obj = parse_object(item, item_source, crd_defaults=crd_defaults)
+                result.objects.append(Loaded(obj, item_source))
             continue
-        result.objects.append(Loaded(parse_object(doc, source), source))
+        result.objects.append(Loaded(parse_object(doc, source, crd_defaults=crd_defaults), source))
     return result
 
 
-def load_files(paths: Sequence[str | Path]) -> LoadResult:
+def load_files(paths: Sequence[str | Path], *, crd_defaults: bool = False) -> LoadResult:
     """Load every file in order; ``-`` reads standard input. Raises ``LoadError`` on the first problem."""
     result = LoadResult()
     for path in paths:
@@ -566,5 +574,5 @@ def load_files(paths: Sequence[str | Path]) -> LoadResult:
                 raise LoadError(f"cannot read file: {exc.strerror or exc}", source=None, path=name) from None
             except UnicodeDecodeError as exc:
                 raise LoadError(f"not UTF-8 text: {exc.reason}", path=name) from None
-        result.extend(load_text(text, filename=name))
+        result.extend(load_text(text, filename=name, crd_defaults=crd_defaults))
     return result

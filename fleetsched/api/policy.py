@@ -12,7 +12,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from fleetsched.api._base import Int32, Int64, KarmadaModel
+from fleetsched.api._base import Int32, KarmadaModel, PositiveInt64
 from fleetsched.api.meta import LabelSelector, NodeSelectorRequirement, ObjectMeta, Toleration
 
 POLICY_API_VERSION = "policy.karmada.io/v1alpha1"
@@ -77,7 +77,7 @@ class SpreadConstraint(KarmadaModel):
 
 class StaticClusterWeight(KarmadaModel):
     target_cluster: ClusterAffinity
-    weight: Int64 = Field(ge=1)
+    weight: PositiveInt64
 
 
 class ClusterPreferences(KarmadaModel):

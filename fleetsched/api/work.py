@@ -95,7 +95,8 @@ class ResourceBindingSpec(KarmadaModel):
     resource: ObjectReference
     propagate_deps: bool | None = None
     replica_requirements: ReplicaRequirements | None = None
-    replicas: NonNegativeInt32 = 0
+    # Defaults to 0 in Python only: the CRD has no default, as Go's omitempty drops a zero.
+    replicas: NonNegativeInt32 = Field(default=0, json_schema_extra={"x-fleetsched-no-default": True})
     components: list[Component] | None = None
     clusters: list[TargetCluster] | None = None
     placement: Placement | None = None
