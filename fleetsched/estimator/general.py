@@ -160,11 +160,27 @@ def _model_estimate(base: _ClusterBase, request: tuple[tuple[str, Fraction], ...
     return total
 
 
+_REQUEST_IDS: dict[tuple[tuple[str, Fraction], ...] | None, int] = {}
+
+
+def _request_id(request: tuple[tuple[str, Fraction], ...] | None) -> int:
+    """A small id per distinct request, so per-cluster memo lookups hash an int, not Fractions."""
+    rid = _REQUEST_IDS.get(request)
+    if rid is None:
+        rid = _REQUEST_IDS.setdefault(request, len(_REQUEST_IDS))
+    return rid
+
+
 def estimate_cluster(
-    cluster: ClusterInfo, request: tuple[tuple[str, Fraction], ...] | None, *, resource_modeling: bool = True
+    cluster: ClusterInfo,
+    request: tuple[tuple[str, Fraction], ...] | None,
+    *,
+    resource_modeling: bool = True,
+    request_id: int | None = None,
 ) -> int:
     """Replicas of one per-replica request (``None`` = no requirements) that fit ``cluster``."""
-    memo_key = ("general", resource_modeling, request)
+    rid = _request_id(request) if request_id is None else request_id
+    memo_key = (resource_modeling, rid)
     cached = cluster.memo.get(memo_key)
     if cached is not None:
         return int(cached)
@@ -197,4 +213,6 @@ class GeneralEstimator:
         self, clusters: Sequence[ClusterInfo], replica_requirements: ReplicaRequirements | None
     ) -> list[int]:
         request = replica_requirements.request_key() if replica_requirements is not None else None
-        return [estimate_cluster(c, request, resource_modeling=self.resource_modeling) for c in clusters]
+        rid = _request_id(request)
+        modeling = self.resource_modeling
+        return [estimate_cluster(c, request, resource_modeling=modeling, request_id=rid) for c in clusters]

@@ -1,0 +1,132 @@
+"""``fleetsched estimate FILE -o json``: the estimator server's answers, offline.
+
+The input is one member cluster as its estimator would see it: an ``EstimatorOptions`` document
+(``clusterName``, optional ``featureGates``), the cluster's objects (Nodes, Pods, ResourceQuotas,
+Deployments, ReplicaSets, StatefulSets) and request documents (``MaxAvailableReplicasRequest``,
+``MaxAvailableComponentSetsRequest``, ``UnschedulableReplicasRequest``) in Kubernetes JSON form. Each
+request is encoded to protobuf exactly as a scheduler would send it, decoded and answered by the same
+code as the gRPC server; the output has one entry per request, in order (see
+shared/estimator-conformance/README.md for the formats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import yaml
+
+from fleetsched.api.quantity import QuantityError
+from fleetsched.estimator import handlers, wire
+from fleetsched.estimator.inventory import MemberInventory
+from fleetsched.estimator.model import EstimatorError
+from fleetsched.estimator.pb import estimator_pb2
+from fleetsched.estimator.service import KARMADA_GATES, EstimatorService, FeatureGates
+
+__all__ = ["add_arguments", "answer_requests", "run"]
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+REQUEST_KINDS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], Any, Callable[..., Any], str]] = {
+    "MaxAvailableReplicasRequest": (wire.replicas_request_to_pb, estimator_pb2.MaxAvailableReplicasRequest,
+                                    handlers.max_available_replicas, "maxReplicas"),
+    "MaxAvailableComponentSetsRequest": (wire.component_sets_request_to_pb,
+                                         estimator_pb2.MaxAvailableComponentSetsRequest,
+                                         handlers.max_available_component_sets, "maxSets"),
+    "UnschedulableReplicasRequest": (wire.unschedulable_request_to_pb,
+                                     estimator_pb2.UnschedulableReplicasRequest,
+                                     handlers.get_unschedulable_replicas, "unschedulableReplicas"),
+}
+
+
+class InputError(ValueError):
+    """The input file is not a valid estimator input; the message names the document and field."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML input ('-' for stdin)")
+    parser.add_argument("-o", "--output", choices=("json", "yaml"), default="json", help="output format")
+
+
+def _documents(paths: list[str]) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
+    for path in paths:
+        if path == "-":
+            stream = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                stream = f.read()
+        for index, doc in enumerate(yaml.load_all(stream, Loader=_Loader)):
+            if doc is None:
+                continue
+            if not isinstance(doc, Mapping):
+                raise InputError(f"{path}: document {index + 1} is not a mapping")
+            yield path, index + 1, doc
+
+
+def _gates(options: Mapping[str, Any]) -> FeatureGates:
+    gates = options.get("featureGates") or {}
+    if not isinstance(gates, Mapping):
+        raise InputError("EstimatorOptions.featureGates: must be a mapping of gate name to bool")
+    for name, value in gates.items():
+        if not isinstance(value, bool):
+            raise InputError(f"EstimatorOptions.featureGates.{name}: must be true or false")
+        if name not in KARMADA_GATES:
+            print(f"warning: unknown feature gate {name!r} ignored", file=sys.stderr)
+    return FeatureGates.from_mapping(gates)
+
+
+def answer_requests(service: EstimatorService, requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    answers: list[dict[str, Any]] = []
+    for request in requests:
+        to_pb, message_type, handler, key = REQUEST_KINDS[str(request["kind"])]
+        # Through the wire bytes, as a scheduler's request would arrive.
+        message = message_type.FromString(to_pb(request).SerializeToString())
+        try:
+            response = handler(service, message)
+        except EstimatorError as exc:
+            answers.append({"error": {"code": exc.code, "message": exc.message}})
+            continue
+        answers.append({key: getattr(response, key)})
+    return answers
+
+
+def load(paths: list[str]) -> tuple[MemberInventory, list[Mapping[str, Any]]]:
+    options: Mapping[str, Any] | None = None
+    objects: list[Mapping[str, Any]] = []
+    requests: list[Mapping[str, Any]] = []
+    for path, index, doc in _documents(paths):
+        kind = doc.get("kind")
+        if kind == "EstimatorOptions":
+            if options is not None:
+                raise InputError(f"{path}: document {index}: a second EstimatorOptions document")
+            options = doc
+        elif kind in REQUEST_KINDS:
+            requests.append(doc)
+        elif isinstance(kind, str) and kind:
+            objects.append(doc)
+        else:
+            raise InputError(f"{path}: document {index}: kind: missing or not a string")
+    if options is None:
+        raise InputError("no EstimatorOptions document: it names the cluster (clusterName)")
+    cluster = options.get("clusterName")
+    if not isinstance(cluster, str) or not cluster:
+        raise InputError("EstimatorOptions.clusterName: required, a non-empty string")
+    return MemberInventory(cluster, objects, _gates(options)), requests
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        inventory, requests = load(args.files)
+        answers = answer_requests(inventory.service, requests)
+    except (InputError, QuantityError, yaml.YAMLError, OSError) as exc:
+        print(f"fleetsched estimate: {exc}", file=sys.stderr)
+        return 2
+    if args.output == "json":
+        json.dump(answers, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        yaml.safe_dump(answers, sys.stdout, sort_keys=False)
+    return 0

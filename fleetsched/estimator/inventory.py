@@ -1,0 +1,93 @@
+"""A member cluster given as Kubernetes objects (YAML/JSON documents) instead of a live watch.
+
+Used by ``fleetsched estimate`` and by the in-process estimator behind ``fleetsched simulate``: loads
+Nodes, Pods, ResourceQuotas and workloads into a :class:`NodeTable`, a quota store and an in-memory
+workload source. Nodes go in ascending byte order of their names, the order a kube-apiserver LIST
+returns them in (spec 3.1), whatever the document order. Pure: no network.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fleetsched.estimator.cache import NodeTable
+from fleetsched.estimator.model import EstimatorError, ObjectReference
+from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
+from fleetsched.estimator.replica import not_found_message, resolve_kind, split_api_version
+from fleetsched.estimator.service import (
+    EstimatorService,
+    FeatureGates,
+    apply_node,
+    apply_pod,
+    is_terminal,
+)
+
+__all__ = ["MemberInventory", "ObjectWorkloadSource"]
+
+
+class ObjectWorkloadSource:
+    """Workloads, ReplicaSets and pods held in memory, answering like Karmada's caches and GETs."""
+
+    def __init__(self) -> None:
+        self._objects: dict[tuple[str, str], dict[tuple[str, str], Mapping[str, Any]]] = {}
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        group, _ = split_api_version(str(obj.get("apiVersion", "")))
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or "default"), str(meta.get("name", "")))
+        self._objects.setdefault((group, str(obj.get("kind", ""))), {})[key] = obj
+
+    def get(self, ref: ObjectReference) -> Mapping[str, Any]:
+        _, namespaced = resolve_kind(ref.api_version, ref.kind)
+        group, _ = split_api_version(ref.api_version)
+        objects = self._objects.get((group, ref.kind), {})
+        found = objects.get((ref.namespace or "default", ref.name)) if namespaced else next(
+            (o for (_, name), o in objects.items() if name == ref.name), None)
+        if found is None:
+            raise EstimatorError(not_found_message(ref.api_version, ref.kind, ref.namespace, ref.name))
+        return found
+
+    def replica_sets(self, namespace: str) -> Iterable[Mapping[str, Any]]:
+        return [o for (ns, _), o in self._objects.get(("apps", "ReplicaSet"), {}).items() if ns == namespace]
+
+    def pods(self, namespace: str) -> Iterable[Mapping[str, Any]]:
+        return [o for (ns, _), o in self._objects.get(("", "Pod"), {}).items()
+                if ns == namespace and not is_terminal(o)]
+
+
+class MemberInventory:
+    """One member cluster's objects, ready to estimate against."""
+
+    def __init__(self, cluster_name: str, objects: Iterable[Mapping[str, Any]],
+                 gates: FeatureGates | None = None) -> None:
+        uids = (f"fleetsched-generated-uid-{n}" for n in itertools.count())
+        self.table = NodeTable()
+        self.quotas = QuotaStore()
+        self.workloads = ObjectWorkloadSource()
+        nodes: list[Mapping[str, Any]] = []
+        pods: list[Mapping[str, Any]] = []
+        for raw in objects:
+            obj = dict(raw)
+            meta = dict(obj.get("metadata") or {})
+            meta.setdefault("uid", next(uids))
+            if obj.get("kind") != "Node":
+                meta.setdefault("namespace", "default")
+            obj["metadata"] = meta
+            kind = obj.get("kind")
+            if kind == "Node":
+                nodes.append(obj)
+            elif kind == "Pod":
+                pods.append(obj)
+                self.workloads.add(obj)
+            elif kind == "ResourceQuota":
+                self.quotas.upsert(quota_from_object(obj))
+            else:
+                self.workloads.add(obj)
+        for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name", "")).encode()):
+            apply_node(self.table, node)
+        for pod in pods:
+            apply_pod(self.table, pod)
+        self.service = EstimatorService(cluster_name=cluster_name, gates=gates or FeatureGates(),
+                                        table=self.table, quotas=self.quotas, workloads=self.workloads)

@@ -1,0 +1,1 @@
+"""The estimator's in-tree plugins, one per file, named as in Karmada."""

@@ -1,0 +1,198 @@
+"""The estimator's request handling, shared by the gRPC server and ``fleetsched estimate``.
+
+Owns the per-request preamble (cluster-name check, empty cluster, feature gates; spec 3.2), runs the
+plugins and shapes their combined result (3.10), and turns member-cluster objects (Kubernetes JSON
+form) into node-table and store updates. Pure: no grpc, no Kubernetes client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from fleetsched.estimator.cache import NodeTable
+from fleetsched.estimator.framework import Code, EstimateContext, PluginResult, combine
+from fleetsched.estimator.model import (
+    EstimatorError,
+    MaxAvailableComponentSetsRequest,
+    MaxAvailableReplicasRequest,
+    UnschedulableReplicasRequest,
+)
+from fleetsched.estimator.nodefilter import Taint
+from fleetsched.estimator.plugins.node_resource import NodeResourceEstimator
+from fleetsched.estimator.plugins.resource_quota import QuotaStore, ResourceQuotaEstimator
+from fleetsched.estimator.replica import WorkloadSource, unschedulable_replicas
+from fleetsched.estimator.resources import node_allocatable, pod_request
+
+__all__ = [
+    "KARMADA_GATES",
+    "EstimatorService",
+    "FeatureGates",
+    "apply_node",
+    "apply_pod",
+    "parse_feature_gates",
+    "pod_key",
+]
+
+RESOURCE_QUOTA_ESTIMATE = "ResourceQuotaEstimate"
+SCHEDULING_OVERCOMMIT_PROTECTION = "SchedulingOvercommitProtection"
+
+# Karmada's feature gates and their defaults; only the first two change what the estimator answers.
+KARMADA_GATES: dict[str, bool] = {
+    RESOURCE_QUOTA_ESTIMATE: False,
+    SCHEDULING_OVERCOMMIT_PROTECTION: False,
+    "CustomizedClusterResourceModeling": True,
+    "MultiClusterService": False,
+    "ResourceQuotaEstimateWithAssumed": False,
+    "PropagationPolicyPreemption": False,
+    "MultiplePodTemplatesScheduling": False,
+    "Failover": False,
+    "GracefulEviction": True,
+    "PropagateDeps": True,
+    "StatefulFailoverInjection": False,
+    "PriorityBasedScheduling": False,
+    "ContextualLogging": True,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureGates:
+    resource_quota_estimate: bool = False
+    scheduling_overcommit_protection: bool = False
+
+    @classmethod
+    def from_mapping(cls, gates: Mapping[str, bool]) -> FeatureGates:
+        return cls(
+            resource_quota_estimate=bool(gates.get(RESOURCE_QUOTA_ESTIMATE, False)),
+            scheduling_overcommit_protection=bool(gates.get(SCHEDULING_OVERCOMMIT_PROTECTION, False)),
+        )
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``A=true,B=false`` as Kubernetes' --feature-gates flag reads it."""
+    out: dict[str, bool] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"missing bool value for {item}")
+        value = raw.strip().lower()
+        if value not in ("true", "false", "1", "0", "t", "f"):
+            raise ValueError(f"invalid value of {name}={raw.strip()}, err: strconv.ParseBool: "
+                             f"parsing {raw.strip()!r}: invalid syntax")
+        if name not in KARMADA_GATES:
+            raise ValueError(f"unrecognized feature gate: {name}")
+        out[name] = value in ("true", "1", "t")
+    return out
+
+
+def pod_key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+
+
+def _taints(spec: Mapping[str, Any]) -> list[Taint]:
+    return [Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
+            for t in spec.get("taints") or ()]
+
+
+def apply_node(table: NodeTable, obj: Mapping[str, Any]) -> None:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    table.upsert_node(
+        str(meta.get("name", "")),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        taints=_taints(spec),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        allocatable=node_allocatable(status.get("allocatable") or {}),
+    )
+
+
+def is_terminal(obj: Mapping[str, Any]) -> bool:
+    return (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def apply_pod(table: NodeTable, obj: Mapping[str, Any]) -> None:
+    """Count an assigned non-terminal pod on its node; forget it otherwise."""
+    key = pod_key(obj)
+    node_name = (obj.get("spec") or {}).get("nodeName") or ""
+    if not node_name or is_terminal(obj):
+        table.delete_pod(key)
+        return
+    table.upsert_pod(key, node_name=str(node_name), request=pod_request(obj.get("spec") or {}))
+
+
+class EstimatorService:
+    """Answers the three RPCs for one member cluster from the node table and stores."""
+
+    def __init__(self, *, cluster_name: str, gates: FeatureGates, table: NodeTable, quotas: QuotaStore,
+                 workloads: WorkloadSource) -> None:
+        self.cluster_name = cluster_name
+        self.gates = gates
+        self.table = table
+        self.workloads = workloads
+        self._node_resource = NodeResourceEstimator(table)
+        self._resource_quota = ResourceQuotaEstimator(quotas, enabled=gates.resource_quota_estimate)
+
+    def _check_cluster(self, cluster: str) -> None:
+        if cluster != self.cluster_name:
+            raise EstimatorError(f"cluster name does not match, got: {cluster}, desire: {self.cluster_name}")
+
+    def _context(self, assumed: Iterable[Any]) -> EstimateContext:
+        if not self.gates.scheduling_overcommit_protection:
+            return EstimateContext()
+        return EstimateContext(assumed_workloads=tuple(assumed))
+
+    def max_available_replicas(self, request: MaxAvailableReplicasRequest) -> int:
+        self._check_cluster(request.cluster)
+        if self.table.num_nodes() == 0:
+            return 0
+        ctx = self._context(request.assumed_workloads)
+        results = [self._run(self._node_resource.estimate_replicas, ctx, request.replica_requirements),
+                   self._run(self._resource_quota.estimate_replicas, ctx, request.replica_requirements)]
+        merged = combine(results)
+        if merged.code is Code.UNSCHEDULABLE:
+            return 0
+        if merged.code is Code.ERROR:
+            raise EstimatorError("failed to estimate replicas: estimate replica plugins fails with "
+                                 f"[{' '.join(merged.reasons)}]")
+        return merged.value
+
+    def max_available_component_sets(self, request: MaxAvailableComponentSetsRequest) -> int:
+        self._check_cluster(request.cluster)
+        if self.table.num_nodes() == 0:
+            return 0
+        ctx = self._context(request.assumed_workloads)
+        results = [
+            self._run(self._node_resource.estimate_components, ctx, request.components, request.namespace),
+            self._run(self._resource_quota.estimate_components, ctx, request.components, request.namespace),
+        ]
+        merged = combine(results)
+        if merged.code is Code.UNSCHEDULABLE:
+            return 0
+        if merged.code is Code.ERROR:
+            raise EstimatorError("failed to estimate component sets: estimate components plugins fails with "
+                                 f"[{' '.join(merged.reasons)}]")
+        return merged.value
+
+    def get_unschedulable_replicas(self, request: UnschedulableReplicasRequest,
+                                   now: datetime | None = None) -> int:
+        self._check_cluster(request.cluster)
+        if request.resource is None:
+            raise EstimatorError("resource is nil")
+        return unschedulable_replicas(self.workloads, request.resource, request.unschedulable_threshold_ns,
+                                      now or datetime.now(UTC))
+
+    @staticmethod
+    def _run(method: Any, *args: Any) -> PluginResult:
+        try:
+            result: PluginResult = method(*args)
+        except (ArithmeticError, ValueError) as exc:
+            # a corrupt amount or a bug: this RPC fails, the server lives on
+            return PluginResult.error(str(exc))
+        return result

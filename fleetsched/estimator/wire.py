@@ -1,0 +1,268 @@
+"""Conversion between the protobuf messages and the estimator's plain values (spec sections 2.2-2.4).
+
+Encoding starts from the Kubernetes JSON form Karmada's API uses (``resourceRequest``, ``nodeClaim``
+with ``nodeSelector``/``hardNodeAffinity``/``tolerations``), as the scheduler and the offline command hold
+it. Kubernetes payloads are written the way Go writes them: every string field of a Toleration or
+NodeSelectorRequirement is present, a Quantity is its canonical text in field 1, empty affinity,
+toleration lists and request maps are left unset.
+
+Decoding reads the bytes fields and, when they are empty, the legacy field numbers of Karmada <= 1.17,
+whose payload bytes are identical (2.4). A corrupt payload or unparsable quantity raises
+:class:`EstimatorError` (gRPC UNKNOWN, like Karmada's plain errors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from fleetsched.api.quantity import Quantity, QuantityError, parse_quantity
+from fleetsched.estimator import model
+from fleetsched.estimator.pb import compat_pb2, estimator_pb2, k8s_types_pb2
+
+__all__ = [
+    "GO_QUANTITY_ERROR",
+    "component_sets_request_from_pb",
+    "component_sets_request_to_pb",
+    "decode_quantity",
+    "encode_quantity",
+    "replicas_request_from_pb",
+    "replicas_request_to_pb",
+    "requirements_to_pb",
+    "unschedulable_request_from_pb",
+    "unschedulable_request_to_pb",
+]
+
+pb = estimator_pb2
+
+GO_QUANTITY_ERROR = ("quantities must match the regular expression "
+                     "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+
+
+# ---------------------------------------------------------------------------------------------- encoding
+def _quantity_text(raw: Any) -> str:
+    if isinstance(raw, Quantity):
+        return str(raw)
+    try:
+        return str(parse_quantity(raw))
+    except QuantityError:
+        return str(raw)  # sent as written; the estimator rejects it as Karmada's would
+
+
+def encode_quantity(raw: Any) -> bytes:
+    return k8s_types_pb2.Quantity(string=_quantity_text(raw)).SerializeToString()
+
+
+def _requirement_to_pb(raw: Mapping[str, Any], out: Any) -> None:
+    out.key = str(raw.get("key", "") or "")
+    out.operator = str(raw.get("operator", "") or "")
+    out.values.extend(str(v) for v in raw.get("values") or ())
+
+
+def encode_node_selector(raw: Mapping[str, Any] | None) -> bytes:
+    if not raw:
+        return b""
+    selector = k8s_types_pb2.NodeSelector()
+    for term in raw.get("nodeSelectorTerms") or ():
+        term_pb = selector.nodeSelectorTerms.add()
+        for requirement in (term or {}).get("matchExpressions") or ():
+            _requirement_to_pb(requirement, term_pb.matchExpressions.add())
+        for requirement in (term or {}).get("matchFields") or ():
+            _requirement_to_pb(requirement, term_pb.matchFields.add())
+    return selector.SerializeToString()
+
+
+def encode_toleration(raw: Mapping[str, Any]) -> bytes:
+    toleration = k8s_types_pb2.Toleration(
+        key=str(raw.get("key", "") or ""), operator=str(raw.get("operator", "") or ""),
+        value=str(raw.get("value", "") or ""), effect=str(raw.get("effect", "") or ""))
+    seconds = raw.get("tolerationSeconds")
+    if seconds is not None:
+        toleration.tolerationSeconds = int(seconds)
+    return toleration.SerializeToString()
+
+
+def _node_claim_to_pb(raw: Mapping[str, Any], out: Any) -> None:
+    out.SetInParent()
+    for key, value in (raw.get("nodeSelector") or {}).items():
+        out.nodeSelector[str(key)] = str(value)
+    affinity = encode_node_selector(raw.get("hardNodeAffinity"))
+    if affinity:
+        out.nodeAffinityBytes = affinity
+    out.tolerationsBytes.extend(encode_toleration(t) for t in raw.get("tolerations") or ())
+
+
+def requirements_to_pb(raw: Mapping[str, Any], out: Any, *, component: bool = False) -> None:
+    """Fill a ReplicaRequirements (or ComponentReplicaRequirements) message from the JSON form."""
+    out.SetInParent()
+    claim = raw.get("nodeClaim")
+    if claim is not None:
+        _node_claim_to_pb(claim, out.nodeClaim)
+    if not component:
+        out.namespace = str(raw.get("namespace", "") or "")
+    out.priorityClassName = str(raw.get("priorityClassName", "") or "")
+    for name, quantity in (raw.get("resourceRequest") or {}).items():
+        out.resourceRequestBytes[str(name)] = encode_quantity(quantity)
+
+
+def _components_to_pb(raw: Iterable[Mapping[str, Any]], out: Any) -> None:
+    for item in raw:
+        component = out.add()
+        component.name = str(item.get("name", "") or "")
+        component.replicas = int(item.get("replicas", 0) or 0)
+        requirements = item.get("replicaRequirements")
+        if requirements is not None:
+            requirements_to_pb(requirements, component.replicaRequirements, component=True)
+
+
+def _assumed_to_pb(raw: Iterable[Mapping[str, Any]] | None, out: Any) -> None:
+    for item in raw or ():
+        workload = out.add()
+        workload.namespace = str(item.get("namespace", "") or "")
+        _components_to_pb(item.get("components") or (), workload.components)
+
+
+def replicas_request_to_pb(raw: Mapping[str, Any]) -> Any:
+    request = pb.MaxAvailableReplicasRequest(cluster=str(raw.get("cluster", "") or ""))
+    requirements = raw.get("replicaRequirements")
+    if requirements is not None:
+        requirements_to_pb(requirements, request.replicaRequirements)
+    _assumed_to_pb(raw.get("assumedWorkloads"), request.assumedWorkloads)
+    return request
+
+
+def component_sets_request_to_pb(raw: Mapping[str, Any]) -> Any:
+    request = pb.MaxAvailableComponentSetsRequest(cluster=str(raw.get("cluster", "") or ""),
+                                                  namespace=str(raw.get("namespace", "") or ""))
+    _components_to_pb(raw.get("components") or (), request.components)
+    _assumed_to_pb(raw.get("assumedWorkloads"), request.assumedWorkloads)
+    return request
+
+
+def unschedulable_request_to_pb(raw: Mapping[str, Any]) -> Any:
+    request = pb.UnschedulableReplicasRequest(
+        cluster=str(raw.get("cluster", "") or ""),
+        unschedulableThreshold=int(raw.get("unschedulableThreshold", 0) or 0))
+    resource = raw.get("resource")
+    if resource is not None:
+        request.resource.SetInParent()
+        request.resource.apiVersion = str(resource.get("apiVersion", "") or "")
+        request.resource.kind = str(resource.get("kind", "") or "")
+        request.resource.namespace = str(resource.get("namespace", "") or "")
+        request.resource.name = str(resource.get("name", "") or "")
+    return request
+
+
+# ---------------------------------------------------------------------------------------------- decoding
+def decode_quantity(data: bytes) -> Quantity:
+    try:
+        message = k8s_types_pb2.Quantity.FromString(data)
+    except DecodeError as exc:
+        raise model.EstimatorError(f"failed to unmarshal quantity: {exc}") from exc
+    if not message.HasField("string"):
+        return Quantity(0)
+    try:
+        return parse_quantity(message.string)
+    except QuantityError as exc:
+        raise model.EstimatorError(GO_QUANTITY_ERROR) from exc
+
+
+def _requirements_of(selector: Any) -> tuple[model.NodeSelectorRequirement, ...]:
+    return tuple(model.NodeSelectorRequirement(r.key, r.operator, tuple(r.values)) for r in selector)
+
+
+def decode_node_selector(data: bytes) -> tuple[model.NodeSelectorTerm, ...] | None:
+    if not data:
+        return None
+    try:
+        selector = k8s_types_pb2.NodeSelector.FromString(data)
+    except DecodeError as exc:
+        raise model.EstimatorError(f"failed to unmarshal node affinity: {exc}") from exc
+    return tuple(model.NodeSelectorTerm(_requirements_of(t.matchExpressions), _requirements_of(t.matchFields))
+                 for t in selector.nodeSelectorTerms)
+
+
+def decode_toleration(data: bytes) -> model.Toleration:
+    try:
+        t = k8s_types_pb2.Toleration.FromString(data)
+    except DecodeError as exc:
+        raise model.EstimatorError(f"failed to unmarshal toleration: {exc}") from exc
+    return model.Toleration(t.key, t.operator, t.value, t.effect,
+                            t.tolerationSeconds if t.HasField("tolerationSeconds") else None)
+
+
+def _claim_from_pb(message: Any, legacy: Any | None) -> model.NodeClaim:
+    affinity_bytes = message.nodeAffinityBytes
+    toleration_bytes = list(message.tolerationsBytes)
+    if legacy is not None:
+        affinity_bytes = affinity_bytes or legacy.nodeAffinity
+        toleration_bytes = toleration_bytes or list(legacy.tolerations)
+    return model.NodeClaim(
+        node_selector=tuple(sorted(message.nodeSelector.items())),
+        node_affinity=decode_node_selector(affinity_bytes),
+        tolerations=tuple(decode_toleration(b) for b in toleration_bytes),
+    )
+
+
+def _requirements_from_pb(message: Any, *, component: bool) -> model.ReplicaRequirements:
+    request_bytes = dict(message.resourceRequestBytes)
+    legacy = None
+    if not request_bytes or (message.HasField("nodeClaim") and not message.nodeClaim.nodeAffinityBytes
+                             and not message.nodeClaim.tolerationsBytes):
+        legacy_type = (compat_pb2.LegacyComponentReplicaRequirements if component
+                       else compat_pb2.LegacyReplicaRequirements)
+        legacy = legacy_type.FromString(message.SerializeToString())
+        if not request_bytes:
+            request_bytes = dict(legacy.resourceRequest)
+    claim = None
+    if message.HasField("nodeClaim"):
+        claim = _claim_from_pb(message.nodeClaim, legacy.nodeClaim if legacy is not None else None)
+    elif legacy is not None and legacy.HasField("nodeClaim"):
+        claim = _claim_from_pb(pb.NodeClaim(), legacy.nodeClaim)
+    return model.ReplicaRequirements(
+        node_claim=claim,
+        resource_request=tuple((name, decode_quantity(data)) for name, data in sorted(request_bytes.items())),
+        namespace="" if component else message.namespace,
+        priority_class_name=message.priorityClassName,
+    )
+
+
+def _components_from_pb(messages: Iterable[Any]) -> tuple[model.Component, ...]:
+    return tuple(
+        model.Component(
+            name=c.name, replicas=c.replicas,
+            requirements=(_requirements_from_pb(c.replicaRequirements, component=True)
+                          if c.HasField("replicaRequirements") else None))
+        for c in messages)
+
+
+def _assumed_from_pb(messages: Iterable[Any]) -> tuple[model.AssumedWorkload, ...]:
+    return tuple(model.AssumedWorkload(w.namespace, _components_from_pb(w.components)) for w in messages)
+
+
+def replicas_request_from_pb(message: Any) -> model.MaxAvailableReplicasRequest:
+    return model.MaxAvailableReplicasRequest(
+        cluster=message.cluster,
+        replica_requirements=(_requirements_from_pb(message.replicaRequirements, component=False)
+                              if message.HasField("replicaRequirements") else None),
+        assumed_workloads=_assumed_from_pb(message.assumedWorkloads),
+    )
+
+
+def component_sets_request_from_pb(message: Any) -> model.MaxAvailableComponentSetsRequest:
+    return model.MaxAvailableComponentSetsRequest(
+        cluster=message.cluster,
+        components=_components_from_pb(message.components),
+        namespace=message.namespace,
+        assumed_workloads=_assumed_from_pb(message.assumedWorkloads),
+    )
+
+
+def unschedulable_request_from_pb(message: Any) -> model.UnschedulableReplicasRequest:
+    resource = None
+    if message.HasField("resource"):
+        r = message.resource
+        resource = model.ObjectReference(r.apiVersion, r.kind, r.namespace, r.name)
+    return model.UnschedulableReplicasRequest(message.cluster, resource, message.unschedulableThreshold)
