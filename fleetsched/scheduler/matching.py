@@ -6,6 +6,7 @@ including which selectors count as invalid (an invalid selector never matches). 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -49,6 +50,7 @@ def _parse_int64(text: str) -> int | None:
     return n if -(2**63) <= n < 2**63 else None
 
 
+@functools.lru_cache(maxsize=4096)
 def _requirement_valid(req: LabelRequirement, *, allow_compare: bool) -> bool:
     """labels.NewRequirement's checks: key syntax, value count per operator, value syntax."""
     if not _is_qualified_name(req.key):

@@ -219,38 +219,38 @@ class Scheduler:
     # ---- stages ------------------------------------------------------------------------------
 
     def _find_clusters_that_fit(self, ctx: FilterContext, snapshot: Snapshot) -> _FilterOutcome:
-        b = ctx.binding
-        key = (
-            "fit",
-            self._filter_key,
-            b.placement,
-            b.resource.api_version,
-            b.resource.kind,
-            ctx.target_names,
-            b.evicting_clusters,
-            ctx.observed_affinity_name,
-            ctx.is_workload,
-        )
-        cached = snapshot._memo.get(key)
-        if cached is not None:
-            return cached  # type: ignore[no-any-return]
+        # Each plugin states what of the binding its verdicts depend on (``cache_key``); verdict
+        # vectors are memoised per snapshot under that key, and so is the combined outcome.
+        keys = []
+        for plugin in (*self.filters, *self.scorers):
+            key_fn = getattr(plugin, "cache_key", None)
+            keys.append(key_fn(ctx) if key_fn is not None else None)
+        combined_key = None if None in keys else ("fit", self._filter_key, tuple(keys))
+        if combined_key is not None:
+            cached = snapshot._memo.get(combined_key)
+            if cached is not None:
+                return cached  # type: ignore[no-any-return]
+        n_filters = len(self.filters)
+        failures = [self._filter_vector(p, keys[i], ctx, snapshot) for i, p in enumerate(self.filters)]
+        score_vectors = [
+            self._score_vector(p, keys[n_filters + i], ctx, snapshot) for i, p in enumerate(self.scorers)
+        ]
+        score_names = tuple(p.name for p in self.scorers)
         feasible: list[ClusterInfo] = []
         scores: list[tuple[tuple[str, int], ...]] = []
         totals: list[int] = []
         diagnosis: dict[str, tuple[str, ...]] = {}
         verdicts: list[ClusterVerdict] = []
-        for cluster in snapshot.clusters:
+        for i, cluster in enumerate(snapshot.clusters):
             if cluster.deleting:
                 verdicts.append(ClusterVerdict(cluster.name, False, deleting=True))
                 continue
             rejected: Result | None = None
-            for plugin in self.filters:
-                try:
-                    result = plugin.filter(ctx, cluster)
-                except Exception as e:  # a plugin bug: Karmada's Error code, attributed to the plugin
-                    result = Result(Code.ERROR, (f"plugin {plugin.name} failed: {e}",), plugin.name)
-                if not result.is_success:
-                    rejected = result if result.plugin else Result(result.code, result.reasons, plugin.name)
+            for j, failed in enumerate(failures):
+                rejected = failed.get(i)
+                if rejected is not None:
+                    if not rejected.plugin:
+                        rejected = Result(rejected.code, rejected.reasons, self.filters[j].name)
                     break
             if rejected is not None:
                 diagnosis[cluster.name] = rejected.reasons
@@ -258,12 +258,50 @@ class Scheduler:
                 continue
             verdicts.append(ClusterVerdict(cluster.name, True))
             feasible.append(cluster)
-            per_plugin = tuple((p.name, p.score(ctx, cluster)) for p in self.scorers)
+            per_plugin = tuple(zip(score_names, (v[i] for v in score_vectors), strict=True))
             scores.append(per_plugin)
             totals.append(sum(s for _, s in per_plugin))
         out = _FilterOutcome(feasible, scores, totals, diagnosis, tuple(verdicts))
-        snapshot._memo[key] = out
+        if combined_key is not None:
+            snapshot._memo[combined_key] = out
         return out
+
+    @staticmethod
+    def _filter_vector(
+        plugin: FilterPlugin, key: Any, ctx: FilterContext, snapshot: Snapshot
+    ) -> dict[int, Result]:
+        """Rejections of one plugin by cluster index (deleting clusters are never asked)."""
+        memo_key = ("filter", plugin.name, key)
+        if key is not None:
+            cached = snapshot._memo.get(memo_key)
+            if cached is not None:
+                return cached  # type: ignore[no-any-return]
+        failed: dict[int, Result] = {}
+        for i, cluster in enumerate(snapshot.clusters):
+            if cluster.deleting:
+                continue
+            try:
+                result = plugin.filter(ctx, cluster)
+            except Exception as e:  # a plugin bug: Karmada's Error code, attributed to the plugin
+                result = Result(Code.ERROR, (f"plugin {plugin.name} failed: {e}",), plugin.name)
+            if result.code is not Code.SUCCESS:
+                failed[i] = result
+        if key is not None:
+            snapshot._memo[memo_key] = failed
+        return failed
+
+    @staticmethod
+    def _score_vector(plugin: ScorePlugin, key: Any, ctx: FilterContext, snapshot: Snapshot) -> list[int]:
+        memo_key = ("score", plugin.name, key)
+        if key is not None:
+            cached = snapshot._memo.get(memo_key)
+            if cached is not None:
+                return cached  # type: ignore[no-any-return]
+        # Score plugin errors abort the attempt in Karmada (§5.8); ours are total functions.
+        vector = [0 if c.deleting else plugin.score(ctx, c) for c in snapshot.clusters]
+        if key is not None:
+            snapshot._memo[memo_key] = vector
+        return vector
 
     def _allocatable_replicas(self, binding: SchedulingBinding, clusters: list[ClusterInfo]) -> list[int]:
         """§7.1: the minimum over estimators; -1 answers and failing estimators are ignored."""

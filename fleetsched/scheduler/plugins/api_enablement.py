@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from fleetsched.scheduler.framework import FilterContext, Result
 from fleetsched.scheduler.types import ClusterInfo
 
@@ -13,6 +15,10 @@ class APIEnablement:
     """Rejects clusters whose status.apiEnablements lacks the resource's groupVersion + kind."""
 
     name = NAME
+
+    def cache_key(self, ctx: FilterContext) -> Hashable:
+        """Verdicts depend on the resource's API and the current targets only."""
+        return (ctx.binding.resource.api_version, ctx.binding.resource.kind, ctx.target_names)
 
     def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
         """Current targets pass; unknown API enablement counts as disabled."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from fleetsched.scheduler.framework import FilterContext, Result
 from fleetsched.scheduler.matching import cluster_matches
 from fleetsched.scheduler.types import ClusterAffinity as ClusterAffinityValue
@@ -32,6 +34,10 @@ class ClusterAffinity:
     """Rejects clusters matching none of the applicable affinities; scores everyone 0."""
 
     name = NAME
+
+    def cache_key(self, ctx: FilterContext) -> Hashable:
+        """Verdicts depend on the applicable affinities only (the score is constant)."""
+        return affinities_for(ctx)
 
     def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
         """An empty list of affinities passes every cluster."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from fleetsched.scheduler.framework import FilterContext, Result
 from fleetsched.scheduler.types import ClusterInfo
 
@@ -13,6 +15,10 @@ class ClusterEviction:
     """Rejects clusters named by a graceful eviction task of the binding."""
 
     name = NAME
+
+    def cache_key(self, ctx: FilterContext) -> Hashable:
+        """Verdicts depend on the eviction tasks only."""
+        return ctx.binding.evicting_clusters
 
     def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
         """Fail iff some gracefulEvictionTasks[].fromCluster is this cluster."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from fleetsched.scheduler.framework import FilterContext
 from fleetsched.scheduler.types import ClusterInfo
 
@@ -13,6 +15,10 @@ class ClusterLocality:
     """Prefers clusters already listed in spec.clusters (even with 0 replicas)."""
 
     name = NAME
+
+    def cache_key(self, ctx: FilterContext) -> Hashable:
+        """Scores depend on the current targets only."""
+        return ctx.target_names
 
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """100 for a current target, else 0."""

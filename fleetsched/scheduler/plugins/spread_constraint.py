@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from fleetsched.scheduler.framework import FilterContext, Result
 from fleetsched.scheduler.types import ClusterInfo
 
@@ -15,6 +17,13 @@ class SpreadConstraint:
     """Rejects clusters lacking provider/region/zones when a constraint spreads by that field."""
 
     name = NAME
+
+    def cache_key(self, ctx: FilterContext) -> Hashable:
+        """Verdicts depend on the fields spread over only."""
+        placement = ctx.binding.placement
+        if placement is None:
+            return ()
+        return tuple(sc.spread_by_field for sc in placement.spread_constraints)
 
     def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
         """First violated constraint wins; ``cluster`` constraints never fail."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from fleetsched.scheduler.framework import FilterContext, Result
 from fleetsched.scheduler.matching import tolerates
 from fleetsched.scheduler.types import ClusterInfo
@@ -14,6 +16,11 @@ class TaintToleration:
     """Rejects a cluster on its first untolerated NoSchedule/NoExecute taint."""
 
     name = NAME
+
+    def cache_key(self, ctx: FilterContext) -> Hashable:
+        """Verdicts depend on the tolerations and the current targets only."""
+        placement = ctx.binding.placement
+        return (placement.cluster_tolerations if placement is not None else (), ctx.target_names)
 
     def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
         """Current targets pass: evicting on NoExecute is the taint manager's job, not ours."""
