@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleetsched.webhook import schema
-
 __all__ = ["diff", "json_equal", "pointer_token"]
 
 
@@ -36,38 +34,28 @@ def json_equal(a: Any, b: Any) -> bool:
     return False
 
 
-def diff(original: Any, current: Any, typ: Any = None) -> list[dict[str, Any]]:
+def diff(original: Any, current: Any) -> list[dict[str, Any]]:
+    """Operations that turn ``original`` into ``current`` (lists of equal length are patched
+    element by element, others replaced whole)."""
     ops: list[dict[str, Any]] = []
-    _diff(original, current, typ, "", ops)
+    _diff(original, current, "", ops)
     return ops
 
 
-def _diff(a: Any, b: Any, typ: Any, path: str, ops: list[dict[str, Any]]) -> None:
+def _diff(a: Any, b: Any, path: str, ops: list[dict[str, Any]]) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
-        if isinstance(typ, schema.Struct):
-            keys = [f.json for f in typ.fields]
-            for k in keys:
-                _member(a, b, k, typ.by_json[k].type, path, ops)
-            return
-        value_type = typ.value if isinstance(typ, schema.Map) else None
-        for k in list(a) + [k for k in b if k not in a]:
-            _member(a, b, k, value_type, path, ops)
+        for key in list(a) + [k for k in b if k not in a]:
+            sub = f"{path}/{pointer_token(key)}"
+            if key in a and key in b:
+                _diff(a[key], b[key], sub, ops)
+            elif key in b:
+                ops.append({"op": "add", "path": sub, "value": b[key]})
+            else:
+                ops.append({"op": "remove", "path": sub})
         return
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        elem = typ.elem if isinstance(typ, schema.Slice) else None
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _diff(x, y, elem, f"{path}/{i}", ops)
+            _diff(x, y, f"{path}/{i}", ops)
         return
     if not json_equal(a, b):
         ops.append({"op": "replace", "path": path, "value": b})
-
-
-def _member(a: dict[str, Any], b: dict[str, Any], key: str, typ: Any, path: str,
-            ops: list[dict[str, Any]]) -> None:
-    sub = f"{path}/{pointer_token(key)}"
-    if key in a and key in b:
-        _diff(a[key], b[key], typ, sub, ops)
-    elif key in b:
-        ops.append({"op": "add", "path": sub, "value": b[key]})
-    elif key in a:
-        ops.append({"op": "remove", "path": sub})

@@ -198,7 +198,7 @@ def _run(endpoint: Endpoint, request: dict[str, Any], raw_request: dict[str, Any
         if endpoint.mutating:
             mutated = rules.mutate_policy(policy_kind, operation=operation, obj=obj,
                                           request_namespace=namespace, permanent_id=new_id())
-            return _patched(patch.diff(raw_object, schema.to_go(mutated, policy_kind.type), policy_kind.type))
+            return _patched(patch.diff(raw_object, schema.to_go(mutated, policy_kind.type)))
         old = None
         if operation == "UPDATE":
             old = _decode_object(raw_request.get("oldObject"), endpoint.kind, policy_kind.type,

@@ -19,6 +19,7 @@ is nil). Nothing here knows a validation rule.
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -465,6 +466,19 @@ def decode(value: Any, typ: Struct) -> Any:
 
 # --- encoding (json.Marshal of the decoded Go value) ---------------------------------------
 
+def _go_time(value: Any) -> Any:
+    """metav1.Time prints in UTC with whole seconds."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if parsed.tzinfo is None:
+        return value
+    return parsed.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _is_zero_scalar(value: Any, typ: Scalar) -> bool:
     if typ.kind == "string":
         return value == ""
@@ -477,7 +491,9 @@ def to_go(value: Any, typ: Any) -> Any:
     """What Go's ``json.Marshal`` prints for a decoded value, as plain data in print order."""
     if isinstance(typ, Scalar):
         return value if value is not None else {"string": "", "bool": False, "int": 0}[typ.kind]
-    if isinstance(typ, Raw | Time):
+    if isinstance(typ, Time):
+        return _go_time(value)
+    if isinstance(typ, Raw):
         return value
     if isinstance(typ, Slice):
         return None if value is None else [to_go(v, typ.elem) for v in value]
@@ -514,7 +530,7 @@ def to_go(value: Any, typ: Any) -> Any:
                 out[f.json] = sv
             else:  # Raw / Time values
                 if present:
-                    out[f.json] = v
+                    out[f.json] = to_go(v, ft)
                 elif not (f.omitempty or f.omitzero):
                     out[f.json] = None
         return out
