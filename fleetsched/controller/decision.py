@@ -100,8 +100,11 @@ def cluster_matches_binding(cluster: Obj, binding: Obj, matches: Callable[[Obj, 
             return True
         observed = _status(binding).get("schedulerObservingAffinityName") or ""
         term = next((t for t in terms if t.get("affinityName") == observed), terms[0] if terms else None)
-        affinity = None if term is None else {k: v for k, v in term.items()
-                                               if k not in ("affinityName", "overflowAffinities")}
+        affinity = (
+            None
+            if term is None
+            else {k: v for k, v in term.items() if k not in ("affinityName", "overflowAffinities")}
+        )
     else:
         affinity = placement.get("clusterAffinity")
     return affinity is None or matches(cluster, affinity)

@@ -116,8 +116,15 @@ class TokenBucket:
 class KubeClient:
     """JSON over HTTPS to one API server. Create it inside the running event loop."""
 
-    def __init__(self, connection: Connection, *, qps: float = 0, burst: int = 0,
-                 user_agent: str = "fleetsched", field_manager: str | None = None) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        qps: float = 0,
+        burst: int = 0,
+        user_agent: str = "fleetsched",
+        field_manager: str | None = None,
+    ) -> None:
         self.connection = connection
         self.limiter = TokenBucket(qps, burst)
         self.field_manager = field_manager

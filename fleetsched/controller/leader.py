@@ -189,8 +189,11 @@ class LeaderElector:
         while True:
             await self._acquire()
             self.leading.set()
-            log.info("leadership_acquired", lease=f"{self.config.namespace}/{self.config.name}",
-                     identity=self.config.identity)
+            log.info(
+                "leadership_acquired",
+                lease=f"{self.config.namespace}/{self.config.name}",
+                identity=self.config.identity,
+            )
             if self.on_started_leading is not None:
                 self.on_started_leading()
             try:

@@ -38,11 +38,17 @@ _TERM: _Schema = [
     ("overflowAffinities", ("list", _OVERFLOW)),
 ]
 _TOLERATION: _Schema = [
-    ("key", "str"), ("operator", "str"), ("value", "str"), ("effect", "str"),
+    ("key", "str"),
+    ("operator", "str"),
+    ("value", "str"),
+    ("effect", "str"),
     ("tolerationSeconds", "int*"),
 ]
 _SPREAD: _Schema = [
-    ("spreadByField", "str"), ("spreadByLabel", "str"), ("maxGroups", "int"), ("minGroups", "int"),
+    ("spreadByField", "str"),
+    ("spreadByLabel", "str"),
+    ("maxGroups", "int"),
+    ("minGroups", "int"),
 ]
 _STATIC_WEIGHT: _Schema = [("targetCluster!", ("struct", _CLUSTER_AFFINITY)), ("weight!", "int")]
 _WEIGHT_PREFERENCE: _Schema = [("staticWeightList", ("list", _STATIC_WEIGHT)), ("dynamicWeight", "str")]
@@ -53,7 +59,8 @@ _REPLICA_SCHEDULING: _Schema = [
 ]
 _WORKLOAD_TERM: _Schema = [("groupByLabelKey!", "str")]
 _WORKLOAD_AFFINITY: _Schema = [
-    ("affinity", ("ptr", _WORKLOAD_TERM)), ("antiAffinity", ("ptr", _WORKLOAD_TERM)),
+    ("affinity", ("ptr", _WORKLOAD_TERM)),
+    ("antiAffinity", ("ptr", _WORKLOAD_TERM)),
 ]
 PLACEMENT: _Schema = [
     ("clusterAffinity", ("ptr", _CLUSTER_AFFINITY)),

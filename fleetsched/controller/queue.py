@@ -191,8 +191,12 @@ class SchedulingQueue:
             return
         self._add_active(QueuedBinding(entry.key, entry.priority, self.clock(), entry.attempts))
 
-    async def run_flushers(self, *, backoff_period: float = BACKOFF_FLUSH_PERIOD,
-                           unschedulable_period: float = UNSCHEDULABLE_FLUSH_PERIOD) -> None:
+    async def run_flushers(
+        self,
+        *,
+        backoff_period: float = BACKOFF_FLUSH_PERIOD,
+        unschedulable_period: float = UNSCHEDULABLE_FLUSH_PERIOD,
+    ) -> None:
         """Run both flushers until cancelled or closed."""
         last_unschedulable = self.clock()
         while not self._closed:
@@ -221,13 +225,17 @@ class SchedulingQueue:
 
     def sizes(self) -> QueueSizes:
         return QueueSizes(
-            active=len(self._active_index), backoff=len(self._backoff),
-            unschedulable=len(self._unschedulable), processing=len(self._processing),
+            active=len(self._active_index),
+            backoff=len(self._backoff),
+            unschedulable=len(self._unschedulable),
+            processing=len(self._processing),
         )
 
     def __contains__(self, key: object) -> bool:
         return (
-            key in self._active_index or key in self._backoff or key in self._unschedulable
+            key in self._active_index
+            or key in self._backoff
+            or key in self._unschedulable
             or key in self._processing
         )
 

@@ -1,0 +1,129 @@
+"""In-memory caches of bindings and Clusters, fed by the watch and by our own write responses.
+
+* ``ObjectCache`` keeps the newest JSON object per key (``namespace/name`` or ``name``). An object
+  only replaces the cached one when its ``resourceVersion`` is not older, so a late watch event
+  never rolls back a newer copy that came from one of our own write responses.
+* ``ClusterStore`` adds the scheduling view: a ``Snapshot`` of converted clusters that is rebuilt
+  only after a Cluster changed, so every binding scheduled in between shares it (and its memos).
+
+No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import structlog
+
+from fleetsched.scheduler import Snapshot
+from fleetsched.scheduler.convert import ConversionError, cluster_from_dict
+from fleetsched.scheduler.types import ClusterInfo
+
+log = structlog.get_logger("fleetsched.cache")
+
+Obj = dict[str, Any]
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+
+
+def resource_version(obj: Mapping[str, Any] | None) -> int | None:
+    if obj is None:
+        return None
+    text = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def is_newer_or_same(candidate: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:
+    new_rv, old_rv = resource_version(candidate), resource_version(current)
+    return new_rv is None or old_rv is None or new_rv >= old_rv
+
+
+class ObjectCache:
+    def __init__(self) -> None:
+        self._objects: dict[str, Obj] = {}
+
+    def get(self, key: str) -> Obj | None:
+        return self._objects.get(key)
+
+    def upsert(self, obj: Obj) -> tuple[bool, Obj | None]:
+        """Store ``obj`` unless the cached copy is newer; returns (stored, previous copy)."""
+        key = object_key(obj)
+        previous = self._objects.get(key)
+        if not is_newer_or_same(obj, previous):
+            return False, previous
+        self._objects[key] = obj
+        return True, previous
+
+    def delete(self, key: str) -> Obj | None:
+        return self._objects.pop(key, None)
+
+    def __iter__(self) -> Iterator[Obj]:
+        return iter(list(self._objects.values()))
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._objects
+
+
+class ClusterStore(ObjectCache):
+    def __init__(self) -> None:
+        super().__init__()
+        self._infos: dict[str, tuple[int | None, ClusterInfo]] = {}
+        self._snapshot: Snapshot | None = None
+        self.version = 0
+
+    def upsert(self, obj: Obj) -> tuple[bool, Obj | None]:
+        stored, previous = super().upsert(obj)
+        if stored and (
+            previous is None
+            or resource_version(previous) != resource_version(obj)
+            or resource_version(obj) is None
+        ):
+            self._snapshot = None
+            self.version += 1
+        return stored, previous
+
+    def delete(self, key: str) -> Obj | None:
+        removed = super().delete(key)
+        if removed is not None:
+            self._infos.pop(key, None)
+            self._snapshot = None
+            self.version += 1
+        return removed
+
+    def snapshot(self) -> Snapshot:
+        """The clusters as the scheduling core sees them; shared until a Cluster changes."""
+        if self._snapshot is None:
+            infos: list[ClusterInfo] = []
+            for key, obj in sorted(self._objects.items()):
+                rv = resource_version(obj)
+                cached = self._infos.get(key)
+                if cached is None or cached[0] != rv or rv is None:
+                    try:
+                        info = cluster_from_dict(obj)
+                    except ConversionError as exc:
+                        # A malformed Cluster is left out rather than stopping all scheduling.
+                        log.warning("cluster_unreadable", cluster=key, error=str(exc))
+                        continue
+                    self._infos[key] = (rv, info)
+                    cached = self._infos[key]
+                infos.append(cached[1])
+            self._snapshot = Snapshot(infos)
+        return self._snapshot
+
+    def terminating(self) -> frozenset[str]:
+        return frozenset(
+            (o.get("metadata") or {}).get("name", "")
+            for o in self._objects.values()
+            if (o.get("metadata") or {}).get("deletionTimestamp")
+        )

@@ -1,0 +1,100 @@
+"""Prometheus metrics of the scheduler operator, under karmada-scheduler's metric names.
+
+Names, types and labels follow Karmada's scheduler metrics so existing dashboards and alerts keep
+working: attempts and end-to-end latency by ``result`` (success/error) and ``schedule_type``,
+per-step algorithm latency, incoming queue events, and pending bindings per queue.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
+)
+
+# Karmada's metrics have no *_created series.
+disable_created_metrics()
+REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+
+
+def _exponential(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)]
+
+
+SCHEDULE_ATTEMPTS = Counter(
+    "karmada_scheduler_schedule_attempts_total",
+    "Number of attempts to schedule resourceBinding",
+    ["result", "schedule_type"],
+    registry=REGISTRY,
+)
+E2E_SCHEDULING_DURATION = Histogram(
+    "karmada_scheduler_e2e_scheduling_duration_seconds",
+    "E2e scheduling latency in seconds",
+    ["result", "schedule_type"],
+    buckets=_exponential(0.001, 2, 15),
+    registry=REGISTRY,
+)
+SCHEDULING_ALGORITHM_DURATION = Histogram(
+    "karmada_scheduler_scheduling_algorithm_duration_seconds",
+    "Scheduling algorithm latency in seconds (exclude scale scheduler)",
+    ["schedule_step"],
+    buckets=_exponential(0.001, 2, 15),
+    registry=REGISTRY,
+)
+QUEUE_INCOMING_BINDINGS = Counter(
+    "karmada_scheduler_queue_incoming_bindings_total",
+    "Number of bindings added to scheduling queues by event type.",
+    ["event"],
+    registry=REGISTRY,
+)
+FRAMEWORK_EXTENSION_POINT_DURATION = Histogram(
+    "karmada_scheduler_framework_extension_point_duration_seconds",
+    "Latency for running all plugins of a specific extension point.",
+    ["extension_point", "result"],
+    buckets=_exponential(0.0001, 2, 12),
+    registry=REGISTRY,
+)
+PLUGIN_EXECUTION_DURATION = Histogram(
+    "karmada_scheduler_plugin_execution_duration_seconds",
+    "Duration for running a plugin at a specific extension point.",
+    ["plugin", "extension_point", "result"],
+    buckets=_exponential(0.00001, 1.5, 20),
+    registry=REGISTRY,
+)
+PENDING_BINDINGS = Gauge(
+    "scheduler_pending_bindings",
+    "Number of pending bindings, by the queue type.",
+    ["queue"],
+    registry=REGISTRY,
+)
+# fleetsched's own: API writes per binding kind and verb, to check "at most two writes per binding".
+API_WRITES = Counter(
+    "fleetsched_scheduler_binding_writes_total",
+    "Writes the scheduler sent for bindings, by part (spec, status) and outcome.",
+    ["part", "result"],
+    registry=REGISTRY,
+)
+LEADER = Gauge("fleetsched_scheduler_is_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
+
+# Label values, as karmada-scheduler uses them.
+RESULT_SUCCESS = "success"
+RESULT_ERROR = "error"
+RECONCILE_SCHEDULE = "ReconcileSchedule"
+SCALE_SCHEDULE = "ScaleSchedule"
+EVENT_BINDING_ADD = "BindingAdd"
+EVENT_BINDING_UPDATE = "BindingUpdate"
+EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+EVENT_CLUSTER_CHANGED = "ClusterChanged"
+STEP_SCHEDULE = "Schedule"
+
+
+def exposition() -> bytes:
+    return generate_latest(REGISTRY)

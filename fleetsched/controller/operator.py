@@ -1,0 +1,585 @@
+"""The scheduler operator: watch events in, scheduling results out.
+
+Data flow (design.md "Data flow in the operator"):
+
+  kopf raw watch events (bindings, Clusters) -> caches -> which keys to queue (decision.py)
+  -> SchedulingQueue -> N workers: §3.4 decision, the pure core on the current cluster snapshot,
+  the core's rendering -> at most two writes per binding (spec + annotations, then status),
+  retried from a fresh read on 409 Conflict -> Events on the binding and its template.
+
+Only the Lease holder's workers take keys from the queue; standbys keep their caches and queue
+warm. kopf runs with raw event handlers only, standalone, with no-op persistence: it never writes
+annotations, finalizers or peering objects onto Karmada objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import datetime as dt
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+import structlog
+
+from fleetsched.controller import decision, metrics
+from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key
+from fleetsched.controller.events import (
+    NORMAL,
+    REASON_FAILED,
+    REASON_SUCCEED,
+    WARNING,
+    EventRecorder,
+    InvolvedObject,
+    group_failure_message,
+    success_message,
+)
+from fleetsched.controller.kube import ApiError, Connection, KubeClient
+from fleetsched.controller.leader import ApiLeaseStore, LeaderElectionConfig, LeaderElector
+from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding, SchedulingQueue
+from fleetsched.controller.writer import compute_patches, explanation, observed_generation_patch
+from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
+from fleetsched.scheduler.convert import (
+    ConversionError,
+    binding_from_dict,
+    cluster_from_dict,
+    placement_from_dict,
+    status_from_dict,
+)
+from fleetsched.scheduler.matching import cluster_matches
+from fleetsched.scheduler.outcome import Condition
+
+log = structlog.get_logger("fleetsched.scheduler")
+
+WORK_GROUP, WORK_VERSION = "work.karmada.io", "v1alpha2"
+CLUSTER_GROUP, CLUSTER_VERSION = "cluster.karmada.io", "v1alpha1"
+RB, CRB = "ResourceBinding", "ClusterResourceBinding"
+PLURALS = {RB: "resourcebindings", CRB: "clusterresourcebindings"}
+MAX_CONFLICT_RETRIES = 5
+
+
+class NotLeader(Exception):
+    """Leadership was lost before a write; the key goes back to the queue."""
+
+
+def binding_path(kind: str, key: str, *, status: bool = False) -> str:
+    base = f"/apis/{WORK_GROUP}/{WORK_VERSION}"
+    if kind == RB:
+        namespace, name = key.split("/", 1)
+        path = f"{base}/namespaces/{namespace}/resourcebindings/{name}"
+    else:
+        path = f"{base}/clusterresourcebindings/{key}"
+    return path + "/status" if status else path
+
+
+def queue_key(kind: str, key: str) -> str:
+    """One queue for both kinds; a CRB key has no slash, an RB key always has one."""
+    return key if kind == RB else f"{CRB}:{key}"
+
+
+def split_queue_key(qkey: str) -> tuple[str, str]:
+    if qkey.startswith(f"{CRB}:"):
+        return CRB, qkey[len(CRB) + 1 :]
+    return RB, qkey
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorConfig:
+    scheduler_name: str = decision.DEFAULT_SCHEDULER_NAME
+    workers: int = 4
+    leader_election: LeaderElectionConfig | None = None
+    graceful_timeout: float = 20.0
+
+
+class _NoProgressStorage(kopf.ProgressStorage):
+    """kopf state is never persisted: there is nothing to persist for raw event handlers."""
+
+    def fetch(self, **_: Any) -> Any:
+        return None
+
+    def store(self, **_: Any) -> None:
+        return None
+
+    def purge(self, **_: Any) -> None:
+        return None
+
+    def touch(self, **_: Any) -> None:
+        return None
+
+    def clear(self, *, essence: Any) -> Any:
+        return essence
+
+
+class _NoDiffBaseStorage(kopf.DiffBaseStorage):
+    def fetch(self, **_: Any) -> Any:
+        return None
+
+    def store(self, **_: Any) -> None:
+        return None
+
+
+@dataclass
+class SchedulerOperator:
+    client: KubeClient
+    connection: Connection
+    scheduler: Scheduler
+    config: OperatorConfig = field(default_factory=OperatorConfig)
+    run_core: Callable[..., Any] | None = None  # set to run the core off the event loop
+
+    queue: SchedulingQueue = field(default_factory=SchedulingQueue)
+    bindings: dict[str, ObjectCache] = field(default_factory=lambda: {RB: ObjectCache(), CRB: ObjectCache()})
+    clusters: ClusterStore = field(default_factory=ClusterStore)
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    elector: LeaderElector | None = None
+    events: EventRecorder | None = None
+    # generation our own spec patch gives a binding: its watch event is not a user change
+    own_generation: dict[str, int] = field(default_factory=dict)
+    _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
+    _stopping: bool = False
+
+    # ---- readiness --------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.synced.is_set():
+            return False, "caches not synced"
+        if not self.is_leader:
+            return False, "not the leader"
+        return True, "ok"
+
+    # ---- events from the watch --------------------------------------------------------------
+
+    def on_binding_event(self, kind: str, event_type: str | None, obj: dict[str, Any]) -> None:
+        cache = self.bindings[kind]
+        key = object_key(obj)
+        qkey = queue_key(kind, key)
+        if event_type == "DELETED":
+            cache.delete(key)
+            self.queue.forget(qkey)
+            self.own_generation.pop(qkey, None)
+            return
+        stored, previous = cache.upsert(obj)
+        if not stored:
+            return
+        name = self.config.scheduler_name
+        new_passes = decision.passes_filter(obj, name)
+        old_passes = previous is not None and decision.passes_filter(previous, name)
+        if new_passes and (previous is None or not old_passes):
+            metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_BINDING_ADD).inc()
+            self.queue.push(qkey, decision.binding_priority(obj))
+        elif (
+            new_passes
+            and previous is not None
+            and decision.binding_update_enqueues(previous, obj, own_generation=self.own_generation.get(qkey))
+        ):
+            metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_BINDING_UPDATE).inc()
+            self.queue.push(qkey, decision.binding_priority(obj))
+
+    def on_cluster_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
+        key = object_key(obj)
+        if event_type == "DELETED":
+            self.clusters.delete(key)
+            return
+        stored, previous = self.clusters.upsert(obj)
+        if not stored or previous is None:
+            return  # cluster add events never enqueue (§3.1)
+        for changed in decision.cluster_update_reconciles(previous, obj):
+            self._reconcile_cluster(changed)
+
+    def _reconcile_cluster(self, cluster: Mapping[str, Any]) -> None:
+        try:
+            info = cluster_from_dict(cluster)
+        except ConversionError as exc:
+            log.warning("cluster_unreadable", cluster=object_key(cluster), error=str(exc))
+            return
+
+        def matches(_: Any, affinity: Mapping[str, Any]) -> bool:
+            placement = placement_from_dict({"clusterAffinity": dict(affinity)})
+            return (
+                placement is None
+                or placement.cluster_affinity is None
+                or cluster_matches(info, placement.cluster_affinity)
+            )
+
+        for kind, cache in self.bindings.items():
+            for binding in cache:
+                if not decision.passes_filter(binding, self.config.scheduler_name):
+                    continue
+                try:
+                    hit = decision.cluster_matches_binding(cluster, binding, matches)
+                except ConversionError:
+                    hit = True  # let the worker report the bad placement
+                if hit:
+                    metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_CLUSTER_CHANGED).inc()
+                    self.queue.push(queue_key(kind, object_key(binding)), decision.binding_priority(binding))
+
+    # ---- initial sync -------------------------------------------------------------------------
+
+    async def initial_sync(self) -> None:
+        """LIST Clusters and bindings so caches are complete before anything is scheduled."""
+        clusters, _ = await self.client.list_all(f"/apis/{CLUSTER_GROUP}/{CLUSTER_VERSION}/clusters")
+        for obj in clusters:
+            obj.setdefault("apiVersion", f"{CLUSTER_GROUP}/{CLUSTER_VERSION}")
+            obj.setdefault("kind", "Cluster")
+            self.on_cluster_event(None, obj)
+        for kind, plural in PLURALS.items():
+            items, _ = await self.client.list_all(f"/apis/{WORK_GROUP}/{WORK_VERSION}/{plural}")
+            for obj in items:
+                obj.setdefault("apiVersion", f"{WORK_GROUP}/{WORK_VERSION}")
+                obj.setdefault("kind", kind)
+                self.on_binding_event(kind, None, obj)
+        self.synced.set()
+        log.info(
+            "caches_synced",
+            clusters=len(self.clusters),
+            resourcebindings=len(self.bindings[RB]),
+            clusterresourcebindings=len(self.bindings[CRB]),
+        )
+
+    # ---- workers ------------------------------------------------------------------------------
+
+    async def run_worker(self, index: int) -> None:
+        while True:
+            if self.elector is not None and not self.elector.leading.is_set():
+                await self.elector.leading.wait()
+            try:
+                entry = await self.queue.pop()
+            except QueueClosed:
+                return
+            task = asyncio.current_task()
+            assert task is not None
+            self._in_flight.add(task)
+            try:
+                outcome = await self.process(entry)
+            except NotLeader:
+                self.queue.done(entry, Outcome.DONE)
+                self.queue.push(entry.key)
+                continue
+            except Exception as exc:  # a bug must not kill the worker
+                log.exception("worker_error", binding=entry.key, error=repr(exc))
+                outcome = Outcome.ERROR
+            finally:
+                self._in_flight.discard(task)
+            if outcome is not Outcome.DONE:
+                metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_SCHEDULE_ATTEMPT_FAILURE).inc()
+            self.queue.done(entry, outcome)
+            self._update_queue_gauges()
+
+    def _update_queue_gauges(self) -> None:
+        sizes = self.queue.sizes()
+        metrics.PENDING_BINDINGS.labels("active").set(sizes.active)
+        metrics.PENDING_BINDINGS.labels("backoff").set(sizes.backoff)
+        metrics.PENDING_BINDINGS.labels("unschedulable").set(sizes.unschedulable)
+
+    async def process(self, entry: QueuedBinding) -> Outcome:
+        kind, key = split_queue_key(entry.key)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            obj = self.bindings[kind].get(key)
+            if obj is None:
+                return Outcome.DONE
+            try:
+                return await self._process_once(kind, key, obj)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    self.bindings[kind].delete(key)
+                    return Outcome.DONE
+                if not exc.is_conflict:
+                    log.warning("binding_write_failed", binding=key, kind=kind, error=str(exc))
+                    return Outcome.ERROR
+                log.info("binding_write_conflict", binding=key, kind=kind)
+                await self._refresh(kind, key)
+        return Outcome.ERROR
+
+    async def _refresh(self, kind: str, key: str) -> None:
+        try:
+            fresh = await self.client.get(binding_path(kind, key))
+        except ApiError as exc:
+            if exc.is_not_found:
+                self.bindings[kind].delete(key)
+                return
+            raise
+        fresh.setdefault("kind", kind)
+        self.bindings[kind].upsert(fresh)
+
+    async def _process_once(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome:
+        qkey = queue_key(kind, key)
+        bound = log.bind(binding=key, kind=kind)
+        if not decision.passes_filter(obj, self.config.scheduler_name):
+            return Outcome.DONE
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            noun = "resourceBinding" if kind == RB else "clusterResourceBinding"
+            message = f"skip schedule deleting {noun}: {key}"
+            self._record(obj, WARNING, REASON_FAILED, message)
+            return Outcome.DONE
+        if (obj.get("spec") or {}).get("placement") is None:
+            bound.warning("binding_without_placement")
+            return Outcome.ERROR
+        verdict = decision.should_schedule(obj, self.clusters.terminating())
+        if verdict.verdict is decision.Verdict.NOTHING:
+            return Outcome.DONE
+        if verdict.verdict is decision.Verdict.OBSERVE_GENERATION:
+            self._ensure_leader()
+            response = await self.client.merge_patch(
+                binding_path(kind, key, status=True), observed_generation_patch(obj)
+            )
+            metrics.API_WRITES.labels("status", "success").inc()
+            self._store_response(kind, response)
+            return Outcome.DONE
+
+        schedule_type = (
+            metrics.SCALE_SCHEDULE if verdict.reason == "ReplicasChanged" else metrics.RECONCILE_SCHEDULE
+        )
+        started = time.perf_counter()
+        try:
+            binding = binding_from_dict(obj)
+            status = status_from_dict(obj)
+        except ConversionError as exc:
+            # Bad input: report it on the binding and keep serving the others; a spec change retries.
+            result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
+        else:
+            snapshot = self.clusters.snapshot()
+            if self.run_core is not None:
+                result = await self.run_core(self.scheduler.schedule, binding, status, snapshot)
+            else:
+                result = self.scheduler.schedule(binding, status, snapshot)
+        metrics.SCHEDULING_ALGORITHM_DURATION.labels(metrics.STEP_SCHEDULE).observe(
+            time.perf_counter() - started
+        )
+        if result.condition is None:
+            return Outcome.ERROR
+
+        rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
+        patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
+        resource_version = meta.get("resourceVersion")
+        if patches.spec is not None:
+            self._ensure_leader()
+            self.own_generation[qkey] = patches.generation_after_spec
+            try:
+                response = await self.client.merge_patch(binding_path(kind, key), patches.spec)
+            except ApiError:
+                metrics.API_WRITES.labels("spec", "error").inc()
+                self.own_generation.pop(qkey, None)
+                raise
+            metrics.API_WRITES.labels("spec", "success").inc()
+            self.own_generation[qkey] = int((response.get("metadata") or {}).get("generation") or 0)
+            self._store_response(kind, response)
+            resource_version = (response.get("metadata") or {}).get("resourceVersion")
+            if patches.status is not None and "schedulerObservedGeneration" in patches.status["status"]:
+                patches.status["status"]["schedulerObservedGeneration"] = self.own_generation[qkey]
+        if patches.status is not None:
+            self._ensure_leader()
+            body = {"metadata": {"resourceVersion": resource_version}, **patches.status}
+            try:
+                response = await self._write_status(kind, key, body, result)
+            except ApiError:
+                metrics.API_WRITES.labels("status", "error").inc()
+                raise
+            metrics.API_WRITES.labels("status", "success").inc()
+            self._store_response(kind, response)
+
+        self._record_outcome(kind, key, obj, rendered, result)
+        elapsed = time.perf_counter() - started
+        ok = result.condition.status
+        label = metrics.RESULT_SUCCESS if ok else metrics.RESULT_ERROR
+        metrics.SCHEDULE_ATTEMPTS.labels(label, schedule_type).inc()
+        metrics.E2E_SCHEDULING_DURATION.labels(label, schedule_type).observe(elapsed)
+        clusters = (rendered.get("spec") or {}).get("clusters") or []
+        bound.info(
+            "binding_scheduled" if ok else "binding_unschedulable",
+            why=verdict.reason,
+            reason=result.condition.reason,
+            clusters=len(clusters),
+            affinity=result.affinity_name,
+            spec_written=patches.spec is not None,
+            status_written=patches.status is not None,
+        )
+        if ok or result.condition.reason == "NoClusterFit":
+            return Outcome.DONE  # a FitError is not retried from the queue (§3.5)
+        if result.condition.reason == "Unschedulable":
+            return Outcome.UNSCHEDULABLE
+        if result.condition.reason == "SchedulerError" and result.attempts == ():
+            return Outcome.DONE  # unreadable binding: only a change to it can help
+        return Outcome.ERROR
+
+    async def _write_status(
+        self, kind: str, key: str, body: dict[str, Any], result: ScheduleResult
+    ) -> dict[str, Any]:
+        """Status patch; on 409 re-read and re-render only the status (spec is already written)."""
+        path = binding_path(kind, key, status=True)
+        for attempt in range(MAX_CONFLICT_RETRIES):
+            try:
+                return await self.client.merge_patch(path, body)
+            except ApiError as exc:
+                if not exc.is_conflict or attempt == MAX_CONFLICT_RETRIES - 1:
+                    raise
+            await self._refresh(kind, key)
+            fresh = self.bindings[kind].get(key)
+            if fresh is None:
+                raise ApiError(404, "NotFound", f"{kind} {key} disappeared")
+            status_only = dataclasses.replace(result, clusters=None, write_placement_annotation=False)
+            rendered = render_into_binding(fresh, status_only, now=dt.datetime.now(dt.UTC))
+            patches = compute_patches(fresh, rendered, explain=None)
+            if patches.status is None:
+                return fresh
+            self._ensure_leader()
+            body = {
+                "metadata": {"resourceVersion": (fresh.get("metadata") or {}).get("resourceVersion")},
+                **patches.status,
+            }
+        raise AssertionError("unreachable")
+
+    def _ensure_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeader
+
+    def _store_response(self, kind: str, response: dict[str, Any]) -> None:
+        if response.get("metadata"):
+            response.setdefault("kind", kind)
+            self.bindings[kind].upsert(response)
+
+    # ---- events ---------------------------------------------------------------------------------
+
+    def _record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        if self.events is None:
+            return
+        self.events.record(InvolvedObject.of_binding(obj), type_, reason, message)
+        self.events.record(InvolvedObject.of_template(obj), type_, reason, message)
+
+    def _record_outcome(
+        self, kind: str, key: str, obj: Mapping[str, Any], rendered: Mapping[str, Any], result: ScheduleResult
+    ) -> None:
+        if self.events is None or result.condition is None:
+            return
+        terms = ((obj.get("spec") or {}).get("placement") or {}).get("clusterAffinities")
+        if terms is not None:
+            names = [t.get("affinityName") for t in terms]
+            for attempt in result.attempts:
+                if attempt.error and attempt.affinity_name in names:
+                    index = names.index(attempt.affinity_name)
+                    self.events.record(
+                        InvolvedObject.of_binding(obj),
+                        WARNING,
+                        REASON_FAILED,
+                        group_failure_message(kind, key, index, attempt.error),
+                    )
+        if result.condition.status:
+            clusters = (rendered.get("spec") or {}).get("clusters") or []
+            self._record(obj, NORMAL, REASON_SUCCEED, success_message(kind, clusters))
+        else:
+            self._record(obj, WARNING, REASON_FAILED, result.condition.message)
+
+    # ---- kopf wiring ----------------------------------------------------------------------------
+
+    def kopf_registry(self) -> kopf.OperatorRegistry:
+        registry = kopf.OperatorRegistry()
+        connection = self.connection
+
+        @kopf.on.login(registry=registry)
+        def login(**_: Any) -> kopf.ConnectionInfo:
+            return kopf.ConnectionInfo(
+                server=connection.server,
+                ca_path=connection.ca_path,
+                insecure=connection.insecure,
+                certificate_path=connection.certificate_path,
+                private_key_path=connection.private_key_path,
+                token=connection.token,
+                scheme="Bearer" if connection.token else None,
+            )
+
+        @kopf.on.event(WORK_GROUP, WORK_VERSION, "resourcebindings", registry=registry)
+        def on_rb(event: Mapping[str, Any], **_: Any) -> None:
+            self.on_binding_event(RB, event.get("type"), dict(event["object"]))
+
+        @kopf.on.event(WORK_GROUP, WORK_VERSION, "clusterresourcebindings", registry=registry)
+        def on_crb(event: Mapping[str, Any], **_: Any) -> None:
+            self.on_binding_event(CRB, event.get("type"), dict(event["object"]))
+
+        @kopf.on.event(CLUSTER_GROUP, CLUSTER_VERSION, "clusters", registry=registry)
+        def on_cluster(event: Mapping[str, Any], **_: Any) -> None:
+            self.on_cluster_event(event.get("type"), dict(event["object"]))
+
+        return registry
+
+    @staticmethod
+    def kopf_settings() -> kopf.OperatorSettings:
+        settings = kopf.OperatorSettings()
+        settings.persistence.progress_storage = _NoProgressStorage()
+        settings.persistence.diffbase_storage = _NoDiffBaseStorage()
+        settings.posting.enabled = False
+        settings.peering.standalone = True
+        settings.peering.mandatory = False
+        settings.watching.connect_timeout = 10
+        settings.watching.server_timeout = 300
+        settings.watching.client_timeout = 330
+        settings.watching.inactivity_timeout = 360
+        settings.batching.batch_window = 0.001
+        settings.networking.request_timeout = 60
+        settings.scanning.disabled = True
+        return settings
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Sync, start kopf, election, workers; on ``stop`` finish in-flight work and exit."""
+        self.events = self.events or EventRecorder(self.client)
+        self.events.start()
+        await self.initial_sync()
+        kopf_stop = asyncio.Event()
+        kopf_task = asyncio.create_task(
+            kopf.operator(
+                registry=self.kopf_registry(),
+                settings=self.kopf_settings(),
+                clusterwide=True,
+                standalone=True,
+                stop_flag=kopf_stop,
+            ),
+            name="kopf",
+        )
+        tasks: list[asyncio.Task[Any]] = [
+            asyncio.create_task(self.queue.run_flushers(), name="queue-flushers")
+        ]
+        if self.config.leader_election is not None:
+            store = ApiLeaseStore(
+                self.client, self.config.leader_election.namespace, self.config.leader_election.name
+            )
+            self.elector = LeaderElector(
+                config=self.config.leader_election,
+                store=store,
+                on_started_leading=lambda: metrics.LEADER.set(1),
+                on_stopped_leading=lambda: metrics.LEADER.set(0),
+            )
+            tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
+        else:
+            metrics.LEADER.set(1)
+        workers = [
+            asyncio.create_task(self.run_worker(i), name=f"worker-{i}") for i in range(self.config.workers)
+        ]
+        stop_wait = asyncio.create_task(stop.wait())
+        await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
+        log.info("shutting_down", in_flight=len(self._in_flight))
+        # Finish in-flight writes: no new keys are handed out, busy workers complete their binding.
+        self.queue.close()
+        await asyncio.wait(workers, timeout=self.config.graceful_timeout)
+        for task in workers:
+            task.cancel()
+        await self.events.flush(2.0)
+        if self.elector is not None:
+            await self.elector.release()
+        for task in tasks:
+            task.cancel()
+        kopf_stop.set()
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+            await asyncio.wait_for(kopf_task, 10)
+        await self.events.stop()
+        stop_wait.cancel()
+        for task in [*tasks, *workers]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
