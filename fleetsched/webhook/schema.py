@@ -442,8 +442,8 @@ class _Decoder:
                 return value
         elif isinstance(value, bool):
             pass
-        elif isinstance(value, GoFloat):
-            self.fail(f"number {value.literal}", typ)
+        elif isinstance(value, float):
+            self.fail(f"number {value.literal if isinstance(value, GoFloat) else repr(value)}", typ)
             return None
         elif isinstance(value, int):
             lo, hi = _INT_RANGE[typ.bits]
