@@ -39,18 +39,24 @@ def bench_file(path: Path, *, repeat: int) -> None:
     t0 = time.perf_counter()
     loaded = load_files([path])
     t1 = time.perf_counter()
-    clusters = [cluster_from_dict(c.model_dump(mode="python", by_alias=True, exclude_unset=True))
-                for c in loaded.clusters]
+    clusters = [
+        cluster_from_dict(c.model_dump(mode="python", by_alias=True, exclude_unset=True))
+        for c in loaded.clusters
+    ]
     raw = [b.model_dump(mode="python", by_alias=True, exclude_unset=True) for b in loaded.bindings]
     bindings = [(binding_from_dict(b), status_from_dict(b)) for b in raw]
     t2 = time.perf_counter()
-    print(f"{path.name}: {len(clusters)} clusters, {len(bindings)} bindings "
-          f"(load {t1 - t0:.2f}s, convert {t2 - t1:.2f}s)")
+    print(
+        f"{path.name}: {len(clusters)} clusters, {len(bindings)} bindings "
+        f"(load {t1 - t0:.2f}s, convert {t2 - t1:.2f}s)"
+    )
     for round_no in range(1, repeat + 1):
         # A fresh scheduler and snapshot per round: nothing carried over from a previous round.
         scheduler = Scheduler()
-        snapshot = Snapshot(cluster_from_dict(c.model_dump(mode="python", by_alias=True, exclude_unset=True))
-                            for c in loaded.clusters)
+        snapshot = Snapshot(
+            cluster_from_dict(c.model_dump(mode="python", by_alias=True, exclude_unset=True))
+            for c in loaded.clusters
+        )
         outcomes: dict[str, int] = {}
         latencies: list[float] = []
         gc.collect()
@@ -62,9 +68,12 @@ def bench_file(path: Path, *, repeat: int) -> None:
             reason = result.condition.reason if result.condition is not None else "NotAttempted"
             outcomes[reason] = outcomes.get(reason, 0) + 1
         elapsed = time.perf_counter() - start
-        print(f"  round {round_no}: {len(bindings) / elapsed:,.0f} bindings/s  "
-              f"p50 {statistics.median(latencies) * 1e3:.3f} ms  p99 {_percentile(latencies, 0.99) * 1e3:.3f} ms  "
-              f"total {elapsed:.2f}s  outcomes {dict(sorted(outcomes.items()))}")
+        print(
+            f"  round {round_no}: {len(bindings) / elapsed:,.0f} bindings/s  "
+            f"p50 {statistics.median(latencies) * 1e3:.3f} ms  "
+            f"p99 {_percentile(latencies, 0.99) * 1e3:.3f} ms  "
+            f"total {elapsed:.2f}s  outcomes {dict(sorted(outcomes.items()))}"
+        )
     print(f"  peak RSS so far: {_peak_rss_mib():.0f} MiB")
 
 

@@ -126,7 +126,7 @@ def _stable_sort_desc(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
 
 
 def _drop_zeros(targets: Iterable[TargetCluster]) -> list[TargetCluster]:
-    return [TargetCluster(t.name, t.replicas) for t in targets if t.replicas > 0]
+    return [t for t in targets if t.replicas > 0]
 
 
 def _merge(old: list[TargetCluster], new: list[TargetCluster]) -> list[TargetCluster]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from fleetsched.scheduler.types import (
     ClusterAffinity,
@@ -19,7 +19,7 @@ from fleetsched.scheduler.types import (
     Toleration,
 )
 
-__all__ = ["cluster_matches", "label_selector_matches", "requirements_match", "tolerates"]
+__all__ = ["cluster_matches", "compile_affinity", "label_selector_matches", "requirements_match", "tolerates"]
 
 _NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -122,31 +122,61 @@ def _zone_matches(req: LabelRequirement, zones: tuple[str, ...]) -> bool:
 
 def cluster_matches(cluster: ClusterInfo, affinity: ClusterAffinity) -> bool:
     """Karmada's util.ClusterMatches (pkg/util/selector.go)."""
-    if cluster.name in affinity.exclude:
-        return False
-    if affinity.label_selector is not None and not label_selector_matches(
-        affinity.label_selector, cluster.labels
-    ):
-        return False
+    return compile_affinity(affinity)(cluster)
+
+
+def _never(cluster: ClusterInfo) -> bool:
+    return False
+
+
+@functools.lru_cache(maxsize=16384)
+def compile_affinity(affinity: ClusterAffinity) -> Callable[[ClusterInfo], bool]:
+    """``ClusterMatches`` for one affinity as a predicate; selector validity is checked once here."""
+    exclude = frozenset(affinity.exclude)
+    names = frozenset(affinity.cluster_names)
+    label_reqs: tuple[LabelRequirement, ...] | None = None
+    if affinity.label_selector is not None:
+        sel = affinity.label_selector
+        label_reqs = (
+            tuple(LabelRequirement(k, "In", (v,)) for k, v in sel.match_labels) + sel.match_expressions
+        )
+        if not all(_requirement_valid(r, allow_compare=False) for r in label_reqs):
+            # An invalid selector never matches; exclusion is checked first but the answer is the same.
+            return _never
+    zone_reqs: tuple[LabelRequirement, ...] = ()
+    field_reqs: tuple[LabelRequirement, ...] = ()
     if affinity.field_selector is not None:
-        others: list[LabelRequirement] = []
-        for req in affinity.field_selector.match_expressions:
-            if req.key == "zone":
-                if not _zone_matches(req, cluster.zones):
+        exprs = affinity.field_selector.match_expressions
+        zone_reqs = tuple(r for r in exprs if r.key == "zone")
+        field_reqs = tuple(r for r in exprs if r.key != "zone")
+        if field_reqs and not all(_requirement_valid(r, allow_compare=True) for r in field_reqs):
+            return _never
+
+    def matches(cluster: ClusterInfo) -> bool:
+        if cluster.name in exclude:
+            return False
+        if label_reqs:
+            labels = cluster.labels
+            for r in label_reqs:
+                if not _requirement_matches(r, labels):
                     return False
-            else:
-                others.append(req)
-        if others:
+        for r in zone_reqs:
+            if not _zone_matches(r, cluster.zones):
+                return False
+        if field_reqs:
             fields: dict[str, str] = {}
             if cluster.provider:
                 fields["provider"] = cluster.provider
             if cluster.region:
                 fields["region"] = cluster.region
-            if not requirements_match(tuple(others), fields, allow_compare=True):
-                return False
-    if affinity.cluster_names:
-        return cluster.name in affinity.cluster_names
-    return True
+            for r in field_reqs:
+                if not _requirement_matches(r, fields):
+                    return False
+        if names:
+            return cluster.name in names
+        return True
+
+    return matches
 
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,12 +73,19 @@ class GroupAttempt:
 
     affinity_name: str
     verdicts: tuple[ClusterVerdict, ...] = ()
-    numbers: tuple[ClusterNumbers, ...] = ()  # in global sort order
     selected: tuple[str, ...] = ()
     targets: tuple[TargetCluster, ...] | None = None
     error: str = ""
     error_reason: str = ""
     overflow: bool = False
+    numbers_factory: Callable[[], tuple[ClusterNumbers, ...]] | None = field(
+        default=None, compare=False, repr=False
+    )
+
+    @property
+    def numbers(self) -> tuple[ClusterNumbers, ...]:
+        """Feasible clusters in global sort order with scores and estimates (built on demand)."""
+        return self.numbers_factory() if self.numbers_factory is not None else ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fleetsched.estimator.general import GeneralEstimator
@@ -44,11 +44,21 @@ __all__ = ["Scheduler", "Settings", "Snapshot", "reschedule_required"]
 class Snapshot:
     """An immutable list of clusters for one scheduling cycle, plus memos valid while it lives."""
 
-    __slots__ = ("_memo", "clusters")
+    __slots__ = ("_base_verdicts", "_memo", "clusters")
 
     def __init__(self, clusters: Iterable[ClusterInfo]) -> None:
         self.clusters: tuple[ClusterInfo, ...] = tuple(clusters)
         self._memo: dict[Any, Any] = {}
+        self._base_verdicts: tuple[ClusterVerdict, ...] | None = None
+
+    def base_verdicts(self) -> tuple[ClusterVerdict, ...]:
+        """Per cluster: feasible unless being deleted, before any plugin has spoken."""
+        if self._base_verdicts is None:
+            self._base_verdicts = tuple(
+                ClusterVerdict(c.name, False, deleting=True) if c.deleting else ClusterVerdict(c.name, True)
+                for c in self.clusters
+            )
+        return self._base_verdicts
 
     def __len__(self) -> int:
         return len(self.clusters)
@@ -72,10 +82,16 @@ def reschedule_required(triggered_at: dt.datetime | None, last_scheduled: dt.dat
 @dataclass(slots=True)
 class _FilterOutcome:
     feasible: list[ClusterInfo]
-    scores: list[tuple[tuple[str, int], ...]]
-    totals: list[int]
+    totals: list[int]  # total score per feasible cluster
     diagnosis: dict[str, tuple[str, ...]]
     verdicts: tuple[ClusterVerdict, ...]
+    # For explanations: per score plugin, its name and scores by snapshot index; feasible indices.
+    score_vectors: tuple[tuple[str, list[int]], ...]
+    feasible_index: list[int]
+
+    def scores_of(self, position: int) -> tuple[tuple[str, int], ...]:
+        i = self.feasible_index[position]
+        return tuple((name, vector[i]) for name, vector in self.score_vectors)
 
 
 @dataclass(slots=True)
@@ -90,16 +106,15 @@ class _Attempt:
 
     affinity_name: str
     verdicts: tuple[ClusterVerdict, ...] = ()
-    numbers: tuple[ClusterNumbers, ...] = ()
     selected: tuple[str, ...] = ()
     overflow: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    numbers_factory: Any = None
 
     def freeze(self, targets: list[TargetCluster] | None, error: SchedulingError | None) -> GroupAttempt:
         return GroupAttempt(
             affinity_name=self.affinity_name,
             verdicts=self.verdicts,
-            numbers=self.numbers,
+            numbers_factory=self.numbers_factory,
             selected=self.selected,
             targets=tuple(targets) if targets is not None else None,
             error=str(error) if error is not None else "",
@@ -178,21 +193,30 @@ class Scheduler:
         for t in binding.clusters:
             held.setdefault(t.name, t.replicas)
         details: list[ClusterDetail] = []
+        totals = fo.totals
         for i, c in enumerate(fo.feasible):
-            order = 0
-            if overflow_term is not None:
-                order = _overflow_order(c, overflow_term)
+            order = 0 if overflow_term is None else _overflow_order(c, overflow_term)
             details.append(
-                ClusterDetail(c, fo.totals[i], order, allocatable[i], allocatable[i] + held.get(c.name, 0))
+                ClusterDetail(c, totals[i], order, allocatable[i], allocatable[i] + held.get(c.name, 0))
             )
-        scores_by_name = {c.name: fo.scores[i] for i, c in enumerate(fo.feasible)}
+        position = {id(d.cluster): i for i, d in enumerate(details)}
         details.sort(key=order_key)
-        attempt.numbers = tuple(
-            ClusterNumbers(
-                d.name, scores_by_name[d.name], d.score, d.overflow_order, d.allocatable, d.available
+
+        def numbers() -> tuple[ClusterNumbers, ...]:
+            # Built only when an explanation is asked for.
+            return tuple(
+                ClusterNumbers(
+                    d.name,
+                    fo.scores_of(position[id(d.cluster)]),
+                    d.score,
+                    d.overflow_order,
+                    d.allocatable,
+                    d.available,
+                )
+                for d in details
             )
-            for d in details
-        )
+
+        attempt.numbers_factory = numbers
         try:
             selected = select_clusters(details, binding)
         except SchedulingError as e:
@@ -232,36 +256,26 @@ class Scheduler:
                 return cached  # type: ignore[no-any-return]
         n_filters = len(self.filters)
         failures = [self._filter_vector(p, keys[i], ctx, snapshot) for i, p in enumerate(self.filters)]
-        score_vectors = [
-            self._score_vector(p, keys[n_filters + i], ctx, snapshot) for i, p in enumerate(self.scorers)
-        ]
-        score_names = tuple(p.name for p in self.scorers)
-        feasible: list[ClusterInfo] = []
-        scores: list[tuple[tuple[str, int], ...]] = []
-        totals: list[int] = []
-        diagnosis: dict[str, tuple[str, ...]] = {}
-        verdicts: list[ClusterVerdict] = []
-        for i, cluster in enumerate(snapshot.clusters):
-            if cluster.deleting:
-                verdicts.append(ClusterVerdict(cluster.name, False, deleting=True))
-                continue
-            rejected: Result | None = None
-            for j, failed in enumerate(failures):
-                rejected = failed.get(i)
-                if rejected is not None:
-                    if not rejected.plugin:
-                        rejected = Result(rejected.code, rejected.reasons, self.filters[j].name)
-                    break
-            if rejected is not None:
-                diagnosis[cluster.name] = rejected.reasons
-                verdicts.append(ClusterVerdict(cluster.name, False, rejected.plugin, rejected.reasons))
-                continue
-            verdicts.append(ClusterVerdict(cluster.name, True))
-            feasible.append(cluster)
-            per_plugin = tuple(zip(score_names, (v[i] for v in score_vectors), strict=True))
-            scores.append(per_plugin)
-            totals.append(sum(s for _, s in per_plugin))
-        out = _FilterOutcome(feasible, scores, totals, diagnosis, tuple(verdicts))
+        score_vectors = tuple(
+            (p.name, self._score_vector(p, keys[n_filters + i], ctx, snapshot))
+            for i, p in enumerate(self.scorers)
+        )
+        # The first rejecting plugin (in filter order) is the one reported for a cluster.
+        first: dict[int, ClusterVerdict] = {}
+        for failed in reversed(failures):
+            first.update(failed)
+        base = snapshot.base_verdicts()
+        verdicts = tuple([first.get(i) or v for i, v in enumerate(base)])
+        feasible_index = [i for i, v in enumerate(verdicts) if v.feasible]
+        clusters = snapshot.clusters
+        feasible = [clusters[i] for i in feasible_index]
+        if len(score_vectors) == 1:
+            vector = score_vectors[0][1]
+            totals = [vector[i] for i in feasible_index]
+        else:
+            totals = [sum(v[i] for _, v in score_vectors) for i in feasible_index]
+        diagnosis = {v.cluster: v.reasons for v in verdicts if not v.feasible and not v.deleting}
+        out = _FilterOutcome(feasible, totals, diagnosis, verdicts, score_vectors, feasible_index)
         if combined_key is not None:
             snapshot._memo[combined_key] = out
         return out
@@ -269,14 +283,14 @@ class Scheduler:
     @staticmethod
     def _filter_vector(
         plugin: FilterPlugin, key: Any, ctx: FilterContext, snapshot: Snapshot
-    ) -> dict[int, Result]:
+    ) -> dict[int, ClusterVerdict]:
         """Rejections of one plugin by cluster index (deleting clusters are never asked)."""
         memo_key = ("filter", plugin.name, key)
         if key is not None:
             cached = snapshot._memo.get(memo_key)
             if cached is not None:
                 return cached  # type: ignore[no-any-return]
-        failed: dict[int, Result] = {}
+        failed: dict[int, ClusterVerdict] = {}
         for i, cluster in enumerate(snapshot.clusters):
             if cluster.deleting:
                 continue
@@ -285,7 +299,7 @@ class Scheduler:
             except Exception as e:  # a plugin bug: Karmada's Error code, attributed to the plugin
                 result = Result(Code.ERROR, (f"plugin {plugin.name} failed: {e}",), plugin.name)
             if result.code is not Code.SUCCESS:
-                failed[i] = result
+                failed[i] = ClusterVerdict(cluster.name, False, result.plugin or plugin.name, result.reasons)
         if key is not None:
             snapshot._memo[memo_key] = failed
         return failed

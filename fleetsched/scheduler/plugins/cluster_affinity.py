@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from fleetsched.scheduler.framework import FilterContext, Result
-from fleetsched.scheduler.matching import cluster_matches
+from fleetsched.scheduler.matching import compile_affinity
 from fleetsched.scheduler.types import ClusterAffinity as ClusterAffinityValue
 from fleetsched.scheduler.types import ClusterInfo
 
 NAME = "ClusterAffinity"
 REASON = "cluster(s) did not match the placement cluster affinity constraint"
+_REJECTED = Result.unschedulable(REASON)
 
 
 def affinities_for(ctx: FilterContext) -> tuple[ClusterAffinityValue, ...]:
@@ -42,9 +43,9 @@ class ClusterAffinity:
     def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
         """An empty list of affinities passes every cluster."""
         affinities = affinities_for(ctx)
-        if not affinities or any(cluster_matches(cluster, a) for a in affinities):
+        if not affinities or any(compile_affinity(a)(cluster) for a in affinities):
             return Result.success()
-        return Result.unschedulable(REASON)
+        return _REJECTED
 
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """Always 0 in Karmada."""
