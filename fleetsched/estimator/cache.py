@@ -24,6 +24,7 @@ import numpy as np
 
 from fleetsched.estimator.model import NodeClaim
 from fleetsched.estimator.nodefilter import (
+    CompiledRequirement,
     Taint,
     compile_terms,
     field_matches,
@@ -305,6 +306,10 @@ class NodeTable:
     def num_pods(self) -> int:
         return len(self._pods)
 
+    def pod_keys(self) -> list[str]:
+        with self._lock:
+            return list(self._pods)
+
     def node_names(self) -> list[str]:
         return sorted(self._slot_of)
 
@@ -390,10 +395,7 @@ class NodeTable:
             any_term |= term_mask
         return any_term
 
-    def _label_requirement_mask(self, requirement: object) -> np.ndarray:
-        from fleetsched.estimator.nodefilter import CompiledRequirement
-
-        assert isinstance(requirement, CompiledRequirement)
+    def _label_requirement_mask(self, requirement: CompiledRequirement) -> np.ndarray:
         values = self._label_index.get(requirement.key, {})
         op = requirement.operator
         if op in ("In", "NotIn"):

@@ -1,0 +1,347 @@
+"""Estimators as the scheduler core sees them (``ReplicaEstimator`` in fleetsched.scheduler.framework).
+
+:class:`AccurateEstimatorClient` calls each member cluster's estimator over gRPC (Karmada's or ours):
+all candidate clusters concurrently under one shared deadline (default 3 s), one cached channel per
+cluster, found through Karmada's service naming (``<prefix>-<cluster>.<namespace>.svc.cluster.local``
+then ``.svc``, port 10352) or an explicit address map. Failure handling is Karmada's (spec 4.4): if any
+cluster's call fails - no estimator, deadline exceeded, UNIMPLEMENTED, a server error - the whole answer
+is discarded for this attempt by raising :class:`EstimatorUnavailable`; the scheduler then keeps the
+general estimator's numbers. An answer of -1 ("cannot judge") is passed through for the merge to skip.
+
+:class:`InventoryEstimator` answers the same question in process from node inventories (Nodes and
+Pods given as objects), with the estimator server's own code and no gRPC: ``fleetsched simulate`` uses
+it to be node-accurate for member clusters whose Nodes are in its input.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import structlog
+from cryptography import x509
+
+from fleetsched.estimator import handlers, wire
+from fleetsched.estimator.inventory import MemberInventory
+from fleetsched.estimator.model import EstimatorError
+from fleetsched.estimator.pb import estimator_pb2, service_pb2_grpc
+
+__all__ = [
+    "MEMBER_CLUSTER_ANNOTATION",
+    "UNAUTHENTIC_REPLICA",
+    "AccurateEstimatorClient",
+    "ClientTLS",
+    "EstimatorClientConfig",
+    "EstimatorUnavailable",
+    "InventoryEstimator",
+    "inventories_from_objects",
+    "requirements_json",
+]
+
+UNAUTHENTIC_REPLICA = -1
+MEMBER_CLUSTER_ANNOTATION = "fleetsched.io/member-cluster"
+log = structlog.get_logger("fleetsched.estimator.client")
+
+
+class EstimatorUnavailable(RuntimeError):
+    """At least one cluster's estimator failed; the whole answer of this estimator is to be ignored."""
+
+    def __init__(self, failures: Mapping[str, str]) -> None:
+        self.failures = dict(failures)
+        detail = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.failures.items()))
+        super().__init__(f"accurate estimator failed for {len(self.failures)} cluster(s): {detail}")
+
+
+# ------------------------------------------------------------------------------------------- requests
+def requirements_json(requirements: Any) -> dict[str, Any] | None:
+    """The scheduler core's ReplicaRequirements (or a JSON-shaped mapping) in Karmada's JSON form."""
+    if requirements is None:
+        return None
+    if isinstance(requirements, Mapping):
+        return dict(requirements)
+    out: dict[str, Any] = {
+        "resourceRequest": {name: str(q) for name, q in requirements.resource_request},
+        "namespace": requirements.namespace,
+        "priorityClassName": requirements.priority_class_name,
+    }
+    claim = requirements.node_claim
+    if claim is not None:
+        claim_json: dict[str, Any] = {"nodeSelector": dict(claim.node_selector)}
+        if claim.hard_node_affinity is not None:
+            claim_json["hardNodeAffinity"] = claim.hard_node_affinity
+        claim_json["tolerations"] = [
+            {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect,
+             **({"tolerationSeconds": t.toleration_seconds}
+                if getattr(t, "toleration_seconds", None) is not None else {})}
+            for t in claim.tolerations]
+        out["nodeClaim"] = claim_json
+    return out
+
+
+def _cluster_name(cluster: Any) -> str:
+    return cluster if isinstance(cluster, str) else str(cluster.name)
+
+
+# ------------------------------------------------------------------------------------------- gRPC client
+@dataclass(frozen=True)
+class ClientTLS:
+    """Karmada's client flags: without a CA (and without skip-verify) the connection is plaintext."""
+
+    ca: bytes | None = None
+    cert: bytes | None = None
+    key: bytes | None = None
+    insecure_skip_verify: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.ca is not None or self.insecure_skip_verify
+
+
+@dataclass(frozen=True)
+class EstimatorClientConfig:
+    service_prefix: str = "karmada-scheduler-estimator"
+    service_namespace: str = "karmada-system"
+    port: int = 10352
+    timeout: float = 3.0
+    dial_timeout: float = 5.0
+    # cluster -> "host:port"; when set for a cluster, service naming is not used for it
+    addresses: Mapping[str, str] = field(default_factory=dict)
+    tls: ClientTLS = ClientTLS()
+    # a cluster whose dial failed is not dialed again for this long (Karmada re-dials on Cluster changes)
+    redial_after: float = 5.0
+
+    def candidates(self, cluster: str) -> list[str]:
+        explicit = self.addresses.get(cluster)
+        if explicit:
+            return [explicit]
+        service = f"{self.service_prefix}-{cluster}"
+        return [f"{service}.{self.service_namespace}.svc.cluster.local:{self.port}",
+                f"{service}.{self.service_namespace}.svc:{self.port}"]
+
+
+def _server_name(address: str) -> str | None:
+    """For insecure-skip-verify: the name the server's certificate carries, so grpc's host check passes."""
+    host, _, port = address.rpartition(":")
+    try:
+        pem = ssl.get_server_certificate((host.strip("[]"), int(port)), timeout=2)
+    except OSError:
+        return None
+    cert = x509.load_pem_x509_certificate(pem.encode())
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        dns = names.get_values_for_type(x509.DNSName)
+        if dns:
+            return str(dns[0])
+    except x509.ExtensionNotFound:
+        pass
+    common = cert.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+    return str(common[0].value) if common else None
+
+
+class AccurateEstimatorClient:
+    """The ``scheduler-estimator``: Karmada's accurate estimator client over gRPC."""
+
+    name = "scheduler-estimator"
+
+    def __init__(self, config: EstimatorClientConfig | None = None) -> None:
+        self.config = config or EstimatorClientConfig()
+        self._lock = threading.Lock()
+        self._channels: dict[str, tuple[grpc.Channel, Any]] = {}
+        self._dial_failed: dict[str, tuple[float, str]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="estimator-dial")
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._channels = self._channels, {}
+        for channel, _ in channels.values():
+            channel.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def forget(self, cluster: str) -> None:
+        """Drop the cached connection (the Cluster was deleted or its estimator moved)."""
+        with self._lock:
+            known = self._channels.pop(cluster, None)
+            self._dial_failed.pop(cluster, None)
+        if known is not None:
+            known[0].close()
+
+    def _open(self, address: str) -> grpc.Channel:
+        tls = self.config.tls
+        if not tls.enabled:
+            return grpc.insecure_channel(address)
+        options: list[tuple[str, Any]] = []
+        if tls.insecure_skip_verify:
+            name = _server_name(address)
+            if name:
+                options.append(("grpc.ssl_target_name_override", name))
+        credentials = grpc.ssl_channel_credentials(root_certificates=tls.ca, private_key=tls.key,
+                                                   certificate_chain=tls.cert)
+        return grpc.secure_channel(address, credentials, options=options)
+
+    def _dial(self, cluster: str, deadline: float) -> tuple[grpc.Channel, Any]:
+        last_error = "no address"
+        for address in self.config.candidates(cluster):
+            wait = min(self.config.dial_timeout, deadline - time.monotonic())
+            if wait <= 0:
+                last_error = "deadline exceeded while dialing"
+                break
+            channel = self._open(address)
+            try:
+                grpc.channel_ready_future(channel).result(timeout=wait)
+            except grpc.FutureTimeoutError:
+                channel.close()
+                last_error = f"{address} not ready within {wait:.1f}s"
+                continue
+            stub = service_pb2_grpc.EstimatorStub(channel)
+            with self._lock:
+                self._channels[cluster] = (channel, stub)
+                self._dial_failed.pop(cluster, None)
+            log.info("estimator_connected", cluster=cluster, address=address)
+            return channel, stub
+        with self._lock:
+            self._dial_failed[cluster] = (time.monotonic(), last_error)
+        raise ConnectionError(last_error)
+
+    def _stubs(self, clusters: Sequence[str], deadline: float) -> tuple[dict[str, Any], dict[str, str]]:
+        stubs: dict[str, Any] = {}
+        failures: dict[str, str] = {}
+        to_dial = []
+        now = time.monotonic()
+        with self._lock:
+            for cluster in clusters:
+                cached = self._channels.get(cluster)
+                if cached is not None:
+                    stubs[cluster] = cached[1]
+                    continue
+                failed = self._dial_failed.get(cluster)
+                if failed is not None and now - failed[0] < self.config.redial_after:
+                    failures[cluster] = f"no connection ({failed[1]})"
+                    continue
+                to_dial.append(cluster)
+        dials = {cluster: self._pool.submit(self._dial, cluster, deadline) for cluster in to_dial}
+        for cluster, future in dials.items():
+            try:
+                stubs[cluster] = future.result()[1]
+            except Exception as exc:
+                failures[cluster] = f"no connection ({exc})"
+        return stubs, failures
+
+    def _fan_out(self, clusters: Sequence[str], method: str, build: Callable[[str], Any], field_name: str,
+                 metadata: Sequence[tuple[str, str]] = ()) -> list[int]:
+        """One call per cluster, all at once, under one deadline; raise if any failed."""
+        deadline = time.monotonic() + self.config.timeout
+        stubs, failures = self._stubs(clusters, deadline)
+        calls = {}
+        for cluster, stub in stubs.items():
+            remaining = max(deadline - time.monotonic(), 0.001)
+            calls[cluster] = getattr(stub, method).future(build(cluster), timeout=remaining,
+                                                          metadata=tuple(metadata) or None)
+        answers: dict[str, int] = {}
+        for cluster, call in calls.items():
+            try:
+                answers[cluster] = int(getattr(call.result(), field_name))
+            except grpc.RpcError as exc:
+                failures[cluster] = f"{exc.code().name}: {exc.details()}"
+        if failures:
+            log.warning("accurate_estimator_failed", method=method, failures=failures)
+            raise EstimatorUnavailable(failures)
+        return [answers[c] for c in clusters]
+
+    # -------------------------------------------------------------------- the three questions
+    def max_available_replicas(self, clusters: Sequence[Any], replica_requirements: Any,
+                               *, assumed_workloads: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+                               object_ref: str = "") -> list[int]:
+        names = [_cluster_name(c) for c in clusters]
+        requirements = requirements_json(replica_requirements)
+
+        def build(cluster: str) -> Any:
+            raw: dict[str, Any] = {"cluster": cluster}
+            if requirements is not None:
+                raw["replicaRequirements"] = requirements
+            if assumed_workloads:
+                raw["assumedWorkloads"] = list(assumed_workloads.get(cluster, ()))
+            return wire.replicas_request_to_pb(raw)
+
+        metadata = (("object", object_ref),) if object_ref else ()
+        return self._fan_out(names, "MaxAvailableReplicas", build, "maxReplicas", metadata)
+
+    def max_available_component_sets(self, clusters: Sequence[Any], components: Sequence[Mapping[str, Any]],
+                                     namespace: str, *, object_ref: str = "") -> list[int]:
+        names = [_cluster_name(c) for c in clusters]
+
+        def build(cluster: str) -> Any:
+            return wire.component_sets_request_to_pb(
+                {"cluster": cluster, "components": list(components), "namespace": namespace})
+
+        metadata = (("object", object_ref),) if object_ref else ()
+        return self._fan_out(names, "MaxAvailableComponentSets", build, "maxSets", metadata)
+
+    def get_unschedulable_replicas(self, clusters: Sequence[Any], resource: Mapping[str, str],
+                                   threshold_seconds: float = 300.0) -> list[int]:
+        names = [_cluster_name(c) for c in clusters]
+
+        def build(cluster: str) -> Any:
+            return wire.unschedulable_request_to_pb({"cluster": cluster, "resource": dict(resource),
+                                                     "unschedulableThreshold": int(threshold_seconds * 1e9)})
+
+        return self._fan_out(names, "GetUnschedulableReplicas", build, "unschedulableReplicas")
+
+
+# ------------------------------------------------------------------------------------------- in process
+class InventoryEstimator:
+    """Node-accurate estimates from member inventories, in process; -1 for clusters without one."""
+
+    name = "node-inventory"
+
+    def __init__(self, inventories: Mapping[str, MemberInventory]) -> None:
+        self.inventories = dict(inventories)
+
+    def max_available_replicas(self, clusters: Sequence[Any], replica_requirements: Any) -> list[int]:
+        requirements = requirements_json(replica_requirements)
+        out = []
+        for cluster in clusters:
+            name = _cluster_name(cluster)
+            inventory = self.inventories.get(name)
+            if inventory is None:
+                out.append(UNAUTHENTIC_REPLICA)
+                continue
+            raw: dict[str, Any] = {"cluster": name}
+            if requirements is not None:
+                raw["replicaRequirements"] = requirements
+            message = estimator_pb2.MaxAvailableReplicasRequest.FromString(
+                wire.replicas_request_to_pb(raw).SerializeToString())
+            try:
+                out.append(handlers.max_available_replicas(inventory.service, message).maxReplicas)
+            except EstimatorError:
+                out.append(UNAUTHENTIC_REPLICA)
+        return out
+
+
+def inventories_from_objects(nodes: Iterable[Mapping[str, Any]],
+                             pods: Iterable[Mapping[str, Any]] = ()) -> dict[str, MemberInventory]:
+    """Group Nodes by the ``fleetsched.io/member-cluster`` annotation (or label); a Pod goes with its own
+    annotation, else with the cluster of the node it is bound to. Nodes without it are ignored."""
+    by_cluster: dict[str, list[Mapping[str, Any]]] = {}
+    node_cluster: dict[str, str] = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        cluster = (meta.get("annotations") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
+            or (meta.get("labels") or {}).get(MEMBER_CLUSTER_ANNOTATION)
+        if not cluster:
+            continue
+        by_cluster.setdefault(str(cluster), []).append(node)
+        node_cluster[str(meta.get("name", ""))] = str(cluster)
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        cluster = (meta.get("annotations") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
+            or (meta.get("labels") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
+            or node_cluster.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        if cluster and str(cluster) in by_cluster:
+            by_cluster[str(cluster)].append(pod)
+    return {cluster: MemberInventory(cluster, objects) for cluster, objects in by_cluster.items()}

@@ -1,0 +1,190 @@
+"""``fleetsched estimator --cluster-name NAME --kubeconfig FILE``: one member cluster's estimator.
+
+Flags and defaults are Karmada's ``karmada-scheduler-estimator`` (shared/spec/estimator.md 2.7, 2.9):
+gRPC on ``--server-port`` 10352 (all interfaces), ``/healthz`` on ``--health-probe-bind-address``
+``:10351``, ``/metrics`` on ``--metrics-bind-address`` ``:8080`` (one listener when both are equal,
+``0`` disables), TLS from ``--grpc-auth-cert-file``/``--grpc-auth-key-file`` with an optional
+``--grpc-client-ca-file`` (client certificates required unless ``--insecure-skip-grpc-client-verify``).
+We also serve ``/readyz`` (503 until the caches have synced) and the standard gRPC health service.
+
+Deliberate differences: the gRPC port opens at once and answers UNAVAILABLE until synced (Karmada opens
+it only after syncing); grpcio cannot enforce a TLS 1.3 minimum on the server, it negotiates 1.3 with
+clients that offer it; ``--parallelism`` is accepted for compatibility but a request is one vectorised
+pass, so there is no worker pool to size; profiling flags are accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from fleetsched.estimator.cache import NodeTable
+from fleetsched.estimator.plugins.resource_quota import QuotaStore
+from fleetsched.estimator.server import EstimatorMetrics, ServerTLS, SyncState, serve
+from fleetsched.estimator.service import EstimatorService, FeatureGates, parse_feature_gates
+
+__all__ = ["add_arguments", "run"]
+
+log = structlog.get_logger("fleetsched.estimator")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster-name", required=True,
+                        help="name of the member cluster this estimator serves")
+    parser.add_argument("--kubeconfig", default="",
+                        help="kubeconfig of the member cluster (in-cluster if empty)")
+    parser.add_argument("--master", default="", help="member API server address, overrides the kubeconfig's")
+    parser.add_argument("--server-port", type=int, default=10352, help="gRPC port (all interfaces)")
+    parser.add_argument("--server-bind-address", default="0.0.0.0", help="gRPC listen address (fleetsched)")
+    parser.add_argument("--grpc-auth-cert-file", default="", help="server certificate (PEM) for TLS")
+    parser.add_argument("--grpc-auth-key-file", default="", help="server private key (PEM) for TLS")
+    parser.add_argument("--grpc-client-ca-file", default="", help="CA that signs client certificates")
+    parser.add_argument("--insecure-skip-grpc-client-verify", action="store_true",
+                        help="do not ask clients for a certificate even when a client CA is given")
+    parser.add_argument("--kube-api-qps", type=float, default=20.0, help="QPS to the member API server")
+    parser.add_argument("--kube-api-burst", type=int, default=30, help="burst to the member API server")
+    parser.add_argument("--parallelism", type=int, default=0, help="accepted for compatibility (0 means 16)")
+    parser.add_argument("--metrics-bind-address", default=":8080", help="address of /metrics, '0' disables")
+    parser.add_argument("--health-probe-bind-address", default=":10351",
+                        help="address of /healthz and /readyz, '0' disables")
+    parser.add_argument("--feature-gates", default="",
+                        help="A=true,B=false; ResourceQuotaEstimate and SchedulingOvercommitProtection "
+                             "(both off by default) change the answers")
+    parser.add_argument("--enable-pprof", action="store_true", help="accepted for compatibility, ignored")
+    parser.add_argument("--profiling-bind-address", default=":6060",
+                        help="accepted for compatibility, ignored")
+    parser.add_argument("--log-level", default="info", help="debug, info, warning or error")
+
+
+def _split_address(address: str) -> tuple[str, int] | None:
+    if address in ("0", ""):
+        return None
+    host, _, port = address.rpartition(":")
+    return (host or "0.0.0.0", int(port))
+
+
+def _validate(args: argparse.Namespace) -> list[str]:
+    problems = []
+    if not args.cluster_name:
+        problems.append("--cluster-name: required")
+    if not 0 <= args.server_port <= 65535:
+        problems.append(f"--server-port: {args.server_port} must be between 0 and 65535")
+    if args.parallelism < 0:
+        problems.append(f"--parallelism: {args.parallelism} must not be negative")
+    if bool(args.grpc_auth_cert_file) != bool(args.grpc_auth_key_file):
+        problems.append("--grpc-auth-cert-file and --grpc-auth-key-file: give both or neither")
+    for flag in ("metrics_bind_address", "health_probe_bind_address"):
+        try:
+            _split_address(getattr(args, flag))
+        except ValueError:
+            problems.append(f"--{flag.replace('_', '-')}: {getattr(args, flag)!r} is not host:port")
+    return problems
+
+
+def _tls(args: argparse.Namespace) -> ServerTLS | None:
+    if not (args.grpc_auth_cert_file and args.grpc_auth_key_file):
+        return None
+    ca = Path(args.grpc_client_ca_file).read_bytes() if args.grpc_client_ca_file else None
+    return ServerTLS(Path(args.grpc_auth_cert_file).read_bytes(), Path(args.grpc_auth_key_file).read_bytes(),
+                     ca, args.insecure_skip_grpc_client_verify)
+
+
+async def _probes(args: argparse.Namespace, state: SyncState,
+                  metrics: EstimatorMetrics) -> list[web.AppRunner]:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        if state.synced:
+            if state.connected:
+                return web.Response(text="ok")
+            return web.Response(text=f"ok (serving the last synced state; {state.reason})")
+        return web.Response(status=503, text=state.reason)
+
+    async def metrics_handler(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(metrics.registry),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    listeners: dict[tuple[str, int], web.Application] = {}
+    health = _split_address(args.health_probe_bind_address)
+    if health is not None:
+        app = listeners.setdefault(health, web.Application())
+        app.router.add_get("/healthz", healthz)
+        app.router.add_get("/readyz", readyz)
+    metrics_address = _split_address(args.metrics_bind_address)
+    if metrics_address is not None:
+        app = listeners.setdefault(metrics_address, web.Application())
+        app.router.add_get("/metrics", metrics_handler)
+    runners = []
+    for (host, port), app in listeners.items():
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, host, port).start()
+        runners.append(runner)
+    return runners
+
+
+async def _main(args: argparse.Namespace, gates: FeatureGates) -> int:
+    from fleetsched.controller.kube import KubeClient, load_connection
+    from fleetsched.estimator.watch import LiveWorkloadSource, MemberWatcher
+
+    connection = load_connection(args.kubeconfig or None)
+    if args.master:
+        connection = type(connection)(**{**connection.__dict__, "server": args.master.rstrip("/")})
+    client = KubeClient(connection, qps=args.kube_api_qps, burst=args.kube_api_burst,
+                        user_agent=f"fleetsched-estimator/{args.cluster_name}")
+    table, quotas, state, metrics = NodeTable(), QuotaStore(), SyncState(), EstimatorMetrics()
+    workloads = LiveWorkloadSource(client)
+    workloads.loop = asyncio.get_running_loop()
+    service = EstimatorService(cluster_name=args.cluster_name, gates=gates, table=table, quotas=quotas,
+                               workloads=workloads)
+    watcher = MemberWatcher(connection=connection, client=client, table=table, quotas=quotas,
+                            workloads=workloads, state=state, watch_quotas=gates.resource_quota_estimate)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    runners = await _probes(args, state, metrics)
+    watch_task = asyncio.create_task(watcher.run(stop))
+    log.info("estimator_starting", cluster=args.cluster_name, member=connection.server,
+             resource_quota_estimate=gates.resource_quota_estimate,
+             scheduling_overcommit_protection=gates.scheduling_overcommit_protection)
+    try:
+        await serve(service, address=f"{args.server_bind_address}:{args.server_port}", state=state,
+                    metrics=metrics, tls=_tls(args), stop=stop)
+    finally:
+        stop.set()
+        await asyncio.gather(watch_task, return_exceptions=True)
+        for runner in runners:
+            await runner.cleanup()
+        await client.close()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from fleetsched.controller import logs
+
+    logs.configure(args.log_level)
+    problems = _validate(args)
+    try:
+        gates = FeatureGates.from_mapping(parse_feature_gates(args.feature_gates))
+    except ValueError as exc:
+        problems.append(f"--feature-gates: {exc}")
+    if problems:
+        for problem in problems:
+            print(f"fleetsched estimator: {problem}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_main(args, gates))
+    except OSError as exc:
+        print(f"fleetsched estimator: {exc}", file=sys.stderr)
+        return 1

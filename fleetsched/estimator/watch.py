@@ -1,0 +1,334 @@
+"""Watches on the member cluster's API feeding the estimator's caches (shared/spec/estimator.md 3.1).
+
+Nodes (all), Pods (non-terminal only, by field selector), ReplicaSets and Deployments, and
+ResourceQuotas when the ``ResourceQuotaEstimate`` gate is on. Each kind runs LIST then WATCH from the
+list's resourceVersion, with server and client timeouts so a dead connection is noticed. When the
+apiserver goes away the caches keep their last synced state (the server keeps answering), the outage
+is reported through :class:`SyncState`, logs and metrics, and a fresh LIST replaces the state once the
+apiserver is back (objects deleted meanwhile are dropped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import structlog
+
+from fleetsched.controller.kube import ApiError, Connection, KubeClient
+from fleetsched.estimator.cache import NodeTable
+from fleetsched.estimator.model import EstimatorError, ObjectReference
+from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
+from fleetsched.estimator.replica import KNOWN_KINDS, not_found_message, split_api_version
+from fleetsched.estimator.server import SyncState
+from fleetsched.estimator.service import apply_node, apply_pod, is_terminal, pod_key
+
+__all__ = ["LiveWorkloadSource", "MemberWatcher", "WatchedKind"]
+
+log = structlog.get_logger("fleetsched.estimator.watch")
+
+JsonObject = dict[str, Any]
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name", ""))
+
+
+def slim_pod(obj: Mapping[str, Any]) -> JsonObject:
+    """Only what GetUnschedulableReplicas reads, so 50,000 pods stay small in memory."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    return {
+        "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name"),
+                     "labels": meta.get("labels") or {},
+                     "ownerReferences": meta.get("ownerReferences") or []},
+        "status": {"phase": status.get("phase"),
+                   "conditions": [c for c in status.get("conditions") or ()
+                                  if c.get("type") == "PodScheduled"]},
+    }
+
+
+class LiveWorkloadSource:
+    """Deployments, ReplicaSets and pods from the watches; any other kind by a direct GET."""
+
+    def __init__(self, client: KubeClient | None) -> None:
+        self.client = client
+        self.deployments: dict[tuple[str, str], JsonObject] = {}
+        self.replica_set_objects: dict[tuple[str, str], JsonObject] = {}
+        self.pod_objects: dict[tuple[str, str], JsonObject] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._discovered: dict[str, dict[str, tuple[str, bool]]] = {}
+
+    def _resolve(self, api_version: str, kind: str) -> tuple[str, bool]:
+        group, version = split_api_version(api_version)
+        known = KNOWN_KINDS.get((group, kind))
+        if known is not None and version in known[1]:
+            return known[0], known[2]
+        resources = self._discovered.get(api_version)
+        if resources is None and self.client is not None and self.loop is not None:
+            path = f"/apis/{api_version}" if group else f"/api/{version}"
+            try:
+                listing = asyncio.run_coroutine_threadsafe(self.client.get(path), self.loop).result(10)
+            except Exception:
+                listing = {}
+            resources = {r["kind"]: (r["name"], bool(r.get("namespaced")))
+                         for r in listing.get("resources") or () if "/" not in r.get("name", "")}
+            self._discovered[api_version] = resources
+        found = (resources or {}).get(kind)
+        if found is None:
+            raise EstimatorError(f'no matches for kind "{kind}" in version "{api_version}"')
+        return found
+
+    def get(self, ref: ObjectReference) -> Mapping[str, Any]:
+        resource, namespaced = self._resolve(ref.api_version, ref.kind)
+        group, _ = split_api_version(ref.api_version)
+        if group == "apps" and ref.kind == "Deployment":
+            found = self.deployments.get((ref.namespace, ref.name))
+            if found is None:
+                raise EstimatorError(not_found_message(ref.api_version, ref.kind, ref.namespace, ref.name))
+            return found
+        if self.client is None or self.loop is None:
+            raise EstimatorError(f'{resource}{"." + group if group else ""} "{ref.name}" not found')
+        base = f"/apis/{ref.api_version}" if group else f"/api/{ref.api_version}"
+        scope = f"/namespaces/{ref.namespace}" if namespaced else ""
+        try:
+            return asyncio.run_coroutine_threadsafe(
+                self.client.get(f"{base}{scope}/{resource}/{ref.name}"), self.loop).result(10)
+        except ApiError as exc:
+            if exc.is_not_found:
+                qualified = f"{resource}.{group}" if group else resource
+                raise EstimatorError(f'{qualified} "{ref.name}" not found') from exc
+            raise EstimatorError(exc.message) from exc
+
+    def replica_sets(self, namespace: str) -> Iterable[Mapping[str, Any]]:
+        return [o for (ns, _), o in list(self.replica_set_objects.items()) if ns == namespace]
+
+    def pods(self, namespace: str) -> Iterable[Mapping[str, Any]]:
+        return [o for (ns, _), o in list(self.pod_objects.items()) if ns == namespace and not is_terminal(o)]
+
+
+@dataclass
+class WatchedKind:
+    name: str
+    path: str
+    field_selector: str
+    reset: Callable[[list[JsonObject]], None]
+    event: Callable[[str, JsonObject], None]
+
+
+def _ssl_context(connection: Connection) -> ssl.SSLContext | bool:
+    if not connection.server.startswith("https") or connection.insecure:
+        return False
+    context = ssl.create_default_context(cafile=connection.ca_path)
+    if connection.certificate_path and connection.private_key_path:
+        context.load_cert_chain(connection.certificate_path, connection.private_key_path)
+    return context
+
+
+class MemberWatcher:
+    """Keeps the node table, quota store and workload source in step with one member cluster."""
+
+    def __init__(self, *, connection: Connection, client: KubeClient, table: NodeTable, quotas: QuotaStore,
+                 workloads: LiveWorkloadSource, state: SyncState, watch_quotas: bool,
+                 watch_timeout_seconds: int = 300, retry_max_seconds: float = 10.0) -> None:
+        self.connection = connection
+        self.client = client
+        self.table = table
+        self.quotas = quotas
+        self.workloads = workloads
+        self.state = state
+        self.watch_timeout = watch_timeout_seconds
+        self.retry_max = retry_max_seconds
+        self._listed: set[str] = set()
+        self._live: set[str] = set()
+        self.kinds = [
+            WatchedKind("nodes", "/api/v1/nodes", "", self._reset_nodes, self._node_event),
+            WatchedKind("pods", "/api/v1/pods", NON_TERMINAL, self._reset_pods, self._pod_event),
+            WatchedKind("replicasets", "/apis/apps/v1/replicasets", "", self._reset_rs, self._rs_event),
+            WatchedKind("deployments", "/apis/apps/v1/deployments", "", self._reset_deploy,
+                        self._deploy_event),
+        ]
+        if watch_quotas:
+            self.kinds.append(WatchedKind("resourcequotas", "/api/v1/resourcequotas", "", self._reset_quotas,
+                                          self._quota_event))
+
+    # ------------------------------------------------------------------ state updates
+    def _reset_nodes(self, items: list[JsonObject]) -> None:
+        names = set()
+        for item in sorted(items, key=lambda o: str(_key(o)[1]).encode()):
+            apply_node(self.table, item)
+            names.add(_key(item)[1])
+        for name in set(self.table.node_names()) - names:
+            self.table.delete_node(name)
+
+    def _node_event(self, kind: str, obj: JsonObject) -> None:
+        if kind == "DELETED":
+            self.table.delete_node(_key(obj)[1])
+        else:
+            apply_node(self.table, obj)
+
+    def _reset_pods(self, items: list[JsonObject]) -> None:
+        keys = set()
+        fresh: dict[tuple[str, str], JsonObject] = {}
+        for item in items:
+            apply_pod(self.table, item)
+            keys.add(pod_key(item))
+            fresh[_key(item)] = slim_pod(item)
+        for key in set(self.table.pod_keys()) - keys:
+            self.table.delete_pod(key)
+        self.workloads.pod_objects = fresh
+
+    def _pod_event(self, kind: str, obj: JsonObject) -> None:
+        if kind == "DELETED" or is_terminal(obj):
+            self.table.delete_pod(pod_key(obj))
+            self.workloads.pod_objects.pop(_key(obj), None)
+        else:
+            apply_pod(self.table, obj)
+            self.workloads.pod_objects[_key(obj)] = slim_pod(obj)
+
+    def _reset_rs(self, items: list[JsonObject]) -> None:
+        self.workloads.replica_set_objects = {_key(o): o for o in items}
+
+    def _rs_event(self, kind: str, obj: JsonObject) -> None:
+        if kind == "DELETED":
+            self.workloads.replica_set_objects.pop(_key(obj), None)
+        else:
+            self.workloads.replica_set_objects[_key(obj)] = obj
+
+    def _reset_deploy(self, items: list[JsonObject]) -> None:
+        fresh = {}
+        for o in items:
+            o.setdefault("kind", "Deployment")
+            fresh[_key(o)] = o
+        self.workloads.deployments = fresh
+
+    def _deploy_event(self, kind: str, obj: JsonObject) -> None:
+        if kind == "DELETED":
+            self.workloads.deployments.pop(_key(obj), None)
+        else:
+            obj.setdefault("kind", "Deployment")
+            self.workloads.deployments[_key(obj)] = obj
+
+    def _reset_quotas(self, items: list[JsonObject]) -> None:
+        known = {(q.namespace, q.name) for q in self.quotas.list("")}
+        fresh = set()
+        for item in items:
+            quota = quota_from_object(item)
+            self.quotas.upsert(quota)
+            fresh.add((quota.namespace, quota.name))
+        for namespace, name in known - fresh:
+            self.quotas.delete(namespace, name)
+
+    def _quota_event(self, kind: str, obj: JsonObject) -> None:
+        if kind == "DELETED":
+            namespace, name = _key(obj)
+            self.quotas.delete(namespace, name)
+        else:
+            self.quotas.upsert(quota_from_object(obj))
+
+    # ------------------------------------------------------------------ loops
+    def _update_state(self) -> None:
+        if not self.state.synced and self._listed >= {k.name for k in self.kinds}:
+            self.state.synced = True
+            log.info("caches_synced", nodes=self.table.num_nodes(), pods=self.table.num_pods())
+        connected = self._live >= {k.name for k in self.kinds}
+        if connected != self.state.connected:
+            self.state.connected = connected
+            if connected:
+                self.state.reason = ""
+                log.info("member_watch_connected")
+
+    async def run(self, stop: asyncio.Event) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, connect=10, sock_read=self.watch_timeout + 30)
+        headers = {"Accept": "application/json"}
+        if self.connection.token:
+            headers["Authorization"] = f"Bearer {self.connection.token}"
+        connector = aiohttp.TCPConnector(ssl=_ssl_context(self.connection))
+        async with aiohttp.ClientSession(headers=headers, timeout=timeout, connector=connector) as session:
+            tasks = [asyncio.create_task(self._run_kind(kind, session, stop)) for kind in self.kinds]
+            await stop.wait()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _run_kind(self, kind: WatchedKind, session: aiohttp.ClientSession, stop: asyncio.Event) -> None:
+        delay = 0.2
+        while not stop.is_set():
+            try:
+                params = {"fieldSelector": kind.field_selector} if kind.field_selector else {}
+                items, version = await self._list(kind, params)
+                kind.reset(items)
+                self._listed.add(kind.name)
+                self._live.add(kind.name)
+                self._update_state()
+                delay = 0.2
+                while not stop.is_set():
+                    version = await self._watch(kind, session, params, version)
+            except asyncio.CancelledError:
+                raise
+            except _Expired:
+                log.info("watch_expired_relisting", kind=kind.name)
+                continue
+            except Exception as exc:
+                self._live.discard(kind.name)
+                if self.state.connected or not self.state.reason.startswith("member apiserver"):
+                    log.warning("member_watch_lost", kind=kind.name, error=str(exc) or type(exc).__name__,
+                                keeps_answering_from_last_state=self.state.synced)
+                detail = str(exc) or type(exc).__name__
+                self.state.reason = f"member apiserver unreachable ({kind.name}): {detail}"
+                self._update_state()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=delay)
+                delay = min(delay * 2, self.retry_max)
+
+    async def _list(self, kind: WatchedKind, params: Mapping[str, str]) -> tuple[list[JsonObject], str]:
+        items: list[JsonObject] = []
+        query = dict(params, limit="500")
+        while True:
+            page = await self.client.get(kind.path, query)
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion", ""))
+            query = dict(params, limit="500", **{"continue": token})
+
+    async def _watch(self, kind: WatchedKind, session: aiohttp.ClientSession, params: Mapping[str, str],
+                     version: str) -> str:
+        """Stream events until the server ends the watch; return the last resourceVersion seen."""
+        query = dict(params, watch="1", resourceVersion=version, allowWatchBookmarks="true",
+                     timeoutSeconds=str(self.watch_timeout))
+        await self.client.limiter.acquire()
+        async with session.get(self.connection.server + kind.path, params=query) as response:
+            if response.status == 410:
+                raise _Expired()
+            if response.status >= 400:
+                raise ApiError(response.status, response.reason or "", await response.text())
+            async for line in response.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                event_type = event.get("type")
+                obj = event.get("object") or {}
+                if event_type == "ERROR":
+                    if obj.get("code") == 410:
+                        raise _Expired()
+                    raise ApiError(int(obj.get("code") or 500), str(obj.get("reason", "")),
+                                   str(obj.get("message", "")))
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                if event_type == "BOOKMARK":
+                    continue
+                kind.event(str(event_type), obj)
+        return version
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): list again."""
