@@ -54,3 +54,16 @@ def a_review(
 
 def body(review: dict[str, Any]) -> bytes:
     return json.dumps(review).encode()
+
+
+def conformance_checker() -> Any:
+    """The shared ../shared/webhook-conformance/check.py module (its patch applier and comparisons)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3].parent / "shared" / "webhook-conformance" / "check.py"
+    spec = importlib.util.spec_from_file_location("webhook_conformance_check", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
