@@ -164,6 +164,19 @@ class ResourceTemplate:
     kind: str
     metadata: ObjectMeta
     raw: Mapping[str, Any]
+    # Scope from API discovery when known (the operator); otherwise from the built-in kinds.
+    scope_namespaced: bool | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], *, namespaced: bool | None = None) -> ResourceTemplate:
+        """A template from an object read from an API server (no defaulting, no checks)."""
+        return cls(
+            api_version=str(raw.get("apiVersion", "")),
+            kind=str(raw.get("kind", "")),
+            metadata=ObjectMeta.model_validate(raw.get("metadata") or {}),
+            raw=raw,
+            scope_namespaced=namespaced,
+        )
 
     @property
     def name(self) -> str:
@@ -175,7 +188,13 @@ class ResourceTemplate:
 
     @property
     def namespaced(self) -> bool:
+        if self.scope_namespaced is not None:
+            return self.scope_namespaced
         return self.kind not in CLUSTER_SCOPED_TEMPLATE_KINDS
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return self.metadata.annotations or {}
 
     @property
     def uid(self) -> str | None:
@@ -509,11 +528,17 @@ def _check_resource_list(resources: Any, source: Source | None, path: str) -> No
         )
     for name, value in resources.items():
         try:
-            parse_quantity(value)
+            quantity = parse_quantity(value)
         except QuantityError as exc:
             raise LoadError(
                 f"Invalid value: {_render(value)}: {exc}", source=source, path=f"{path}[{name}]"
             ) from None
+        if quantity.value_exact < 0:
+            raise LoadError(
+                f"Invalid value: {_render(value)}: must be greater than or equal to 0",
+                source=source,
+                path=f"{path}[{name}]",
+            )
 
 
 # ---------------------------------------------------------------------------------------------
