@@ -104,25 +104,25 @@ class EstimatorServicer(service_pb2_grpc.EstimatorServicer):
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"estimator is not ready: {self._state.reason}")
         metadata = dict(context.invocation_metadata() or ())
         start = time.perf_counter()
-        ok = False
+        failure: tuple[grpc.StatusCode, str] | None = None
         try:
             if offload:
                 response = await asyncio.to_thread(handler, self._service, request)
             else:
                 response = handler(self._service, request)
-            ok = True
-            return response
         except EstimatorError as exc:
             log.warning("estimate_failed", rpc=rpc, object=metadata.get("object", ""), error=exc.message)
-            await context.abort(_CODES.get(exc.code, grpc.StatusCode.UNKNOWN), exc.message)
+            failure = (_CODES.get(exc.code, grpc.StatusCode.UNKNOWN), exc.message)
         except Exception as exc:  # a bug must fail this request, never the server
             log.exception("estimate_crashed", rpc=rpc, object=metadata.get("object", ""))
-            await context.abort(grpc.StatusCode.UNKNOWN, f"internal error: {exc}")
-        finally:
-            elapsed = time.perf_counter() - start
-            self._metrics.observe(rpc, ok, elapsed)
-            if ok:
-                log.debug("estimated", rpc=rpc, object=metadata.get("object", ""), seconds=round(elapsed, 6))
+            failure = (grpc.StatusCode.UNKNOWN, f"internal error: {exc}")
+        elapsed = time.perf_counter() - start
+        # Recorded before the answer leaves, so a client that has its answer also sees it counted.
+        self._metrics.observe(rpc, failure is None, elapsed)
+        if failure is not None:
+            await context.abort(*failure)
+        log.debug("estimated", rpc=rpc, object=metadata.get("object", ""), seconds=round(elapsed, 6))
+        return response
 
     async def MaxAvailableReplicas(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         return await self._call("MaxAvailableReplicas", handlers.max_available_replicas, request, context)

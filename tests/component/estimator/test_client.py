@@ -1,0 +1,141 @@
+"""The scheduler-side client against real servers: concurrency, the shared timeout, Karmada's
+all-or-nothing failure rule, connection reuse, and the user stories through the scheduling core."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import pytest
+
+from fleetsched.estimator.client import (
+    AccurateEstimatorClient,
+    EstimatorClientConfig,
+    EstimatorUnavailable,
+)
+from fleetsched.estimator.pb import estimator_pb2, service_pb2_grpc
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.simulate import simulate_objects
+
+from .conftest import LoopThread, StartedServer, node
+from .stories import CLUSTERS, placed, story_binding, story_clusters, story_nodes
+
+pytestmark = pytest.mark.component
+
+CPU12 = {"resourceRequest": {"cpu": "12"}}
+
+
+class HangingEstimator(service_pb2_grpc.EstimatorServicer):
+    async def MaxAvailableReplicas(self, request: Any, context: Any) -> Any:
+        await asyncio.sleep(30)
+        return estimator_pb2.MaxAvailableReplicasResponse(maxReplicas=1)
+
+
+@pytest.fixture
+def hanging(loop_thread: LoopThread) -> Any:
+    async def start() -> tuple[grpc.aio.Server, int]:
+        server = grpc.aio.server()
+        service_pb2_grpc.add_EstimatorServicer_to_server(HangingEstimator(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        return server, port
+
+    server, port = loop_thread.run(start())
+    yield f"127.0.0.1:{port}"
+    loop_thread.run(server.stop(None))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _client(addresses: dict[str, str], timeout: float = 3.0) -> AccurateEstimatorClient:
+    return AccurateEstimatorClient(EstimatorClientConfig(addresses=addresses, timeout=timeout))
+
+
+def test_all_clusters_answer_in_order(start: Callable[..., StartedServer]) -> None:
+    a = start("member-a", story_nodes(1, "member-a"))
+    b = start("member-b", story_nodes(1, "member-b"))
+    client = _client({"member-a": a.address, "member-b": b.address})
+    try:
+        assert client.max_available_replicas(["member-b", "member-a"], CPU12) == [2, 0]
+        assert client.max_available_replicas(["member-a", "member-b"], None) == [1100, 220]
+        # one connection per cluster, reused
+        first = dict(client._channels)
+        client.max_available_replicas(["member-a"], CPU12)
+        assert client._channels["member-a"] is first["member-a"]
+    finally:
+        client.close()
+
+
+def test_a_hanging_estimator_costs_one_timeout_and_discards_the_answer(
+        start: Callable[..., StartedServer], hanging: str) -> None:
+    a = start("member-a", [node("n1")])
+    client = _client({"member-a": a.address, "member-slow": hanging}, timeout=0.5)
+    try:
+        began = time.monotonic()
+        with pytest.raises(EstimatorUnavailable) as failure:
+            client.max_available_replicas(["member-a", "member-slow"], None)
+        elapsed = time.monotonic() - began
+    finally:
+        client.close()
+    assert "member-slow" in failure.value.failures
+    assert "DEADLINE_EXCEEDED" in failure.value.failures["member-slow"]
+    assert "member-a" not in failure.value.failures
+    assert elapsed < 3.0
+
+
+def test_an_absent_estimator_fails_fast_and_discards_the_answer(start: Callable[..., StartedServer]) -> None:
+    a = start("member-a", [node("n1")])
+    client = _client({"member-a": a.address, "member-gone": f"127.0.0.1:{_free_port()}"}, timeout=1.0)
+    try:
+        with pytest.raises(EstimatorUnavailable) as failure:
+            client.max_available_replicas(["member-a", "member-gone"], None)
+        # within the redial back-off the absent cluster fails at once, without dialing again
+        began = time.monotonic()
+        with pytest.raises(EstimatorUnavailable):
+            client.max_available_replicas(["member-gone"], None)
+        assert time.monotonic() - began < 0.5
+    finally:
+        client.close()
+    assert set(failure.value.failures) == {"member-gone"}
+
+
+def test_service_naming_follows_karmada() -> None:
+    config = EstimatorClientConfig()
+    assert config.candidates("m1") == [
+        "karmada-scheduler-estimator-m1.karmada-system.svc.cluster.local:10352",
+        "karmada-scheduler-estimator-m1.karmada-system.svc:10352",
+    ]
+    assert EstimatorClientConfig(addresses={"m1": "10.0.0.1:9000"}).candidates("m1") == ["10.0.0.1:9000"]
+
+
+@pytest.mark.parametrize("story", [1, 2])
+def test_user_story_moves_the_replica_through_the_scheduling_core(
+        start: Callable[..., StartedServer], story: int) -> None:
+    servers = {c: start(c, story_nodes(story, c)) for c in CLUSTERS}
+    client = _client({c: s.address for c, s in servers.items()})
+    try:
+        general_only = simulate_objects(story_clusters(story), [story_binding(story)], Scheduler())
+        accurate = simulate_objects(story_clusters(story), [story_binding(story)],
+                                    Scheduler(estimators=[client]))
+    finally:
+        client.close()
+    assert placed(general_only[0][0]) == {"member-a": 1}
+    assert placed(accurate[0][0]) == {"member-b": 1}
+
+
+def test_a_failing_estimator_leaves_the_general_estimate(start: Callable[..., StartedServer]) -> None:
+    a = start("member-a", story_nodes(1, "member-a"))
+    client = _client({"member-a": a.address, "member-b": f"127.0.0.1:{_free_port()}"}, timeout=1.0)
+    try:
+        result = simulate_objects(story_clusters(1), [story_binding(1)], Scheduler(estimators=[client]))
+    finally:
+        client.close()
+    assert placed(result[0][0]) == {"member-a": 1}
