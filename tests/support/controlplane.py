@@ -21,6 +21,7 @@ import base64
 import contextlib
 import datetime
 import ipaddress
+import json
 import os
 import shutil
 import signal
@@ -404,6 +405,7 @@ class APIServer:
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
     extra_args: tuple[str, ...] = ()
+    _context: ssl.SSLContext | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -492,6 +494,19 @@ class APIServer:
                 return int(r.status)
         except urllib.error.HTTPError as exc:
             return int(exc.code)
+
+    def request(self, method: str, path: str, body: object = None, *,
+                content_type: str = "application/json") -> dict[str, object]:
+        """One JSON request as the admin user; raises urllib.error.HTTPError on failure."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        if self._context is None:
+            self._context = self.ssl_context()
+        with urllib.request.urlopen(req, timeout=30, context=self._context) as response:
+            payload = response.read()
+        return json.loads(payload) if payload else {}
 
     def _ready(self) -> bool:
         assert self.process is not None
