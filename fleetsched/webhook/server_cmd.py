@@ -50,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the component-name checks of /validate-resourcebinding")
     parser.add_argument("--allow-no-execute-taint-policy", action="store_true",
                         help="accepted for compatibility (ClusterTaintPolicy is not served)")
+    parser.add_argument("--cert-check-interval", type=float, default=10.0,
+                        help="seconds between checks of the certificate files for rotation (default 10)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
@@ -133,7 +135,8 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    watcher = asyncio.create_task(server.watch_certificate(context, config))
+    watcher = asyncio.create_task(server.watch_certificate(context, config,
+                                                          interval=args.cert_check_interval))
     try:
         await stop.wait()
     finally:

@@ -1,0 +1,209 @@
+"""A real ``fleetsched webhook`` process for tests, benchmarks and local trials (like ``kopf.testing``).
+
+``make_certificates`` writes a throwaway CA and a serving certificate (SANs 127.0.0.1, ::1,
+localhost and the in-cluster Service names); ``WebhookProcess`` starts the server on free
+loopback ports, waits until ``/readyz`` answers over HTTPS, and stops it. Nothing here is used
+by the server itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import ipaddress
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+__all__ = ["CPP_LABEL", "PP_LABEL", "WebhookProcess", "a_policy", "a_review", "body", "free_port",
+           "make_certificates"]
+
+SERVICE_NAMES = ("fleetsched-webhook.fleetsched-system.svc",
+                 "fleetsched-webhook.fleetsched-system.svc.cluster.local")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    path.chmod(0o600)
+
+
+def make_certificates(directory: Path, *, dns_names: tuple[str, ...] = ("localhost", *SERVICE_NAMES),
+                      ips: tuple[str, ...] = ("127.0.0.1", "::1")) -> Path:
+    """Write ca.crt, ca.key, tls.crt and tls.key into ``directory``; return the CA file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fleetsched-webhook-test-ca")])
+    not_before = now - datetime.timedelta(minutes=5)
+    not_after = now + datetime.timedelta(days=365)
+    usage = x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+                          key_encipherment=False, data_encipherment=False, key_agreement=False,
+                          encipher_only=False, decipher_only=False)
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(not_before).not_valid_after(not_after)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(usage, critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    authority = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SERVICE_NAMES[0])]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(not_before).not_valid_after(not_after)
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(authority, critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    (directory / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    _write_key(directory / "ca.key", ca_key)
+    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(directory / "tls.key", key)
+    return directory / "ca.crt"
+
+
+@dataclass
+class WebhookProcess:
+    """``fleetsched webhook`` on loopback. Use as a context manager."""
+
+    cert_dir: Path
+    port: int = field(default_factory=free_port)
+    metrics_port: int | None = None
+    probe_port: int | None = None
+    extra_args: tuple[str, ...] = ()
+    log_path: Path | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def client_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+
+    def start(self, *, timeout: float = 30.0) -> WebhookProcess:
+        args = [sys.executable, "-m", "fleetsched", "webhook", "--bind-address", "127.0.0.1",
+                "--port", str(self.port), "--cert-dir", str(self.cert_dir),
+                "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}" if self.metrics_port else "0",
+                "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}" if self.probe_port else "0",
+                *self.extra_args]
+        log_path = self.log_path or (self.cert_dir / f"webhook-{self.port}.log")
+        self.log_path = log_path
+        with open(log_path, "ab") as log_file:
+            self.process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT,
+                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + timeout
+        if (self.cert_dir / "ca.crt").exists():
+            context = self.client_context()
+        else:  # a certificate made elsewhere: readiness only, not trust, is being checked
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"fleetsched webhook exited with {self.process.returncode}: "
+                                   f"{log_path.read_text(errors='replace')[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/readyz", context=context, timeout=2) as resp:
+                    if resp.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"fleetsched webhook did not become ready within {timeout}s")
+
+    def stop(self, *, timeout: float = 10.0) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def __enter__(self) -> WebhookProcess:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+# --- request builders -----------------------------------------------------------------------
+
+PP_LABEL = "propagationpolicy.karmada.io/permanent-id"
+CPP_LABEL = "clusterpropagationpolicy.karmada.io/permanent-id"
+
+
+def a_policy(
+    spec: dict[str, Any] | None = None,
+    *,
+    kind: str = "PropagationPolicy",
+    namespace: str = "default",
+    labels: dict[str, str] | None = None,
+    name: str = "p",
+) -> dict[str, Any]:
+    label = PP_LABEL if kind == "PropagationPolicy" else CPP_LABEL
+    metadata: dict[str, Any] = {"name": name, "labels": {label: "id-1"} if labels is None else labels}
+    if kind == "PropagationPolicy":
+        metadata["namespace"] = namespace
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": kind,
+        "metadata": metadata,
+        "spec": copy.deepcopy(spec) if spec is not None else {},
+    }
+
+
+def a_review(
+    obj: Any,
+    *,
+    operation: str = "CREATE",
+    old: Any = None,
+    namespace: str | None = None,
+    uid: str | None = None,
+    api_version: str = "admission.k8s.io/v1",
+) -> dict[str, Any]:
+    request: dict[str, Any] = {"uid": uid or str(uuid.uuid4()), "operation": operation, "object": obj}
+    if isinstance(obj, dict) and namespace is None:
+        namespace = (
+            (obj.get("metadata") or {}).get("namespace") if isinstance(obj.get("metadata"), dict) else None
+        )
+    if namespace:
+        request["namespace"] = namespace
+    if old is not None:
+        request["oldObject"] = old
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "request": request}
+
+
+def body(review: dict[str, Any]) -> bytes:
+    return json.dumps(review).encode()
