@@ -34,7 +34,8 @@ def test_field_numbers_follow_the_spec() -> None:
         "nodeClaim": 1, "namespace": 3, "priorityClassName": 4, "resourceRequestBytes": 5}
     assert numbers(estimator_pb2.ComponentReplicaRequirements) == {
         "nodeClaim": 1, "priorityClassName": 3, "resourceRequestBytes": 4}
-    assert numbers(estimator_pb2.NodeClaim) == {"nodeSelector": 2, "nodeAffinityBytes": 4, "tolerationsBytes": 5}
+    assert numbers(estimator_pb2.NodeClaim) == {
+        "nodeSelector": 2, "nodeAffinityBytes": 4, "tolerationsBytes": 5}
     assert numbers(estimator_pb2.MaxAvailableComponentSetsRequest) == {
         "cluster": 1, "components": 2, "namespace": 3, "assumedWorkloads": 4}
     assert numbers(estimator_pb2.UnschedulableReplicasRequest) == {
