@@ -10,6 +10,7 @@ nothing about policies.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from typing import Any
 
@@ -118,19 +119,16 @@ _JSON_SHORT = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", 
 _JSON_HTML = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
+_JSON_SPECIAL = re.compile('[\x00-\x1f"\\\\<>&\u2028\u2029]')
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _JSON_SHORT.get(ch) or _JSON_HTML.get(ch) or f"\\u{ord(ch):04x}"
+
+
 def _json_string(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch in _JSON_SHORT:
-            out.append(_JSON_SHORT[ch])
-        elif ch in _JSON_HTML:
-            out.append(_JSON_HTML[ch])
-        elif ord(ch) < 0x20:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return '"' + _JSON_SPECIAL.sub(_json_escape, s) + '"'
 
 
 def dumps(value: Any) -> str:

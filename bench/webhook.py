@@ -1,0 +1,146 @@
+"""Admission round-trip latency of ``fleetsched webhook`` over real HTTPS on loopback.
+
+Starts the server as a process (throwaway CA, TLS 1.3), then sends AdmissionReviews:
+- keep-alive: one persistent connection, requests one after another;
+- fresh: a new TCP + TLS connection per request (what an API server pays without connection reuse);
+- concurrent: several keep-alive clients at once, for throughput.
+For a small allowed policy, a large policy denied with many errors, and the mutating path.
+Prints p50/p99/max in milliseconds and requests per second. Never asserts a time.
+
+    .venv/bin/python bench/webhook.py [--requests N] [--clients C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from fleetsched.webhook.testing import WebhookProcess, a_policy, a_review, make_certificates
+
+SMALL = a_policy({"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                                         "namespace": "default"}],
+                  "placement": {"clusterAffinity": {"clusterNames": ["member1", "member2"]},
+                                "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                                      "replicaDivisionPreference": "Weighted"}}})
+LARGE = a_policy({
+    "resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "other"} for _ in range(20)],
+    "preemption": "Always",
+    "placement": {
+        "clusterAffinity": {"clusterNames": [f"member{i}" for i in range(50)]},
+        "clusterAffinities": [{"affinityName": f"g{i % 5}", "clusterNames": [f"m{j}" for j in range(10)],
+                               "fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+                               "overflowAffinities": [{"affinityName": "o", "exclude": ["m1"]}] * 3}
+                              for i in range(20)],
+        "spreadConstraints": [{"spreadByField": "region", "maxGroups": 1, "minGroups": 2}] * 5,
+        "clusterTolerations": [{"key": "k", "operator": "Lt"}] * 10,
+    }})
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def one(conn: http.client.HTTPSConnection, path: str, payload: bytes) -> dict[str, Any]:
+    conn.request("POST", path, body=payload, headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    return json.loads(resp.read())
+
+
+def connect(webhook: WebhookProcess) -> http.client.HTTPSConnection:
+    context = webhook.client_context()
+    return http.client.HTTPSConnection("127.0.0.1", webhook.port, context=context, timeout=30)
+
+
+def run_sequential(webhook: WebhookProcess, path: str, payload: bytes, n: int, *, fresh: bool) -> list[float]:
+    samples = []
+    conn = connect(webhook)
+    for _ in range(n):
+        if fresh:
+            conn.close()
+            conn = connect(webhook)
+        start = time.perf_counter()
+        review = one(conn, path, payload)
+        samples.append(time.perf_counter() - start)
+        assert "response" in review
+    conn.close()
+    return samples
+
+
+def run_concurrent(webhook: WebhookProcess, path: str, payload: bytes, n: int,
+                   clients: int) -> tuple[float, list[float]]:
+    samples: list[float] = []
+    lock = threading.Lock()
+
+    def worker(count: int) -> None:
+        local = run_sequential(webhook, path, payload, count, fresh=False)
+        with lock:
+            samples.extend(local)
+
+    threads = [threading.Thread(target=worker, args=(n // clients,)) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start, samples
+
+
+def line(name: str, samples: list[float], wall: float | None = None) -> str:
+    ms = [s * 1000 for s in samples]
+    rps = len(samples) / (wall if wall is not None else sum(samples))
+    return (f"{name:<44} n={len(ms):>5}  p50={percentile(ms, 0.5):7.2f} ms  "
+            f"p99={percentile(ms, 0.99):7.2f} ms  max={max(ms):7.2f} ms  "
+            f"mean={statistics.fmean(ms):6.2f} ms  {rps:8.1f} req/s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000, help="requests per keep-alive scenario")
+    parser.add_argument("--fresh-requests", type=int, default=300,
+                        help="requests per fresh-connection scenario")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent keep-alive clients")
+    args = parser.parse_args(argv)
+
+    small = json.dumps(a_review(SMALL)).encode()
+    large = json.dumps(a_review(LARGE)).encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_dir = Path(tmp)
+        make_certificates(cert_dir)
+        with WebhookProcess(cert_dir) as webhook:
+            denied = one(connect(webhook), "/validate-propagationpolicy", large)["response"]
+            denial = denied["status"]["message"]
+            run_sequential(webhook, "/validate-propagationpolicy", small, 200, fresh=False)  # warm-up
+            print(f"fleetsched webhook on {webhook.base_url} (TLS 1.3, python {sys.version.split()[0]})")
+            print(f"bodies: small {len(small)} B; large {len(large)} B, denied with {len(denial)} B message")
+            print(line("validate small, keep-alive",
+                       run_sequential(webhook, "/validate-propagationpolicy", small, args.requests,
+                                      fresh=False)))
+            print(line("mutate small, keep-alive",
+                       run_sequential(webhook, "/mutate-propagationpolicy", small, args.requests,
+                                      fresh=False)))
+            print(line("validate large (denied), keep-alive",
+                       run_sequential(webhook, "/validate-propagationpolicy", large, args.requests // 4,
+                                      fresh=False)))
+            print(line("validate small, fresh TLS connection each",
+                       run_sequential(webhook, "/validate-propagationpolicy", small, args.fresh_requests,
+                                      fresh=True)))
+            print(line("mutate small, fresh TLS connection each",
+                       run_sequential(webhook, "/mutate-propagationpolicy", small, args.fresh_requests,
+                                      fresh=True)))
+            wall, samples = run_concurrent(webhook, "/validate-propagationpolicy", small, args.requests,
+                                           args.clients)
+            print(line(f"validate small, {args.clients} keep-alive clients", samples, wall))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
