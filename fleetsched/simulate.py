@@ -98,7 +98,7 @@ def _derive_bindings(loaded: Any) -> list[Any]:
     if not loaded.policies or not loaded.templates:
         return []
     try:
-        from fleetsched import detector  # type: ignore[attr-defined]
+        from fleetsched import detector
     except ImportError:
         raise _BadInput("policies and workload templates need the detector, which is not available") from None
     derive = getattr(detector, "derive_bindings", None)
@@ -139,15 +139,17 @@ def _jsonable(value: Any) -> Any:
     return str(value)  # quantities print in their canonical text
 
 
+def _target(t: Mapping[str, Any]) -> str:
+    return f"{t['name']}:{t['replicas']}" if "replicas" in t else str(t["name"])
+
+
 def _table(results: list[tuple[dict[str, Any], ScheduleResult]]) -> str:
     rows = [("KIND", "NAMESPACE", "NAME", "SCHEDULED", "REASON", "AFFINITY", "CLUSTERS")]
     for obj, result in results:
         md = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
-        clusters = (
-            ", ".join(f"{t['name']}:{t.get('replicas', 0)}" for t in spec.get("clusters") or []) or "<none>"
-        )
+        clusters = ", ".join(_target(t) for t in spec.get("clusters") or []) or "<none>"
         cond = result.condition
         rows.append(
             (
@@ -169,7 +171,6 @@ def _table(results: list[tuple[dict[str, Any], ScheduleResult]]) -> str:
 
 def explain(result: ScheduleResult, obj: Mapping[str, Any]) -> str:
     """Human-readable account of one binding's attempt: per affinity group, every decision."""
-    md = obj.get("metadata") or {}
     kind = obj.get("kind") or "ResourceBinding"
     lines = [f"{kind} {result.key}"]
     spec = obj.get("spec") or {}
@@ -218,7 +219,6 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any]) -> str:
     observed = (obj.get("status") or {}).get("schedulerObservingAffinityName")
     if observed:
         lines.append(f"  => schedulerObservingAffinityName: {observed}")
-    del md
     return "\n".join(lines)
 
 
@@ -251,6 +251,18 @@ def run(args: argparse.Namespace) -> int:
     except (LoadError, ConversionError, PluginSelectionError, _BadInput) as e:
         print(f"fleetsched simulate: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    try:
+        _print_results(args, results)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): not an error of ours; silence the final flush.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def _print_results(args: argparse.Namespace, results: list[tuple[dict[str, Any], ScheduleResult]]) -> None:
     items = [_jsonable(obj) for obj, _ in results]
     if args.explain:
         text = "\n\n".join(explain(r, obj) for obj, r in results)
@@ -267,4 +279,3 @@ def run(args: argparse.Namespace) -> int:
         yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout, sort_keys=False)
     else:
         print(_table(results))
-    return 0
