@@ -1,0 +1,687 @@
+"""The policy controller: policies + resource templates in, ResourceBindings out (api.md §7).
+
+Data flow, as for the scheduler operator:
+
+  kopf raw watch events (templates of the configured kinds, PropagationPolicies,
+  ClusterPropagationPolicies) -> caches -> work queue of template keys and policy keys
+  -> workers: the pure detector (``fleetsched.detector``) decides the claiming policy and builds
+  the desired binding; ``policy`` decides the writes (claim on the template, create-or-update of
+  the binding, releases) -> API writes, retried on 409 Conflict -> Events on the template.
+
+Only the Lease holder's workers write. Nothing is persisted on watched objects except Karmada's own
+claim labels/annotations; kopf runs with raw event handlers only and no-op persistence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+import structlog
+from prometheus_client import Counter
+from pydantic import ValidationError
+
+from fleetsched.api.load import ResourceTemplate
+from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
+from fleetsched.controller import metrics
+from fleetsched.controller.cache import ObjectCache, object_key
+from fleetsched.controller.events import NORMAL, WARNING, EventRecorder, InvolvedObject
+from fleetsched.controller.kube import ApiError, Connection, KubeClient
+from fleetsched.controller.leader import ApiLeaseStore, LeaderElectionConfig, LeaderElector
+from fleetsched.controller.operator import SchedulerOperator
+from fleetsched.controller.policy import (
+    OWNER_UID_MISMATCH,
+    WriteAction,
+    claim_patch,
+    merge_binding,
+    release_patch,
+    template_changed,
+)
+from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding, SchedulingQueue
+from fleetsched.detector import FeatureGates, binding_name, build_binding, claim_of, derive, implicit_priority
+from fleetsched.detector import constants as keys
+
+log = structlog.get_logger("fleetsched.controller")
+
+POLICY_GROUP, POLICY_VERSION = "policy.karmada.io", "v1alpha1"
+WORK_GROUP, WORK_VERSION = "work.karmada.io", "v1alpha2"
+PP, CPP = PropagationPolicy.KIND, ClusterPropagationPolicy.KIND
+POLICY_PLURALS = {PP: "propagationpolicies", CPP: "clusterpropagationpolicies"}
+POLICY_FINALIZERS = {
+    PP: "karmada.io/propagation-policy-controller",
+    CPP: "karmada.io/cluster-propagation-policy-controller",
+}
+MAX_CONFLICT_RETRIES = 5
+
+APPLY_SUCCEED = "ApplyPolicySucceed"
+APPLY_FAILED = "ApplyPolicyFailed"
+
+APPLIES = Counter(
+    "fleetsched_policy_controller_applies_total",
+    "Templates reconciled by the policy controller, by result (created, updated, unchanged, error)",
+    ["result"],
+    registry=metrics.REGISTRY,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateResource:
+    """One kind of resource template the controller watches."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def name(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def collection_path(self, namespace: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if namespace and self.namespaced:
+            return f"{base}/namespaces/{namespace}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def object_path(self, key: str) -> str:
+        if self.namespaced:
+            namespace, name = key.split("/", 1)
+            return f"{self.collection_path(namespace)}/{name}"
+        return f"{self.collection_path()}/{key}"
+
+
+KNOWN_RESOURCES: dict[str, TemplateResource] = {
+    r.name: r
+    for r in (
+        TemplateResource("apps", "v1", "deployments", "Deployment", True),
+        TemplateResource("apps", "v1", "statefulsets", "StatefulSet", True),
+        TemplateResource("apps", "v1", "replicasets", "ReplicaSet", True),
+        TemplateResource("apps", "v1", "daemonsets", "DaemonSet", True),
+        TemplateResource("batch", "v1", "jobs", "Job", True),
+        TemplateResource("batch", "v1", "cronjobs", "CronJob", True),
+        TemplateResource("", "v1", "pods", "Pod", True),
+        TemplateResource("", "v1", "configmaps", "ConfigMap", True),
+        TemplateResource("", "v1", "secrets", "Secret", True),
+        TemplateResource("", "v1", "services", "Service", True),
+        TemplateResource("", "v1", "serviceaccounts", "ServiceAccount", True),
+        TemplateResource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+        TemplateResource("networking.k8s.io", "v1", "ingresses", "Ingress", True),
+        TemplateResource("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+        TemplateResource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+        TemplateResource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+        TemplateResource(
+            "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+        ),
+        TemplateResource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True),
+        TemplateResource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    )
+}
+DEFAULT_RESOURCES = tuple(name for name in KNOWN_RESOURCES if name != "pods")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyControllerConfig:
+    resources: tuple[TemplateResource, ...] = tuple(KNOWN_RESOURCES[n] for n in DEFAULT_RESOURCES)
+    workers: int = 2
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    skipped_namespaces: tuple[str, ...] = keys.DEFAULT_SKIPPED_NAMESPACE_PATTERNS
+    leader_election: LeaderElectionConfig | None = None
+    graceful_timeout: float = 20.0
+
+
+class NotLeader(Exception):
+    """Leadership was lost before a write; the key goes back to the queue."""
+
+
+def _template_qkey(resource: TemplateResource, key: str) -> str:
+    return f"T|{resource.name}|{key}"
+
+
+def _policy_qkey(kind: str, key: str) -> str:
+    return f"P|{kind}|{key}"
+
+
+def binding_path(kind: str, namespace: str | None, name: str) -> str:
+    base = f"/apis/{WORK_GROUP}/{WORK_VERSION}"
+    if kind == "ResourceBinding":
+        return f"{base}/namespaces/{namespace}/resourcebindings/{name}"
+    return f"{base}/clusterresourcebindings/{name}"
+
+
+def policy_path(kind: str, key: str) -> str:
+    base = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}"
+    if kind == PP:
+        namespace, name = key.split("/", 1)
+        return f"{base}/namespaces/{namespace}/propagationpolicies/{name}"
+    return f"{base}/clusterpropagationpolicies/{key}"
+
+
+def _apply_message(policy: PropagationPolicy | ClusterPropagationPolicy, outcome: str) -> str:
+    if isinstance(policy, PropagationPolicy):
+        return f"Apply policy({policy.metadata.namespace}/{policy.metadata.name}) {outcome}"
+    return f"Apply cluster policy({policy.metadata.name}) {outcome}"
+
+
+class _ParsedPolicies:
+    """Policies as models, parsed once per resourceVersion."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, str], tuple[str | None, Any]] = {}
+
+    def get(self, kind: str, obj: Mapping[str, Any]) -> PropagationPolicy | ClusterPropagationPolicy | None:
+        key = (kind, object_key(obj))
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        cached = self._parsed.get(key)
+        if cached is not None and cached[0] == version and version is not None:
+            return cached[1]  # type: ignore[no-any-return]
+        model = PropagationPolicy if kind == PP else ClusterPropagationPolicy
+        try:
+            parsed: Any = model.model_validate({**obj, "kind": kind})
+        except ValidationError as exc:
+            log.warning("policy_unreadable", kind=kind, policy=key[1], error=str(exc).splitlines()[0])
+            parsed = None
+        self._parsed[key] = (version, parsed)
+        return parsed  # type: ignore[no-any-return]
+
+    def forget(self, kind: str, key: str) -> None:
+        self._parsed.pop((kind, key), None)
+
+
+@dataclass
+class PolicyController:
+    client: KubeClient
+    connection: Connection
+    config: PolicyControllerConfig = field(default_factory=PolicyControllerConfig)
+
+    queue: SchedulingQueue = field(default_factory=SchedulingQueue)
+    templates: dict[str, ObjectCache] = field(default_factory=dict)
+    policies: dict[str, ObjectCache] = field(default_factory=lambda: {PP: ObjectCache(), CPP: ObjectCache()})
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    elector: LeaderElector | None = None
+    events: EventRecorder | None = None
+    _parsed: _ParsedPolicies = field(default_factory=_ParsedPolicies)
+    _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        for resource in self.config.resources:
+            self.templates.setdefault(resource.name, ObjectCache())
+        self._resources = {r.name: r for r in self.config.resources}
+
+    # ---- readiness ----------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.synced.is_set():
+            return False, "caches not synced"
+        if not self.is_leader:
+            return False, "not the leader"
+        return True, "ok"
+
+    # ---- watch events -------------------------------------------------------------------------
+
+    def on_template_event(
+        self, resource: TemplateResource, event_type: str | None, obj: dict[str, Any]
+    ) -> None:
+        obj.setdefault("apiVersion", resource.api_version)
+        obj.setdefault("kind", resource.kind)
+        cache = self.templates[resource.name]
+        key = object_key(obj)
+        if event_type == "DELETED":
+            cache.delete(key)
+            self.queue.forget(_template_qkey(resource, key))
+            return
+        stored, previous = cache.upsert(obj)
+        if stored and (previous is None or template_changed(previous, obj)):
+            self.queue.push(_template_qkey(resource, key))
+
+    def on_policy_event(self, kind: str, event_type: str | None, obj: dict[str, Any]) -> None:
+        obj.setdefault("apiVersion", f"{POLICY_GROUP}/{POLICY_VERSION}")
+        obj.setdefault("kind", kind)
+        cache = self.policies[kind]
+        key = object_key(obj)
+        if event_type == "DELETED":
+            cache.delete(key)
+            self._parsed.forget(kind, key)
+            return
+        stored, previous = cache.upsert(obj)
+        if not stored:
+            return
+        meta, old_meta = obj.get("metadata") or {}, (previous or {}).get("metadata") or {}
+        if (
+            previous is None
+            or meta.get("generation") != old_meta.get("generation")
+            or bool(meta.get("deletionTimestamp")) != bool(old_meta.get("deletionTimestamp"))
+        ):
+            self.queue.push(_policy_qkey(kind, key))
+
+    # ---- initial sync -------------------------------------------------------------------------
+
+    async def initial_sync(self) -> None:
+        for kind, plural in POLICY_PLURALS.items():
+            items, _ = await self.client.list_all(f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/{plural}")
+            for obj in items:
+                self.on_policy_event(kind, None, obj)
+        for resource in self.config.resources:
+            try:
+                items, _ = await self.client.list_all(resource.collection_path())
+            except ApiError as exc:
+                log.warning("resource_not_listable", resource=resource.name, error=str(exc))
+                continue
+            for obj in items:
+                self.on_template_event(resource, None, obj)
+        self.synced.set()
+        log.info(
+            "caches_synced",
+            policies=len(self.policies[PP]) + len(self.policies[CPP]),
+            templates=sum(len(c) for c in self.templates.values()),
+        )
+
+    # ---- workers ------------------------------------------------------------------------------
+
+    async def run_worker(self, index: int) -> None:
+        while True:
+            if self.elector is not None and not self.elector.leading.is_set():
+                await self.elector.leading.wait()
+            try:
+                entry = await self.queue.pop()
+            except QueueClosed:
+                return
+            task = asyncio.current_task()
+            assert task is not None
+            self._in_flight.add(task)
+            try:
+                outcome = await self.process(entry)
+            except NotLeader:
+                self.queue.done(entry, Outcome.DONE)
+                self.queue.push(entry.key)
+                continue
+            except Exception as exc:  # a bug must not kill the worker
+                log.exception("worker_error", key=entry.key, error=repr(exc))
+                outcome = Outcome.ERROR
+            finally:
+                self._in_flight.discard(task)
+            self.queue.done(entry, outcome)
+
+    async def process(self, entry: QueuedBinding) -> Outcome:
+        kind, name, key = entry.key.split("|", 2)
+        if kind == "T":
+            resource = self._resources.get(name)
+            return Outcome.DONE if resource is None else await self.reconcile_template(resource, key)
+        return await self.reconcile_policy(name, key)
+
+    # ---- policies: the view the detector needs -----------------------------------------------
+
+    def _policy_models(self) -> tuple[list[PropagationPolicy], list[ClusterPropagationPolicy]]:
+        pps = [
+            p
+            for p in (self._parsed.get(PP, o) for o in self.policies[PP])
+            if isinstance(p, PropagationPolicy)
+        ]
+        cpps = [
+            p
+            for p in (self._parsed.get(CPP, o) for o in self.policies[CPP])
+            if isinstance(p, ClusterPropagationPolicy)
+        ]
+        return pps, cpps
+
+    async def _priority_classes(
+        self, policies: list[PropagationPolicy] | list[ClusterPropagationPolicy]
+    ) -> dict[str, int]:
+        values: dict[str, int] = {}
+        for policy in policies:
+            source = policy.spec.schedule_priority
+            if source is None or source.priority_class_name in values:
+                continue
+            try:
+                found = await self.client.get(
+                    f"/apis/scheduling.k8s.io/v1/priorityclasses/{source.priority_class_name}"
+                )
+            except ApiError:
+                continue
+            if isinstance(found.get("value"), int):
+                values[source.priority_class_name] = found["value"]
+        return values
+
+    async def _missing_overrides(self, policy: PropagationPolicy | ClusterPropagationPolicy) -> list[str]:
+        missing = []
+        for name in policy.spec.dependent_overrides or ():
+            if isinstance(policy, PropagationPolicy):
+                path = (
+                    f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/namespaces/{policy.metadata.namespace}"
+                    f"/overridepolicies/{name}"
+                )
+            else:
+                path = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/clusteroverridepolicies/{name}"
+            try:
+                await self.client.get(path)
+            except ApiError:
+                missing.append(name)
+        return missing
+
+    # ---- one template (§7.2) ------------------------------------------------------------------
+
+    async def reconcile_template(self, resource: TemplateResource, key: str) -> Outcome:
+        obj = self.templates[resource.name].get(key)
+        if obj is None:
+            return Outcome.DONE
+        template = ResourceTemplate.from_dict(obj, namespaced=resource.namespaced)
+        pps, cpps = self._policy_models()
+        claim = claim_of(template)
+        if claim is not None:
+            cache = self.policies[claim.kind]
+            policy_key = f"{claim.namespace}/{claim.name}" if claim.kind == PP else claim.name
+            if cache.get(policy_key) is None:
+                # The claiming policy is gone: drop its claim; the template update re-matches it.
+                await self._release(resource, obj, claim.kind)
+                return Outcome.DONE
+        priority_values = await self._priority_classes([*pps, *cpps])
+        derivation = derive(
+            [template],
+            pps,
+            cpps,
+            gates=self.config.gates,
+            priority_class_value=priority_values.get,
+            skipped_namespace_patterns=self.config.skipped_namespaces,
+        )
+        (result,) = derivation.results
+        policy = result.policy
+        if policy is None:
+            log.debug("template_unmatched", template=key, kind=resource.kind, reason=result.reason)
+            return Outcome.DONE
+        if result.binding is None:
+            if "being deleted" in result.reason or "no longer match" in result.reason:
+                log.debug("template_left_alone", template=key, reason=result.reason)
+                return Outcome.DONE
+            self._event(obj, WARNING, APPLY_FAILED, _apply_message(policy, f"failed: {result.reason}"))
+            APPLIES.labels("error").inc()
+            return Outcome.ERROR
+        missing = await self._missing_overrides(policy)
+        if missing:
+            log.info("waiting_for_dependent_overrides", template=key, missing=missing)
+            return Outcome.ERROR
+        try:
+            return await self._apply(resource, obj, policy, priority_values)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return Outcome.DONE
+            self._event(obj, WARNING, APPLY_FAILED, _apply_message(policy, f"failed: {exc.message}"))
+            APPLIES.labels("error").inc()
+            log.warning("apply_failed", template=key, error=str(exc))
+            return Outcome.ERROR
+
+    async def _apply(
+        self,
+        resource: TemplateResource,
+        obj: dict[str, Any],
+        policy: PropagationPolicy | ClusterPropagationPolicy,
+        priority_values: Mapping[str, int],
+    ) -> Outcome:
+        key = object_key(obj)
+        patch = claim_patch(obj, policy)
+        if patch is not None:
+            self._ensure_leader()
+            obj = await self.client.merge_patch(resource.object_path(key), patch)
+            obj.setdefault("apiVersion", resource.api_version)
+            obj.setdefault("kind", resource.kind)
+            self.templates[resource.name].upsert(obj)
+        template = ResourceTemplate.from_dict(obj, namespaced=resource.namespaced)
+        desired = build_binding(
+            template, policy, gates=self.config.gates, priority_class_value=priority_values.get
+        ).to_dict()
+        path = binding_path(
+            desired["kind"], desired["metadata"].get("namespace"), desired["metadata"]["name"]
+        )
+        for _ in range(MAX_CONFLICT_RETRIES):
+            try:
+                existing: dict[str, Any] | None = await self.client.get(path)
+            except ApiError as exc:
+                if not exc.is_not_found:
+                    raise
+                existing = None
+            try:
+                write = merge_binding(existing, desired)
+            except ValueError:
+                self._event(
+                    obj, WARNING, APPLY_FAILED, _apply_message(policy, f"failed: {OWNER_UID_MISMATCH}")
+                )
+                APPLIES.labels("error").inc()
+                return Outcome.ERROR
+            if write.action is WriteAction.NONE:
+                APPLIES.labels("unchanged").inc()
+                return Outcome.DONE
+            self._ensure_leader()
+            try:
+                if write.action is WriteAction.CREATE:
+                    await self.client.create(path.rsplit("/", 1)[0], write.body or {})
+                    APPLIES.labels("created").inc()
+                else:
+                    await self.client.replace(path, write.body or {})
+                    APPLIES.labels("updated").inc()
+            except ApiError as exc:
+                if exc.is_conflict or exc.is_already_exists:
+                    continue
+                raise
+            log.info(
+                "binding_applied",
+                template=key,
+                binding=desired["metadata"]["name"],
+                action=write.action.value,
+            )
+            self._event(obj, NORMAL, APPLY_SUCCEED, _apply_message(policy, "succeed"))
+            return Outcome.DONE
+        return Outcome.ERROR
+
+    async def _release(self, resource: TemplateResource, obj: Mapping[str, Any], policy_kind: str) -> None:
+        """Remove a policy kind's claim from the template's binding, then from the template."""
+        meta = obj.get("metadata") or {}
+        name = binding_name(meta.get("name", ""), resource.kind)
+        if resource.namespaced:
+            path = binding_path("ResourceBinding", meta.get("namespace"), name)
+        else:
+            path = binding_path("ClusterResourceBinding", None, name)
+        self._ensure_leader()
+        try:
+            binding: dict[str, Any] | None = await self.client.get(path)
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+            binding = None
+        if binding is not None:
+            patch = release_patch(binding, policy_kind)
+            if patch is not None:
+                await self.client.merge_patch(path, patch)
+        patch = release_patch(obj, policy_kind)
+        if patch is not None:
+            updated = await self.client.merge_patch(resource.object_path(object_key(obj)), patch)
+            updated.setdefault("apiVersion", resource.api_version)
+            updated.setdefault("kind", resource.kind)
+            self.on_template_event(resource, "MODIFIED", updated)
+
+    # ---- one policy (§7.9, §7.12) ----------------------------------------------------------------
+
+    def _claimed_by(
+        self, kind: str, permanent_id: str, namespace: str | None
+    ) -> list[tuple[TemplateResource, Any]]:
+        label = keys.PP_PERMANENT_ID_LABEL if kind == PP else keys.CPP_PERMANENT_ID_LABEL
+        found = []
+        for resource in self.config.resources:
+            for obj in self.templates[resource.name]:
+                meta = obj.get("metadata") or {}
+                if (meta.get("labels") or {}).get(label) != permanent_id:
+                    continue
+                if namespace is not None and meta.get("namespace") != namespace:
+                    continue
+                found.append((resource, obj))
+        return found
+
+    async def reconcile_policy(self, kind: str, key: str) -> Outcome:
+        obj = self.policies[kind].get(key)
+        if obj is None:
+            return Outcome.DONE
+        policy = self._parsed.get(kind, obj)
+        if policy is None:
+            return Outcome.DONE
+        label = keys.PP_PERMANENT_ID_LABEL if kind == PP else keys.CPP_PERMANENT_ID_LABEL
+        permanent_id = (policy.metadata.labels or {}).get(label, "")
+        namespace = policy.metadata.namespace if kind == PP else None
+        claimed = self._claimed_by(kind, permanent_id, namespace) if permanent_id else []
+        try:
+            if policy.metadata.deletion_timestamp is not None:
+                for resource, template in claimed:
+                    await self._release(resource, template, kind)
+                await self._remove_finalizer(kind, key, obj)
+                return Outcome.DONE
+            for resource, template in claimed:
+                parsed = ResourceTemplate.from_dict(template, namespaced=resource.namespaced)
+                if implicit_priority(policy, parsed) == 0:
+                    await self._release(resource, template, kind)
+                else:
+                    self.queue.push(_template_qkey(resource, object_key(template)))
+        except ApiError as exc:
+            if exc.is_not_found:
+                return Outcome.DONE
+            log.warning("policy_reconcile_failed", kind=kind, policy=key, error=str(exc))
+            return Outcome.ERROR
+        # Templates no policy claims yet may match now (Karmada's "waiting" set).
+        for resource in self.config.resources:
+            for template in self.templates[resource.name]:
+                parsed = ResourceTemplate.from_dict(template, namespaced=resource.namespaced)
+                priority = implicit_priority(policy, parsed)
+                unclaimed_match = claim_of(parsed) is None and priority > 0
+                may_preempt = (
+                    self.config.gates.policy_preemption
+                    and policy.spec.preemption == "Always"
+                    and priority == 3
+                )
+                if unclaimed_match or may_preempt:
+                    self.queue.push(_template_qkey(resource, object_key(template)))
+        return Outcome.DONE
+
+    async def _remove_finalizer(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        finalizers = list(meta.get("finalizers") or [])
+        if POLICY_FINALIZERS[kind] not in finalizers:
+            return
+        finalizers.remove(POLICY_FINALIZERS[kind])
+        self._ensure_leader()
+        # resourceVersion makes the patch fail with 409 rather than drop another controller's finalizer.
+        await self.client.merge_patch(
+            policy_path(kind, key),
+            {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}},
+        )
+
+    # ---- helpers ------------------------------------------------------------------------------
+
+    def _ensure_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeader
+
+    def _event(self, template: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        if self.events is None:
+            return
+        meta = template.get("metadata") or {}
+        target = InvolvedObject(
+            template.get("apiVersion", ""),
+            template.get("kind", ""),
+            meta.get("name", ""),
+            meta.get("namespace", ""),
+            meta.get("uid", ""),
+        )
+        self.events.record(target, type_, reason, message)
+
+    # ---- kopf wiring --------------------------------------------------------------------------
+
+    def kopf_registry(self) -> kopf.OperatorRegistry:
+        registry = kopf.OperatorRegistry()
+        connection = self.connection
+
+        @kopf.on.login(registry=registry)
+        def login(**_: Any) -> kopf.ConnectionInfo:
+            return kopf.ConnectionInfo(
+                server=connection.server,
+                ca_path=connection.ca_path,
+                insecure=connection.insecure,
+                certificate_path=connection.certificate_path,
+                private_key_path=connection.private_key_path,
+                token=connection.token,
+                scheme="Bearer" if connection.token else None,
+            )
+
+        for policy_kind, plural in POLICY_PLURALS.items():
+            self._watch_policy(registry, policy_kind, plural)
+        for resource in self.config.resources:
+            self._watch_template(registry, resource)
+        return registry
+
+    def _watch_policy(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
+        @kopf.on.event(POLICY_GROUP, POLICY_VERSION, plural, registry=registry)
+        def on_policy(event: Mapping[str, Any], **_: Any) -> None:
+            self.on_policy_event(kind, event.get("type"), dict(event["object"]))
+
+    def _watch_template(self, registry: kopf.OperatorRegistry, resource: TemplateResource) -> None:
+        @kopf.on.event(resource.group, resource.version, resource.plural, registry=registry)
+        def on_template(event: Mapping[str, Any], **_: Any) -> None:
+            self.on_template_event(resource, event.get("type"), dict(event["object"]))
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Sync, start kopf, election and workers; on ``stop`` finish in-flight work and exit."""
+        self.events = self.events or EventRecorder(self.client)
+        self.events.start()
+        await self.initial_sync()
+        kopf_stop = asyncio.Event()
+        kopf_task = asyncio.create_task(
+            kopf.operator(
+                registry=self.kopf_registry(),
+                settings=SchedulerOperator.kopf_settings(),
+                clusterwide=True,
+                standalone=True,
+                stop_flag=kopf_stop,
+            ),
+            name="kopf",
+        )
+        tasks: list[asyncio.Task[Any]] = [
+            asyncio.create_task(self.queue.run_flushers(), name="queue-flushers")
+        ]
+        if self.config.leader_election is not None:
+            store = ApiLeaseStore(
+                self.client, self.config.leader_election.namespace, self.config.leader_election.name
+            )
+            self.elector = LeaderElector(config=self.config.leader_election, store=store)
+            tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
+        workers = [
+            asyncio.create_task(self.run_worker(i), name=f"worker-{i}") for i in range(self.config.workers)
+        ]
+        stop_wait = asyncio.create_task(stop.wait())
+        await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
+        log.info("shutting_down", in_flight=len(self._in_flight))
+        self.queue.close()
+        await asyncio.wait(workers, timeout=self.config.graceful_timeout)
+        for task in workers:
+            task.cancel()
+        await self.events.flush(2.0)
+        if self.elector is not None:
+            await self.elector.release()
+        for task in tasks:
+            task.cancel()
+        kopf_stop.set()
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+            await asyncio.wait_for(kopf_task, 10)
+        await self.events.stop()
+        stop_wait.cancel()
+        for task in [*tasks, *workers]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
