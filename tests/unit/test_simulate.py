@@ -1,0 +1,210 @@
+"""``fleetsched simulate``: output formats, --explain, plugin selection and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fleetsched.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+CASES = ROOT.parent / "shared" / "conformance" / "cases"
+
+FLEET = """
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata: {name: m1}
+spec: {region: r1}
+status:
+  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]
+  resourceSummary: {allocatable: {pods: "6"}}
+---
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata: {name: m2}
+spec:
+  taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+status:
+  apiEnablements: [{groupVersion: apps/v1, resources: [{name: deployments, kind: Deployment}]}]
+  resourceSummary: {allocatable: {pods: "12"}}
+"""
+
+BINDINGS = """
+apiVersion: work.karmada.io/v1alpha2
+kind: ResourceBinding
+metadata: {name: web, namespace: default}
+spec:
+  resource: {apiVersion: apps/v1, kind: Deployment, namespace: default, name: web}
+  replicas: 4
+  placement:
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+---
+apiVersion: work.karmada.io/v1alpha2
+kind: ClusterResourceBinding
+metadata: {name: nowhere}
+spec:
+  resource: {apiVersion: apps/v1, kind: Deployment, name: nowhere}
+  replicas: 1
+  placement:
+    clusterAffinity: {clusterNames: [m3]}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> list[str]:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    (tmp_path / "bindings.yaml").write_text(BINDINGS)
+    return [str(tmp_path / "fleet.yaml"), str(tmp_path / "bindings.yaml")]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_is_a_list_of_scheduled_bindings(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, *files, "-o", "json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["kind"] == "List" and doc["apiVersion"] == "v1"
+    web, nowhere = doc["items"]
+    assert web["spec"]["clusters"] == [{"name": "m1", "replicas": 4}]
+    assert [c["reason"] for c in web["status"]["conditions"]] == ["Success"]
+    assert web["metadata"]["annotations"]["policy.karmada.io/applied-placement"].startswith(
+        '{"replicaScheduling"'
+    )
+    assert nowhere["kind"] == "ClusterResourceBinding"
+    condition = nowhere["status"]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "NoClusterFit")
+    assert condition["message"] == (
+        "0/2 clusters are available: 1 cluster(s) did not match the placement cluster affinity constraint, "
+        "1 cluster(s) had untolerated taint {dedicated=gpu:NoSchedule}."
+    )
+
+
+def test_yaml_output(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, *files, "-o", "yaml")
+    assert code == 0
+    doc = yaml.safe_load(out)
+    assert [i["metadata"]["name"] for i in doc["items"]] == ["web", "nowhere"]
+
+
+def test_table_has_one_row_per_binding(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, *files)
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0].split() == ["KIND", "NAMESPACE", "NAME", "SCHEDULED", "REASON", "AFFINITY", "CLUSTERS"]
+    assert lines[1].split() == ["RB", "default", "web", "True", "Success", "-", "m1:4"]
+    assert lines[2].split() == ["CRB", "-", "nowhere", "False", "NoClusterFit", "-", "<none>"]
+
+
+def test_explain_names_plugins_reasons_and_numbers(
+    files: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, *files, "--explain")
+    assert code == 0
+    assert "x m2: TaintToleration: cluster(s) had untolerated taint {dedicated=gpu:NoSchedule}" in out
+    assert "m1: score=0 (ClusterAffinity=0, ClusterLocality=0) allocatable=6 available=6" in out
+    assert "division: m1:4" in out
+    assert "failed (NoClusterFit): 0/2 clusters are available" in out
+
+
+def test_explain_goes_to_stderr_with_json(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, *files, "-o", "json", "--explain")
+    assert code == 0
+    json.loads(out)
+    assert "ResourceBinding default/web" in err
+
+
+def test_plugins_flag_changes_results(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, *files, "-o", "json", "--plugins", "*,-TaintToleration")
+    assert code == 0
+    assert json.loads(out)["items"][0]["spec"]["clusters"] == [
+        {"name": "m1", "replicas": 1},
+        {"name": "m2", "replicas": 3},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "message"),
+    [
+        pytest.param("kind: [", (), "malformed YAML", id="malformed yaml"),
+        pytest.param(BINDINGS.replace("replicas: 4", "replicas: four"), (), "spec.replicas", id="bad field"),
+        pytest.param(
+            BINDINGS, ("--plugins", "*,-Nope"), "unknown scheduler plugin 'Nope'", id="unknown plugin"
+        ),
+        pytest.param(BINDINGS, ("--feature-gates", "Foo=true"), "unknown gate", id="unknown gate"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, extra: tuple[str, ...], message: str
+) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(content)
+    code, out, err = _run(capsys, str(path), *extra)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err
+    assert "Traceback" not in err
+
+
+def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, str(tmp_path / "absent.yaml"))
+    assert code == 2 and "absent.yaml" in err
+
+
+def test_policies_and_workloads_are_derived_into_bindings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, str(EXAMPLES / "fleet.yaml"), str(EXAMPLES / "policies.yaml"), "-o", "json")
+    assert code == 0, err
+    items = {i["metadata"]["name"]: i for i in json.loads(out)["items"]}
+    checkout = items["checkout-deployment"]
+    assert checkout["status"]["schedulerObservingAffinityName"] == "us"  # failed over from "eu"
+    assert {c["name"] for c in checkout["spec"]["clusters"]} <= {"aws-us-east-1", "gcp-us-central1"}
+    batch = items["batch-workers-deployment"]
+    assert sum(c["replicas"] for c in batch["spec"]["clusters"]) == 100
+    assert {"onprem-dc1-a", "onprem-dc1-b"} <= {c["name"] for c in batch["spec"]["clusters"]}
+    web = {c["name"]: c["replicas"] for c in items["web-deployment"]["spec"]["clusters"]}
+    aws = sum(v for k, v in web.items() if k.startswith("aws"))
+    gcp = sum(v for k, v in web.items() if k.startswith("gcp"))
+    assert (aws + gcp, aws > gcp) == (9, True)
+    config = items["app-config-configmap"]["spec"]["clusters"]
+    assert "edge-tokyo" in {c["name"] for c in config}  # tolerated
+    assert "azure-westeurope" not in {c["name"] for c in config}  # maintenance taint
+
+
+def test_stdin_and_a_real_process(files: list[str]) -> None:
+    # Through the installed entry point: no progress noise on a non-TTY stderr, clean JSON on stdout.
+    text = Path(files[0]).read_text() + "\n---\n" + Path(files[1]).read_text()
+    proc = subprocess.run(
+        [sys.executable, "-m", "fleetsched", "simulate", "-", "-o", "json"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert len(json.loads(proc.stdout)["items"]) == 2
+
+
+def test_a_recorded_case_round_trips(capsys: pytest.CaptureFixture[str]) -> None:
+    case = CASES / "kt-affinities-second"
+    code, out, _ = _run(capsys, str(case.with_suffix(".input.yaml")), "-o", "json")
+    assert code == 0
+    expect = yaml.safe_load(case.with_suffix(".expect.yaml").read_text())
+    got = {i["metadata"]["name"]: i for i in json.loads(out)["items"]}
+    for b in expect["bindings"]:
+        item = got[b["name"]]
+        assert {c["name"]: c.get("replicas", 0) for c in item["spec"].get("clusters", [])} == b["clusters"]
+        assert item["status"].get("schedulerObservingAffinityName", "") == b["affinityName"]
