@@ -189,6 +189,11 @@ def should_schedule(binding: Obj, terminating_clusters: Collection[str]) -> Deci
         return Decision(Verdict.SCHEDULE, "AlwaysSchedule")
     if any(t.get("name") in terminating_clusters for t in spec.get("clusters") or ()):
         return Decision(Verdict.SCHEDULE, "TargetClusterTerminating")
+    if not any(c.get("type") == "Scheduled" for c in status.get("conditions") or ()):
+        # The result was written but its status never was (a crash or a failed status write
+        # between the two writes): running again gives the same result, so only the status is
+        # written. Karmada would leave such a binding without a Scheduled condition.
+        return Decision(Verdict.SCHEDULE, "StatusNotRecorded")
     if status.get("schedulerObservedGeneration") != generation(binding):
         return Decision(Verdict.OBSERVE_GENERATION, "NoChange")
     return Decision(Verdict.NOTHING, "NoChange")

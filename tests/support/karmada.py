@@ -106,3 +106,76 @@ def binding_state(obj: Mapping[str, Any]) -> dict[str, Any]:
         "affinityName": (obj.get("status") or {}).get("schedulerObservingAffinityName", ""),
         "clusters": clusters,
     }
+
+
+def collection_path(doc: Mapping[str, Any]) -> str:
+    kind = doc["kind"]
+    namespace = (doc.get("metadata") or {}).get("namespace")
+    if kind == "Cluster":
+        return "/apis/cluster.karmada.io/v1alpha1/clusters"
+    if kind == "ResourceBinding":
+        return f"/apis/work.karmada.io/v1alpha2/namespaces/{namespace}/resourcebindings"
+    if kind == "ClusterResourceBinding":
+        return "/apis/work.karmada.io/v1alpha2/clusterresourcebindings"
+    raise ValueError(f"no collection path for kind {kind}")
+
+
+def create_objects(server: APIServer, docs: Iterable[Mapping[str, Any]]) -> None:
+    """POST each object (status stripped) straight to the API: fast enough for hundreds."""
+    for doc in docs:
+        body = {k: v for k, v in doc.items() if k != "status"}
+        server.request("POST", collection_path(doc), body)
+
+
+def divided_binding(name: str, namespace: str, replicas: int, clusters: list[str]) -> dict[str, Any]:
+    """A Deployment's binding spread over ``clusters`` by available replicas (a common policy)."""
+    return as_applied(
+        {
+            "apiVersion": "work.karmada.io/v1alpha2",
+            "kind": "ResourceBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "resource": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "namespace": namespace,
+                    "name": name,
+                },
+                "replicas": replicas,
+                "placement": {
+                    "clusterAffinity": {"clusterNames": clusters},
+                    "replicaScheduling": {
+                        "replicaSchedulingType": "Divided",
+                        "replicaDivisionPreference": "Weighted",
+                        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+                    },
+                },
+            },
+        }
+    )
+
+
+def ready_cluster(name: str, free_pods: int, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A Cluster that serves Deployments and has ``free_pods`` pods of room."""
+    return as_applied(
+        {
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": name, "labels": dict(labels or {})},
+            "spec": {},
+            "status": {
+                "apiEnablements": [
+                    {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]}
+                ],
+                "resourceSummary": {"allocatable": {"pods": str(free_pods)}},
+            },
+        }
+    )
+
+
+def list_bindings(server: APIServer, namespace: str) -> list[dict[str, Any]]:
+    return list(
+        server.request("GET", f"/apis/work.karmada.io/v1alpha2/namespaces/{namespace}/resourcebindings")[
+            "items"
+        ]
+    )  # type: ignore[index]

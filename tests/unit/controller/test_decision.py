@@ -29,7 +29,8 @@ def a_binding(placement: dict[str, Any] | None = None, *, replicas: int = 3, gen
               applied: bool = True, **spec: Any) -> dict[str, Any]:
     placement = copy.deepcopy(DIVIDED if placement is None else placement)
     annotations = {APPLIED_PLACEMENT_ANNOTATION: encode(placement)} if applied else {}
-    status: dict[str, Any] = {"lastScheduledTime": "2026-01-01T00:00:10Z"}
+    status: dict[str, Any] = {"lastScheduledTime": "2026-01-01T00:00:10Z",
+                              "conditions": [{"type": "Scheduled", "status": "True", "reason": "Success"}]}
     if observed is not None:
         status["schedulerObservedGeneration"] = observed
     return {
@@ -63,6 +64,13 @@ def a_binding(placement: dict[str, Any] | None = None, *, replicas: int = 3, gen
 def test_should_schedule(change: dict[str, Any], verdict: Verdict, reason: str) -> None:
     decision = should_schedule(a_binding(**change), terminating_clusters=())
     assert (decision.verdict, decision.reason) == (verdict, reason)
+
+
+def test_result_without_recorded_status_is_scheduled_again() -> None:
+    binding = a_binding()
+    binding["status"] = {}
+    decision = should_schedule(binding, terminating_clusters=())
+    assert (decision.verdict, decision.reason) == (Verdict.SCHEDULE, "StatusNotRecorded")
 
 
 def test_terminating_target_reschedules() -> None:
