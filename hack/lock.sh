@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerate requirements.lock: every runtime dependency of pyproject.toml, pinned, with hashes.
-# The Dockerfile installs from it with --require-hashes, so image builds are reproducible.
+# Regenerate the hashed lock files the Dockerfile installs from with --require-hashes:
+#   requirements.lock        every runtime dependency of pyproject.toml, pinned, with hashes;
+#   requirements-build.lock  the build backend (setuptools, wheel) that turns fleetsched into a wheel.
 #
 #   hack/lock.sh
 #
@@ -15,4 +16,7 @@ python3 -m venv "$tools"
 env -u PIP_FIND_LINKS CUSTOM_COMPILE_COMMAND="hack/lock.sh" "$tools/bin/pip-compile" --quiet \
   --generate-hashes --strip-extras --no-emit-find-links --allow-unsafe \
   --output-file requirements.lock pyproject.toml
-echo "wrote requirements.lock"
+printf 'setuptools>=68\nwheel\n' | env -u PIP_FIND_LINKS CUSTOM_COMPILE_COMMAND="hack/lock.sh" \
+  "$tools/bin/pip-compile" --quiet --generate-hashes --strip-extras --no-emit-find-links --allow-unsafe \
+  --output-file requirements-build.lock -
+echo "wrote requirements.lock requirements-build.lock"
