@@ -4,7 +4,8 @@
 * ``release_patch``: the merge patch that removes a policy's claim from a template or binding;
 * ``merge_binding``: create-or-update of a binding: what to write given the existing object and
   the desired one built by ``fleetsched.detector``;
-* ``template_changed``: whether a template update counts as a change (§7.1).
+* ``template_changed``: whether a template update counts as a change (§7.1);
+* ``changed_by_karmada``: whether it only touched Karmada's own bookkeeping (§7.11, Lazy policies).
 
 No I/O here: ``policy_operator`` reads, calls these, and writes.
 """
@@ -25,6 +26,7 @@ __all__ = [
     "OWNER_UID_MISMATCH",
     "BindingWrite",
     "WriteAction",
+    "changed_by_karmada",
     "claim_patch",
     "merge_binding",
     "release_patch",
@@ -207,3 +209,28 @@ def template_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         return trimmed
 
     return essence(old) != essence(new)
+
+
+_SKIP_AUTO_PROPAGATION = "namespace.karmada.io/skip-auto-propagation"
+
+
+def _without_karmada_keys(values: Mapping[str, str] | None) -> dict[str, str]:
+    return {k: v for k, v in (values or {}).items() if ".karmada.io" not in k or k == _SKIP_AUTO_PROPAGATION}
+
+
+def changed_by_karmada(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """§7.11: a change whose only differences are ``metadata.generation`` and labels/annotations
+    with ``.karmada.io`` in the key (claims and the like). Such updates do not activate a Lazy
+    policy's pending changes."""
+    if not template_changed(old, new):
+        return False
+
+    def essence(obj: Mapping[str, Any]) -> Obj:
+        trimmed = {k: v for k, v in obj.items() if k != "status"}
+        meta = {k: v for k, v in _meta(obj).items() if k not in (*_IGNORED_METADATA, "generation")}
+        meta["labels"] = _without_karmada_keys(meta.get("labels"))
+        meta["annotations"] = _without_karmada_keys(meta.get("annotations"))
+        trimmed["metadata"] = meta
+        return trimmed
+
+    return essence(old) == essence(new)

@@ -36,6 +36,7 @@ from fleetsched.controller.operator import SchedulerOperator
 from fleetsched.controller.policy import (
     OWNER_UID_MISMATCH,
     WriteAction,
+    changed_by_karmada,
     claim_patch,
     merge_binding,
     release_patch,
@@ -209,6 +210,9 @@ class PolicyController:
     elector: LeaderElector | None = None
     events: EventRecorder | None = None
     _parsed: _ParsedPolicies = field(default_factory=_ParsedPolicies)
+    # template queue keys whose pending reconcile was caused by Karmada, not a user (§7.11)
+    _changed_by_karmada: set[str] = field(default_factory=set)
+    _changed_by_user: set[str] = field(default_factory=set)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -241,10 +245,20 @@ class PolicyController:
         if event_type == "DELETED":
             cache.delete(key)
             self.queue.forget(_template_qkey(resource, key))
+            self._changed_by_karmada.discard(_template_qkey(resource, key))
+            self._changed_by_user.discard(_template_qkey(resource, key))
             return
         stored, previous = cache.upsert(obj)
-        if stored and (previous is None or template_changed(previous, obj)):
-            self.queue.push(_template_qkey(resource, key))
+        if not stored:
+            return
+        qkey = _template_qkey(resource, key)
+        if previous is None:
+            self._changed_by_user.add(qkey)  # a new template is always applied at once
+            self.queue.push(qkey)
+        elif template_changed(previous, obj):
+            flags = self._changed_by_karmada if changed_by_karmada(previous, obj) else self._changed_by_user
+            flags.add(qkey)
+            self.queue.push(qkey)
 
     def on_policy_event(self, kind: str, event_type: str | None, obj: dict[str, Any]) -> None:
         obj.setdefault("apiVersion", f"{POLICY_GROUP}/{POLICY_VERSION}")
@@ -318,7 +332,13 @@ class PolicyController:
         kind, name, key = entry.key.split("|", 2)
         if kind == "T":
             resource = self._resources.get(name)
-            return Outcome.DONE if resource is None else await self.reconcile_template(resource, key)
+            # Only Karmada-made changes pending since the last reconcile: a Lazy policy waits.
+            lazy_only = entry.key in self._changed_by_karmada and entry.key not in self._changed_by_user
+            self._changed_by_karmada.discard(entry.key)
+            self._changed_by_user.discard(entry.key)
+            if resource is None:
+                return Outcome.DONE
+            return await self.reconcile_template(resource, key, changed_by_karmada=lazy_only)
         return await self.reconcile_policy(name, key)
 
     # ---- policies: the view the detector needs -----------------------------------------------
@@ -372,7 +392,11 @@ class PolicyController:
 
     # ---- one template (§7.2) ------------------------------------------------------------------
 
-    async def reconcile_template(self, resource: TemplateResource, key: str) -> Outcome:
+    async def reconcile_template(
+        self, resource: TemplateResource, key: str, *, changed_by_karmada: bool = False
+    ) -> Outcome:
+        """§7.2 for one template. ``changed_by_karmada``: the reconcile comes from a policy change
+        or Karmada's own bookkeeping, so a Lazy policy only claims the template (§7.11)."""
         obj = self.templates[resource.name].get(key)
         if obj is None:
             return Outcome.DONE
@@ -411,8 +435,9 @@ class PolicyController:
         if missing:
             log.info("waiting_for_dependent_overrides", template=key, missing=missing)
             return Outcome.ERROR
+        lazy = changed_by_karmada and policy.spec.activation_preference == "Lazy"
         try:
-            return await self._apply(resource, obj, policy, priority_values)
+            return await self._apply(resource, obj, policy, priority_values, claim_only=lazy)
         except ApiError as exc:
             if exc.is_not_found:
                 return Outcome.DONE
@@ -427,6 +452,8 @@ class PolicyController:
         obj: dict[str, Any],
         policy: PropagationPolicy | ClusterPropagationPolicy,
         priority_values: Mapping[str, int],
+        *,
+        claim_only: bool = False,
     ) -> Outcome:
         key = object_key(obj)
         patch = claim_patch(obj, policy)
@@ -436,6 +463,9 @@ class PolicyController:
             obj.setdefault("apiVersion", resource.api_version)
             obj.setdefault("kind", resource.kind)
             self.templates[resource.name].upsert(obj)
+        if claim_only:
+            log.info("lazy_policy_change_deferred", template=key, policy=policy.metadata.name)
+            return Outcome.DONE
         template = ResourceTemplate.from_dict(obj, namespaced=resource.namespaced)
         desired = build_binding(
             template, policy, gates=self.config.gates, priority_class_value=priority_values.get
@@ -548,7 +578,7 @@ class PolicyController:
                 if implicit_priority(policy, parsed) == 0:
                     await self._release(resource, template, kind)
                 else:
-                    self.queue.push(_template_qkey(resource, object_key(template)))
+                    self._enqueue_for_policy(policy, _template_qkey(resource, object_key(template)))
         except ApiError as exc:
             if exc.is_not_found:
                 return Outcome.DONE
@@ -566,8 +596,13 @@ class PolicyController:
                     and priority == 3
                 )
                 if unclaimed_match or may_preempt:
-                    self.queue.push(_template_qkey(resource, object_key(template)))
+                    self._enqueue_for_policy(policy, _template_qkey(resource, object_key(template)))
         return Outcome.DONE
+
+    def _enqueue_for_policy(self, policy: PropagationPolicy | ClusterPropagationPolicy, qkey: str) -> None:
+        if policy.spec.activation_preference == "Lazy":
+            self._changed_by_karmada.add(qkey)
+        self.queue.push(qkey)
 
     async def _remove_finalizer(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}

@@ -236,3 +236,61 @@ rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
         "resourceVersion": binding["spec"]["resource"]["resourceVersion"],
     }
     assert "replicas" not in binding["spec"]
+
+
+def test_lazy_policy_changes_wait_for_a_user_change(
+    control_plane: ControlPlane, controller: ControllerProcess
+) -> None:
+    lazy = f"""
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: lazy
+  namespace: {NAMESPACE}
+  labels: {{{PP_LABEL}: 22222222-2222-4333-8444-555555555555}}
+spec:
+  activationPreference: Lazy
+  resourceSelectors: [{{apiVersion: v1, kind: ConfigMap, name: settings}}]
+  placement: {{clusterAffinity: {{clusterNames: [m1]}}}}
+"""
+    control_plane.apply(lazy)
+    control_plane.apply(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings, namespace: {NAMESPACE}}}\n"
+        "data: {a: '1'}\n"
+    )
+
+    def names(binding: dict[str, Any]) -> list[str]:
+        return binding["spec"].get("placement", {}).get("clusterAffinity", {}).get("clusterNames", [])
+
+    wait_for(
+        control_plane,
+        lambda b: names(b) == ["m1"],
+        "rb",
+        "settings-configmap",
+        "-n",
+        NAMESPACE,
+        what="a new template is applied at once",
+        proc=controller,
+    )
+    control_plane.apply(lazy.replace("clusterNames: [m1]", "clusterNames: [m2]"))
+    # The controller reconciles the template for the policy change but defers it (its log says so).
+    wait_until(
+        lambda: "lazy_policy_change_deferred" in controller.log_tail(200),
+        timeout=60,
+        message=controller.log_tail,
+    )
+    binding = get(control_plane, "rb", "settings-configmap", "-n", NAMESPACE)
+    assert binding is not None and names(binding) == ["m1"], "a Lazy policy change waits"
+    control_plane.kubectl(
+        "patch", "configmap", "settings", "-n", NAMESPACE, "--type=merge", "-p", '{"data": {"a": "2"}}'
+    )
+    wait_for(
+        control_plane,
+        lambda b: names(b) == ["m2"],
+        "rb",
+        "settings-configmap",
+        "-n",
+        NAMESPACE,
+        what="the user change applies the pending policy change",
+        proc=controller,
+    )

@@ -11,6 +11,7 @@ from fleetsched.api import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.controller.policy import (
     OWNER_UID_MISMATCH,
     WriteAction,
+    changed_by_karmada,
     claim_patch,
     merge_binding,
     release_patch,
@@ -227,3 +228,19 @@ def test_template_changed_ignores_status_and_bookkeeping() -> None:
     assert not template_changed(old, new)
     new["metadata"]["labels"] = {"a": "b"}
     assert template_changed(old, new)
+
+
+def test_changed_by_karmada_only_for_bookkeeping() -> None:
+    old = {"metadata": {"name": "a", "generation": 1, "labels": {"app": "web"}}, "spec": {"replicas": 1}}
+    claimed = copy.deepcopy(old)
+    claimed["metadata"]["labels"][PP_ID] = "id-1"
+    claimed["metadata"]["annotations"] = {"propagationpolicy.karmada.io/name": "web"}
+    claimed["metadata"]["generation"] = 2
+    assert changed_by_karmada(old, claimed)
+    user = copy.deepcopy(claimed)
+    user["spec"]["replicas"] = 3
+    assert not changed_by_karmada(claimed, user)
+    skip = copy.deepcopy(old)
+    skip["metadata"]["labels"]["namespace.karmada.io/skip-auto-propagation"] = "true"
+    assert not changed_by_karmada(old, skip), "the skip-auto-propagation label is a user change"
+    assert not changed_by_karmada(old, copy.deepcopy(old)), "no change at all is not a Karmada change"
