@@ -365,6 +365,12 @@ def _reason(error: Mapping[str, Any]) -> str:
     }.get(kind)
     if expected_type is not None:
         return f"Invalid value: {_render(value)}: {expected_type}"
+    if kind == "string_too_short":
+        return f"Invalid value: {_render(value)}: must be at least {ctx.get('min_length')} characters long"
+    if kind == "string_too_long":
+        return f"Invalid value: {_render(value)}: must be at most {ctx.get('max_length')} characters long"
+    if kind == "string_pattern_mismatch":
+        return f"Invalid value: {_render(value)}: must match the pattern {ctx.get('pattern')}"
     if kind == "value_error":
         cause = ctx.get("error")
         return f"Invalid value: {_render(value)}: {cause}"

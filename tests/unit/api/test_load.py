@@ -236,6 +236,14 @@ BAD_INPUTS = [
         id="bad container quantity",
     ),
     pytest.param("- a\n- b\n", "in.yaml: document 1: expected an object", id="not a mapping"),
+    pytest.param(
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: p}\nspec:\n"
+        "  resourceSelectors: [{apiVersion: v1, kind: Pod}]\n  placement:\n    clusterAffinities:\n"
+        f"    - affinityName: {'a' * 33}\n",
+        "in.yaml: document 1: spec.placement.clusterAffinities[0].affinityName: Invalid value: "
+        f'"{"a" * 33}": must be at most 32 characters long',
+        id="affinity name too long",
+    ),
 ]
 
 
