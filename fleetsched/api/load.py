@@ -233,6 +233,8 @@ class LoadResult:
     """Every object loaded, in input order, each with its source."""
 
     objects: list[Loaded] = field(default_factory=list)
+    _index: dict[int, Source] | None = field(default=None, repr=False, compare=False)
+    _indexed: int = field(default=0, repr=False, compare=False)
 
     def of_type(self, cls: type[_T]) -> list[_T]:
         return [item.obj for item in self.objects if isinstance(item.obj, cls)]
@@ -279,10 +281,11 @@ class LoadResult:
         return [t.raw for t in self.of_type(ResourceTemplate) if t.kind == "Pod" and t.api_version == "v1"]
 
     def source_of(self, obj: object) -> Source | None:
-        for item in self.objects:
-            if item.obj is obj:
-                return item.source
-        return None
+        """Where ``obj`` (one of the loaded objects, by identity) came from."""
+        if self._index is None or self._indexed != len(self.objects):
+            self._index = {id(item.obj): item.source for item in self.objects}
+            self._indexed = len(self.objects)
+        return self._index.get(id(obj))
 
     def extend(self, other: LoadResult) -> None:
         self.objects.extend(other.objects)
