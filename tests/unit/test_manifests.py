@@ -1,0 +1,481 @@
+"""The install manifests agree with the code: they render, every argument is a flag the command
+accepts, probes and ports follow those flags, RBAC grants what the code calls (and no more), the
+estimators are where the scheduler's discovery looks, and the image is built the way it claims.
+
+The rendered tree is the one a user applies: a copy of manifests/ with certificates from
+hack/gen-certs.sh and estimators from hack/gen-estimators.sh, built by ``kubectl kustomize``.
+The e2e tests (tests/e2e/test_install.py, test_story.py) then apply the same render to a real
+kube-apiserver and run the components as their ServiceAccounts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from fleetsched import cli
+from fleetsched.controller import operator as scheduler_operator
+from fleetsched.controller import policy_operator
+from fleetsched.estimator import server_cmd as estimator_cmd
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = ROOT / "manifests"
+MEMBERS = ("member1", "aws-us-east-1")
+NAMESPACE = "fleetsched-system"
+
+
+# ---- rendering -------------------------------------------------------------------------------
+
+
+def kubectl() -> Path:
+    """kubectl with kustomize built in: the envtest one (KUBEBUILDER_ASSETS, else hack/envtest.sh's cache)."""
+    assets = os.environ.get("KUBEBUILDER_ASSETS")
+    if assets and (Path(assets) / "kubectl").is_file():
+        return Path(assets) / "kubectl"
+    done = subprocess.run([str(ROOT / "hack" / "envtest.sh")], capture_output=True, text=True, timeout=3000)
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0 and lines, f"no kubectl: hack/envtest.sh failed:\n{done.stderr[-2000:]}"
+    return Path(lines[-1]) / "kubectl"
+
+
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [str(kubectl()), "kustomize", str(directory)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"kubectl kustomize {directory} failed:\n{done.stderr}"
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def prepared_tree(destination: Path, members: tuple[str, ...] = MEMBERS) -> Path:
+    """A copy of manifests/ as a user prepares it before ``kubectl apply -k``."""
+    tree = destination / "manifests"
+    shutil.copytree(MANIFESTS, tree, ignore=shutil.ignore_patterns("*.crt", "*.key"))
+    subprocess.run([str(ROOT / "hack" / "gen-certs.sh"), str(tree / "certs")], check=True,
+                   capture_output=True)
+    subprocess.run([str(ROOT / "hack" / "gen-estimators.sh"), *members], check=True, capture_output=True,
+                   env={"PATH": "/usr/bin:/bin", "ESTIMATORS_DIR": str(tree / "estimators")})
+    return tree
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    return kustomize(prepared_tree(tmp_path_factory.mktemp("install")))
+
+
+@pytest.fixture(scope="module")
+def beside_karmada() -> list[dict[str, Any]]:
+    return kustomize(MANIFESTS / "overlays" / "beside-karmada")
+
+
+def find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    for doc in docs:
+        if doc["kind"] == kind and doc["metadata"]["name"] == name:
+            return doc
+    raise AssertionError(f"{kind} {name} is not in the render: {sorted(names(docs, kind))}")
+
+
+def names(docs: list[dict[str, Any]], kind: str) -> set[str]:
+    return {d["metadata"]["name"] for d in docs if d["kind"] == kind}
+
+
+def deployments(docs: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    return (d for d in docs if d["kind"] == "Deployment")
+
+
+def parse_command(container_args: list[str]) -> argparse.Namespace:
+    """Parse a container's args with the real ``fleetsched`` parser, as the image's entrypoint does."""
+    parser = cli.build_parser(container_args)
+    try:
+        return parser.parse_args(container_args)
+    except SystemExit as exc:
+        raise AssertionError(f"fleetsched rejects the manifest's arguments {container_args}") from exc
+
+
+def port_of(address: str) -> int:
+    return int(address.rpartition(":")[2])
+
+
+# ---- what is in the install ------------------------------------------------------------------
+
+
+def test_the_install_has_every_component_in_one_namespace(rendered: list[dict[str, Any]]) -> None:
+    assert names(rendered, "Namespace") == {NAMESPACE}
+    assert names(rendered, "Deployment") == {
+        "fleetsched-scheduler", "fleetsched-controller", "fleetsched-webhook",
+        *(f"karmada-scheduler-estimator-{m}" for m in MEMBERS),
+    }
+    for doc in rendered:
+        if doc["kind"] not in ("Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+                               "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            assert doc["metadata"].get("namespace") == NAMESPACE, f"{doc['kind']} {doc['metadata']['name']}"
+    scheduler = find(rendered, "Deployment", "fleetsched-scheduler")
+    assert scheduler["spec"]["replicas"] == 2
+    args = parse_command(scheduler["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert args.command == "scheduler" and args.leader_elect is True
+    assert args.leader_elect_resource_namespace == NAMESPACE
+
+
+def test_the_crds_are_the_generated_ones(rendered: list[dict[str, Any]]) -> None:
+    on_disk = {p.name: p.read_text() for p in (ROOT / "crds").glob("*.yaml")}
+    copies = {p.name: p.read_text() for p in (MANIFESTS / "crds").glob("*.yaml")
+              if p.name != "kustomization.yaml"}
+    assert copies == on_disk, "manifests/crds/ drifted from crds/: cp crds/*.yaml manifests/crds/"
+    installed = {d["metadata"]["name"] for d in rendered if d["kind"] == "CustomResourceDefinition"}
+    expected = {yaml.safe_load(text)["metadata"]["name"] for text in on_disk.values()}
+    assert installed == expected and "clusters.cluster.karmada.io" in installed
+
+
+def test_every_container_argument_is_a_flag_its_command_accepts(rendered: list[dict[str, Any]],
+                                                               beside_karmada: list[dict[str, Any]]) -> None:
+    commands = set()
+    for deployment in [*deployments(rendered), *deployments(beside_karmada)]:
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            assert "command" not in container, "the image's ENTRYPOINT is fleetsched: pass args only"
+            args = parse_command(container["args"])
+            commands.add(args.command)
+            if args.command == "estimator":
+                assert estimator_cmd._validate(args) == []
+    assert commands == {"scheduler", "controller", "webhook", "estimator"}
+
+
+def test_probes_and_ports_follow_the_flags(rendered: list[dict[str, Any]]) -> None:
+    for deployment in deployments(rendered):
+        pod = deployment["spec"]["template"]["spec"]
+        for container in pod["containers"]:
+            args = parse_command(container["args"])
+            ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+            assert ports["metrics"] == port_of(args.metrics_bind_address), deployment["metadata"]["name"]
+            liveness = container["livenessProbe"]["httpGet"]
+            assert liveness["path"] == "/healthz"
+            probe_port = ports.get(liveness["port"], liveness["port"])
+            assert probe_port == port_of(args.health_probe_bind_address), deployment["metadata"]["name"]
+
+
+def test_every_pod_runs_unprivileged_with_limits(rendered: list[dict[str, Any]],
+                                                beside_karmada: list[dict[str, Any]]) -> None:
+    for deployment in [*deployments(rendered), *deployments(beside_karmada)]:
+        name = deployment["metadata"]["name"]
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["runAsUser"] != 0, name
+        for container in pod["containers"]:
+            security = container["securityContext"]
+            assert security["readOnlyRootFilesystem"] is True, name
+            assert security["allowPrivilegeEscalation"] is False, name
+            assert security["capabilities"]["drop"] == ["ALL"], name
+            assert container["resources"]["requests"]["cpu"] and container["resources"]["requests"]["memory"]
+            assert container["resources"]["limits"]["memory"], name
+
+
+def test_estimators_are_named_where_the_scheduler_discovers_them(rendered: list[dict[str, Any]]) -> None:
+    scheduler = find(rendered, "Deployment", "fleetsched-scheduler")
+    args = parse_command(scheduler["spec"]["template"]["spec"]["containers"][0]["args"])
+    for member in MEMBERS:
+        service = find(rendered, "Service", f"{args.scheduler_estimator_service_prefix}-{member}")
+        assert service["metadata"]["namespace"] == args.scheduler_estimator_service_namespace
+        grpc = next(p for p in service["spec"]["ports"] if p["name"] == "grpc")
+        assert grpc["port"] == args.scheduler_estimator_port
+        estimator = find(rendered, "Deployment", service["metadata"]["name"])
+        pod = estimator["spec"]["template"]["spec"]
+        labels = estimator["spec"]["template"]["metadata"]["labels"]
+        assert service["spec"]["selector"].items() <= labels.items()
+        container = pod["containers"][0]
+        served = parse_command(container["args"])
+        assert served.cluster_name == member
+        assert {p["name"]: p["containerPort"] for p in container["ports"]}["grpc"] == served.server_port
+        assert grpc["targetPort"] == "grpc"
+        # the member's kubeconfig, from the Secret Karmada's estimator uses, at the path given
+        secret = next(v["secret"] for v in pod["volumes"] if "secret" in v)
+        assert secret["secretName"] == f"{member}-kubeconfig"
+        mount = next(m for m in container["volumeMounts"] if m["name"] == "member-kubeconfig")
+        assert served.kubeconfig == f"{mount['mountPath']}/{secret['items'][0]['path']}"
+        assert pod["automountServiceAccountToken"] is False
+
+
+def test_the_webhook_configurations_carry_the_generated_ca(rendered: list[dict[str, Any]]) -> None:
+    secret = next(d for d in rendered if d["kind"] == "Secret" and d["metadata"]["name"].startswith(
+        "fleetsched-webhook-cert"))
+    assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+    webhook = find(rendered, "Deployment", "fleetsched-webhook")
+    volumes = webhook["spec"]["template"]["spec"]["volumes"]
+    assert any(v.get("secret", {}).get("secretName") == secret["metadata"]["name"] for v in volumes)
+    hooks = [h for d in rendered if d["kind"].endswith("WebhookConfiguration") for h in d["webhooks"]]
+    assert len(hooks) == 7
+    for hook in hooks:
+        ca_bundle = hook["clientConfig"]["caBundle"]
+        assert re.sub(r"\s", "", ca_bundle) == re.sub(r"\s", "", secret["data"]["ca.crt"])
+
+
+# ---- RBAC ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rbac:
+    """Who may do what, from the rendered Roles and bindings (the rules RBAC authorisation applies)."""
+
+    docs: list[dict[str, Any]]
+
+    def _rules(self, account: str, namespace: str | None) -> Iterator[dict[str, Any]]:
+        subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+        for binding in self.docs:
+            if binding["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
+                continue
+            if subject not in binding["subjects"]:
+                continue
+            if binding["kind"] == "RoleBinding" and binding["metadata"]["namespace"] != namespace:
+                continue
+            ref = binding["roleRef"]
+            role_kind = ref["kind"]
+            for role in self.docs:
+                if role["kind"] != role_kind or role["metadata"]["name"] != ref["name"]:
+                    continue
+                if role_kind == "Role" and role["metadata"]["namespace"] != binding["metadata"]["namespace"]:
+                    continue
+                yield from role["rules"]
+
+    def allows(self, account: str, verb: str, group: str, resource: str, *,
+               namespace: str | None = None, name: str | None = None) -> bool:
+        for rule in self._rules(account, namespace):
+            if (verb in rule["verbs"] and group in rule["apiGroups"] and resource in rule["resources"]
+                    and (not rule.get("resourceNames") or name in rule["resourceNames"])):
+                return True
+        return False
+
+    def all_rules(self, account: str) -> list[dict[str, Any]]:
+        return [*self._rules(account, NAMESPACE), *self._rules(account, "elsewhere")]
+
+
+def container_args(docs: list[dict[str, Any]], name: str) -> argparse.Namespace:
+    return parse_command(find(docs, "Deployment", name)["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_scheduler_rbac_covers_what_the_scheduler_calls(rendered: list[dict[str, Any]]) -> None:
+    rbac, sa = Rbac(rendered), "fleetsched-scheduler"
+    args = container_args(rendered, "fleetsched-scheduler")
+    for verb in ("get", "list", "watch"):
+        assert rbac.allows(sa, verb, scheduler_operator.CLUSTER_GROUP, "clusters")
+    for plural in scheduler_operator.PLURALS.values():
+        for verb in ("get", "list", "watch", "patch"):
+            assert rbac.allows(sa, verb, scheduler_operator.WORK_GROUP, plural, namespace="any")
+        assert rbac.allows(sa, "patch", scheduler_operator.WORK_GROUP, f"{plural}/status", namespace="any")
+        assert not rbac.allows(sa, "create", scheduler_operator.WORK_GROUP, plural, namespace="any")
+        assert not rbac.allows(sa, "delete", scheduler_operator.WORK_GROUP, plural, namespace="any")
+    assert rbac.allows(sa, "create", "", "events", namespace="any")
+    lease = args.leader_elect_resource_name
+    for verb in ("get", "create", "update"):
+        assert rbac.allows(sa, verb, "coordination.k8s.io", "leases",
+                           namespace=args.leader_elect_resource_namespace, name=lease)
+    assert not rbac.allows(sa, "update", "coordination.k8s.io", "leases",
+                           namespace=args.leader_elect_resource_namespace, name="fleetsched-controller")
+    assert rbac.allows(sa, "get", "", "services", namespace=args.scheduler_estimator_service_namespace,
+                       name=f"{args.scheduler_estimator_service_prefix}-member1")
+    assert not rbac.allows(sa, "get", "", "services", namespace="default")
+
+
+def test_controller_rbac_covers_every_default_template_kind(rendered: list[dict[str, Any]]) -> None:
+    rbac, sa = Rbac(rendered), "fleetsched-controller"
+    args = container_args(rendered, "fleetsched-controller")
+    for resource_name in args.resources:
+        resource = policy_operator.KNOWN_RESOURCES[resource_name]
+        for verb in ("get", "list", "watch", "patch"):
+            allowed = rbac.allows(sa, verb, resource.group, resource.plural, namespace="any")
+            assert allowed, (verb, resource_name)
+    for plural in policy_operator.POLICY_PLURALS.values():
+        for verb in ("get", "list", "watch", "patch"):
+            assert rbac.allows(sa, verb, policy_operator.POLICY_GROUP, plural, namespace="any")
+    for plural in ("resourcebindings", "clusterresourcebindings"):
+        for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
+            assert rbac.allows(sa, verb, policy_operator.WORK_GROUP, plural, namespace="any")
+    assert rbac.allows(sa, "get", "scheduling.k8s.io", "priorityclasses")
+    assert rbac.allows(sa, "create", "", "events", namespace="any")
+    for verb in ("get", "create", "update"):
+        assert rbac.allows(sa, verb, "coordination.k8s.io", "leases",
+                           namespace=args.leader_elect_resource_namespace,
+                           name=args.leader_elect_resource_name)
+    # the controller never schedules and never touches Clusters
+    assert not rbac.allows(sa, "patch", policy_operator.WORK_GROUP, "resourcebindings/status",
+                           namespace="any")
+    assert not rbac.allows(sa, "list", "cluster.karmada.io", "clusters")
+
+
+def test_no_component_holds_wildcards_and_the_webhook_holds_nothing(rendered: list[dict[str, Any]]) -> None:
+    rbac = Rbac(rendered)
+    for account in ("fleetsched-scheduler", "fleetsched-controller"):
+        for rule in rbac.all_rules(account):
+            assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+            assert not {"impersonate", "deletecollection"} & set(rule["verbs"])
+    bound = {s.get("name") for d in rendered if d["kind"].endswith("Binding") for s in d["subjects"]}
+    assert bound == {"fleetsched-scheduler", "fleetsched-controller"}
+    for name in ("fleetsched-webhook", *(f"karmada-scheduler-estimator-{m}" for m in MEMBERS)):
+        pod = find(rendered, "Deployment", name)["spec"]["template"]["spec"]
+        assert pod["automountServiceAccountToken"] is False, name
+
+
+def test_member_rbac_is_read_only_on_what_the_estimator_watches() -> None:
+    docs = kustomize(MANIFESTS / "member")
+    role = find(docs, "ClusterRole", "fleetsched-estimator")
+    granted = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert {("", "nodes"), ("", "pods"), ("apps", "deployments"), ("apps", "replicasets")} <= granted
+    for rule in role["rules"]:
+        assert set(rule["verbs"]) == {"get", "list", "watch"}
+
+
+# ---- estimator generator ---------------------------------------------------------------------
+
+
+def run_generator(out: Path, *names: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(ROOT / "hack" / "gen-estimators.sh"), *names], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "ESTIMATORS_DIR": str(out)})
+
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("Member1", "lower-case"),
+    ("member_1", "lower-case"),
+    ("-member", "start with a letter"),
+    ("m" * 36, "at most 35"),
+])
+def test_the_estimator_generator_refuses_names_no_service_can_carry(tmp_path: Path, name: str,
+                                                                  reason: str) -> None:
+    done = run_generator(tmp_path, "ok", name)
+    assert done.returncode == 2
+    assert name in done.stderr and reason in done.stderr
+    assert not (tmp_path / "ok.yaml").exists(), "nothing is written when a name is bad"
+
+
+def test_the_estimator_generator_replaces_the_whole_set(tmp_path: Path) -> None:
+    assert run_generator(tmp_path, "a1", "b2").returncode == 0
+    assert run_generator(tmp_path, "b2").returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b2.yaml", "kustomization.yaml"]
+    assert yaml.safe_load((tmp_path / "kustomization.yaml").read_text())["resources"] == ["b2.yaml"]
+    assert run_generator(tmp_path, "x", "x").returncode == 2
+
+
+# ---- beside Karmada --------------------------------------------------------------------------
+
+
+def test_beside_karmada_runs_only_the_scheduler_under_its_own_name(
+    beside_karmada: list[dict[str, Any]],
+) -> None:
+    assert sorted(d["kind"] for d in beside_karmada) == ["Deployment", "Service", "ServiceAccount"]
+    deployment = find(beside_karmada, "Deployment", "fleetsched-scheduler")
+    assert deployment["metadata"]["namespace"] == "karmada-system"
+    pod = deployment["spec"]["template"]["spec"]
+    args = parse_command(pod["containers"][0]["args"])
+    assert args.command == "scheduler"
+    assert args.scheduler_name not in ("", "default-scheduler")
+    assert args.leader_elect is True and args.leader_elect_resource_namespace == "karmada-system"
+    # Karmada's own estimators live in karmada-system under the default prefix
+    assert args.scheduler_estimator_service_namespace == "karmada-system"
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "karmada-kubeconfig")
+    assert args.kubeconfig.startswith(mount["mountPath"] + "/")
+    assert pod["automountServiceAccountToken"] is False
+
+
+# ---- image -----------------------------------------------------------------------------------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    text = (ROOT / "Dockerfile").read_text()
+    logical = re.sub(r"\\\n", " ", text)
+    out = []
+    for line in logical.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            out.append((keyword.upper(), rest.strip()))
+    return out
+
+
+def test_the_image_runs_fleetsched_as_a_non_root_user() -> None:
+    instructions = dockerfile_instructions()
+    stages = [i for i, (k, _) in enumerate(instructions) if k == "FROM"]
+    assert len(stages) >= 2, "multi-stage: build tools stay out of the runtime image"
+    final = instructions[stages[-1]:]
+    users = [rest for k, rest in final if k == "USER"]
+    assert users, "the runtime stage sets USER"
+    uid = users[-1].split(":")[0]
+    assert uid.isdigit() and int(uid) != 0, "a numeric non-root UID lets runAsNonRoot verify it"
+    assert ("ENTRYPOINT", '["fleetsched"]') in final
+    assert any(k == "COPY" and rest.startswith("--from=") for k, rest in final)
+    base = next(rest for k, rest in instructions if k == "ARG" and rest.startswith("PYTHON_IMAGE="))
+    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11-slim(-\w+)?", base)
+    pod_users = {d["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+                 for d in kustomize_plain_deployments()}
+    assert pod_users == {int(uid)}, "the manifests run as the image's user"
+
+
+def kustomize_plain_deployments() -> list[dict[str, Any]]:
+    docs = []
+    for path in MANIFESTS.rglob("*.yaml"):
+        if path.name == "template.yaml" or "deployment" in path.name:
+            docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Deployment"]
+    return docs
+
+
+def test_dependencies_are_installed_only_from_the_hashed_lock() -> None:
+    runs = [rest for k, rest in dockerfile_instructions() if k == "RUN"]
+    installs = [part for run in runs for part in run.split("&&") if " install " in part]
+    assert installs
+    for command in installs:
+        if "-r " in command:
+            assert "--require-hashes" in command and "--only-binary=:all:" in command, command
+        else:
+            assert "--no-deps" in command, f"{command}: everything else comes from the locks"
+    assert any("-r requirements.lock" in c for c in installs)
+    assert any("--no-build-isolation" in run for run in runs), "the build backend comes from its lock too"
+    # .dockerignore excludes everything, then lets through exactly what the Dockerfile copies
+    patterns = [line.rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines()]
+    assert "*" in patterns
+    for k, rest in dockerfile_instructions():
+        if k == "COPY" and not rest.startswith("--from="):
+            for source in rest.split()[:-1]:
+                assert f"!{source.rstrip('/')}" in patterns, f"{source} is copied but .dockerignore drops it"
+
+
+def locked(path: Path) -> dict[str, tuple[str, list[str]]]:
+    """name -> (version, hashes) from a pip-compile --generate-hashes file."""
+    pins: dict[str, tuple[str, list[str]]] = {}
+    current = None
+    for line in path.read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s\\]+)", line)
+        if match:
+            current = canonicalize_name(match[1])
+            pins[current] = (match[2], [])
+        elif current and (hash_match := re.search(r"--hash=(sha256:[0-9a-f]{64})", line)):
+            pins[current][1].append(hash_match[1])
+    return pins
+
+
+def test_the_lock_pins_every_runtime_dependency_with_hashes() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = locked(ROOT / "requirements.lock")
+    assert pins
+    for text in project["dependencies"]:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement.name} is not in requirements.lock: run hack/lock.sh"
+        version, _ = pins[name]
+        assert requirement.specifier.contains(version, prereleases=True), (
+            f"requirements.lock pins {name}=={version}, outside pyproject's {requirement.specifier}: "
+            "run hack/lock.sh")
+    for name, (_, hashes) in {**pins, **locked(ROOT / "requirements-build.lock")}.items():
+        assert hashes, f"{name} has no hash"
+    build = locked(ROOT / "requirements-build.lock")
+    assert {"setuptools", "wheel"} <= set(build)
+    backend = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    for text in backend:
+        requirement = Requirement(text)
+        assert requirement.specifier.contains(build[canonicalize_name(requirement.name)][0])
