@@ -158,7 +158,9 @@ def _divide(
                 avail = avail[: i + 1]
                 break
     seats = webster(target, dict(avail), uid=uid)
-    new = [TargetCluster(n, r) for n, r in seats.items()]
+    # Zero-seat parties only matter when they hold replicas already (merge keeps their place).
+    held = {t.name for t in prior}
+    new = [TargetCluster(n, r) for n, r in seats.items() if r > 0 or n in held]
     return _merge(prior, new)
 
 

@@ -63,6 +63,14 @@ class Snapshot:
     def __len__(self) -> int:
         return len(self.clusters)
 
+    # A long-lived snapshot (an operator whose clusters do not change) must not grow without bound.
+    MEMO_LIMIT = 20_000
+
+    def remember(self, key: Any, value: Any) -> None:
+        if len(self._memo) >= self.MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key] = value
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -83,7 +91,6 @@ def reschedule_required(triggered_at: dt.datetime | None, last_scheduled: dt.dat
 class _FilterOutcome:
     feasible: list[ClusterInfo]
     totals: list[int]  # total score per feasible cluster
-    diagnosis: dict[str, tuple[str, ...]]
     verdicts: tuple[ClusterVerdict, ...]
     # For explanations: per score plugin, its name and scores by snapshot index; feasible indices.
     score_vectors: tuple[tuple[str, list[int]], ...]
@@ -184,7 +191,8 @@ class Scheduler:
         fo = self._find_clusters_that_fit(ctx, snapshot)
         attempt.verdicts = fo.verdicts
         if not fo.feasible:
-            err = FitError(len(snapshot.clusters), fo.diagnosis)
+            diagnosis = {v.cluster: v.reasons for v in fo.verdicts if not v.feasible and not v.deleting}
+            err = FitError(len(snapshot.clusters), diagnosis)
             raise AttemptFailed(err, attempt.freeze(None, err))
         overflow_term = _overflow_term(binding, observed_name)
         attempt.overflow = overflow_term is not None
@@ -199,11 +207,12 @@ class Scheduler:
             details.append(
                 ClusterDetail(c, totals[i], order, allocatable[i], allocatable[i] + held.get(c.name, 0))
             )
-        position = {id(d.cluster): i for i, d in enumerate(details)}
+        unsorted = list(details)
         details.sort(key=order_key)
 
         def numbers() -> tuple[ClusterNumbers, ...]:
             # Built only when an explanation is asked for.
+            position = {id(d.cluster): i for i, d in enumerate(unsorted)}
             return tuple(
                 ClusterNumbers(
                     d.name,
@@ -274,10 +283,9 @@ class Scheduler:
             totals = [vector[i] for i in feasible_index]
         else:
             totals = [sum(v[i] for _, v in score_vectors) for i in feasible_index]
-        diagnosis = {v.cluster: v.reasons for v in verdicts if not v.feasible and not v.deleting}
-        out = _FilterOutcome(feasible, totals, diagnosis, verdicts, score_vectors, feasible_index)
+        out = _FilterOutcome(feasible, totals, verdicts, score_vectors, feasible_index)
         if combined_key is not None:
-            snapshot._memo[combined_key] = out
+            snapshot.remember(combined_key, out)
         return out
 
     @staticmethod
@@ -291,8 +299,22 @@ class Scheduler:
             if cached is not None:
                 return cached  # type: ignore[no-any-return]
         failed: dict[int, ClusterVerdict] = {}
+        # A plugin may answer for all clusters at once (work shared across clusters done once).
+        batch = getattr(plugin, "filter_clusters", None)
+        results: list[Result] | None = None
+        if batch is not None:
+            try:
+                results = batch(ctx, snapshot.clusters)
+            except Exception:
+                results = None  # fall back to one call per cluster, which attributes the error
         for i, cluster in enumerate(snapshot.clusters):
             if cluster.deleting:
+                continue
+            if results is not None:
+                result = results[i]
+                if result.code is not Code.SUCCESS:
+                    plugin_name = result.plugin or plugin.name
+                    failed[i] = ClusterVerdict(cluster.name, False, plugin_name, result.reasons)
                 continue
             try:
                 result = plugin.filter(ctx, cluster)
@@ -301,7 +323,7 @@ class Scheduler:
             if result.code is not Code.SUCCESS:
                 failed[i] = ClusterVerdict(cluster.name, False, result.plugin or plugin.name, result.reasons)
         if key is not None:
-            snapshot._memo[memo_key] = failed
+            snapshot.remember(memo_key, failed)
         return failed
 
     @staticmethod
@@ -314,7 +336,7 @@ class Scheduler:
         # Score plugin errors abort the attempt in Karmada (§5.8); ours are total functions.
         vector = [0 if c.deleting else plugin.score(ctx, c) for c in snapshot.clusters]
         if key is not None:
-            snapshot._memo[memo_key] = vector
+            snapshot.remember(memo_key, vector)
         return vector
 
     def _allocatable_replicas(self, binding: SchedulingBinding, clusters: list[ClusterInfo]) -> list[int]:

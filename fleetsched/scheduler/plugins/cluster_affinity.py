@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 from fleetsched.scheduler.framework import FilterContext, Result
 from fleetsched.scheduler.matching import compile_affinity
@@ -12,6 +12,7 @@ from fleetsched.scheduler.types import ClusterInfo
 NAME = "ClusterAffinity"
 REASON = "cluster(s) did not match the placement cluster affinity constraint"
 _REJECTED = Result.unschedulable(REASON)
+_PASSED = Result.success()
 
 
 def affinities_for(ctx: FilterContext) -> tuple[ClusterAffinityValue, ...]:
@@ -46,6 +47,17 @@ class ClusterAffinity:
         if not affinities or any(compile_affinity(a)(cluster) for a in affinities):
             return Result.success()
         return _REJECTED
+
+    def filter_clusters(self, ctx: FilterContext, clusters: Sequence[ClusterInfo]) -> list[Result]:
+        """``filter`` for every cluster, compiling the affinities once."""
+        affinities = affinities_for(ctx)
+        if not affinities:
+            return [_PASSED] * len(clusters)
+        predicates = [compile_affinity(a) for a in affinities]
+        if len(predicates) == 1:
+            match = predicates[0]
+            return [_PASSED if match(c) else _REJECTED for c in clusters]
+        return [_PASSED if any(p(c) for p in predicates) else _REJECTED for c in clusters]
 
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """Always 0 in Karmada."""
