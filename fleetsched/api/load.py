@@ -418,6 +418,10 @@ def parse_object(doc: Any, source: Source | None = None, *, crd_defaults: bool =
             obj = model.model_validate(doc)
         except ValidationError as exc:
             raise _from_validation_error(exc, source) from None
+        if not obj.metadata.name:  # type: ignore[attr-defined]
+            raise LoadError(
+                "Required value: name or generateName is required", source=source, path="metadata.name"
+            )
         if isinstance(obj, PropagationPolicy) and not obj.metadata.namespace:
             obj.metadata.namespace = _DEFAULT_NAMESPACE
         return obj  # type: ignore[return-value]

@@ -176,6 +176,11 @@ BAD_INPUTS = [
         "kind: Cluster\n", "in.yaml: document 1: apiVersion: Required value", id="missing apiVersion"
     ),
     pytest.param(
+        "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nspec: {}\n",
+        "in.yaml: document 1: metadata.name: Required value",
+        id="missing name",
+    ),
+    pytest.param(
         "apiVersion: work.karmada.io/v1alpha2\nkind: ResourceBinding\nmetadata: {name: b}\n"
         "spec:\n  resource: {apiVersion: v1, kind: Pod, name: p}\n  replicas: -1\n",
         "in.yaml: document 1: spec.replicas: Invalid value: -1: must be greater than or equal to 0",
