@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import ssl
 from collections.abc import Callable, Iterable, Mapping
@@ -239,6 +240,9 @@ class MemberWatcher:
         if not self.state.synced and self._listed >= {k.name for k in self.kinds}:
             self.state.synced = True
             log.info("caches_synced", nodes=self.table.num_nodes(), pods=self.table.num_pods())
+            # The synced snapshot is long-lived: keep full collections from rescanning it (tail latency).
+            gc.collect()
+            gc.freeze()
         connected = self._live >= {k.name for k in self.kinds}
         if connected != self.state.connected:
             self.state.connected = connected
