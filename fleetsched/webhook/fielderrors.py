@@ -56,11 +56,9 @@ def not_supported(path: str, value: str, supported: tuple[str, ...]) -> FieldErr
 
 
 def aggregate(errors: list[FieldError]) -> str:
-    seen: list[str] = []
-    for err in errors:
-        text = str(err)
-        if text not in seen:
-            seen.append(text)
+    # Equal (path, message) pairs first: repeats share one message object, and printing each of
+    # them (as a list of thousands of duplicate terms would) costs memory for nothing.
+    seen = list(dict.fromkeys(str(err) for err in dict.fromkeys(errors)))
     if len(seen) == 1:
         return seen[0]
     return "[" + ", ".join(seen) + "]"

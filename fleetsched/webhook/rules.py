@@ -197,17 +197,18 @@ def _placement_errors(placement: dict[str, Any], path: str) -> list[FieldError]:
         errors += _field_selector_error(affinity, f"{path}.clusterAffinity.fieldSelector")
 
     terms_type = schema.Slice(schema.CLUSTER_AFFINITY_TERM)
-    whole_terms: list[str] = []  # rendered once, on the first duplicate
+    duplicate_name: list[FieldError] = []  # built once: it quotes the whole list
     seen_names: set[str] = set()
     for i, term in enumerate(terms):
         term_path = f"{path}.clusterAffinities[{i}]"
         name = term.get("affinityName", "")
         errors += _label_key_errors(term_path, name)
         if name in seen_names:
-            if not whole_terms:
-                whole_terms.append(render(placement["clusterAffinities"], terms_type))
-            errors.append(invalid(f"{path}.clusterAffinities", whole_terms[0],
-                                  "each affinity term in a policy must have a unique name"))
+            if not duplicate_name:
+                duplicate_name.append(invalid(f"{path}.clusterAffinities",
+                                              render(placement["clusterAffinities"], terms_type),
+                                              "each affinity term in a policy must have a unique name"))
+            errors.append(duplicate_name[0])
         seen_names.add(name)
         errors += _field_selector_error(term, f"{term_path}.fieldSelector")
         overflows = term.get("overflowAffinities")

@@ -10,6 +10,7 @@ change, so a rotated Secret needs no restart.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import ssl
@@ -27,6 +28,8 @@ from fleetsched.webhook import review
 __all__ = ["Metrics", "ServerConfig", "build_app", "build_probe_app", "ssl_context", "watch_certificate"]
 
 log = structlog.get_logger("fleetsched.webhook")
+
+OFFLOAD_BYTES = 256 * 1024
 
 TLS_VERSIONS = {
     "1.0": ssl.TLSVersion.TLSv1,
@@ -114,7 +117,13 @@ def _admission_handler(path: str, config: ServerConfig, metrics: Metrics
         try:
             body = await _read_bounded(request, review.MAX_REQUEST_BYTES)
             content_type = request.headers.get("Content-Type")
-            outcome = review.handle(path, body, content_type, settings=config.settings)
+            if len(body) > OFFLOAD_BYTES:
+                # A large body takes long enough to decode and check that the loop should keep
+                # answering other (small) requests meanwhile.
+                call = functools.partial(review.handle, path, body, content_type, settings=config.settings)
+                outcome = await asyncio.get_running_loop().run_in_executor(None, call)
+            else:
+                outcome = review.handle(path, body, content_type, settings=config.settings)
             payload = json.dumps(outcome.review, separators=(",", ":"), ensure_ascii=False).encode()
         finally:
             metrics.in_flight.labels(path).dec()
