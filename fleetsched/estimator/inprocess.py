@@ -1,0 +1,115 @@
+"""Node-accurate estimates in process, from member inventories given as objects (no gRPC).
+
+:class:`InventoryEstimator` implements the scheduler core's ``ReplicaEstimator`` with the estimator
+server's own code. ``fleetsched simulate`` uses it when its input holds Nodes (and Pods) of member
+clusters. Convention: a Node belongs to the member cluster named by its ``fleetsched.io/member-cluster``
+annotation (or label); a Pod goes with its own annotation, else with the cluster of the node it is
+bound to. Clusters without Nodes in the input get -1 ("cannot judge"), so only the general estimator
+counts for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fleetsched.estimator import handlers, wire
+from fleetsched.estimator.inventory import MemberInventory
+from fleetsched.estimator.model import EstimatorError
+from fleetsched.estimator.pb import estimator_pb2
+
+__all__ = [
+    "MEMBER_CLUSTER_ANNOTATION",
+    "UNAUTHENTIC_REPLICA",
+    "InventoryEstimator",
+    "cluster_name",
+    "inventories_from_objects",
+    "requirements_json",
+]
+
+UNAUTHENTIC_REPLICA = -1
+MEMBER_CLUSTER_ANNOTATION = "fleetsched.io/member-cluster"
+
+
+# ------------------------------------------------------------------------------------------- requests
+def requirements_json(requirements: Any) -> dict[str, Any] | None:
+    """The scheduler core's ReplicaRequirements (or a JSON-shaped mapping) in Karmada's JSON form."""
+    if requirements is None:
+        return None
+    if isinstance(requirements, Mapping):
+        return dict(requirements)
+    out: dict[str, Any] = {
+        "resourceRequest": {name: str(q) for name, q in requirements.resource_request},
+        "namespace": requirements.namespace,
+        "priorityClassName": requirements.priority_class_name,
+    }
+    claim = requirements.node_claim
+    if claim is not None:
+        claim_json: dict[str, Any] = {"nodeSelector": dict(claim.node_selector)}
+        if claim.hard_node_affinity is not None:
+            claim_json["hardNodeAffinity"] = claim.hard_node_affinity
+        claim_json["tolerations"] = [
+            {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect,
+             **({"tolerationSeconds": t.toleration_seconds}
+                if getattr(t, "toleration_seconds", None) is not None else {})}
+            for t in claim.tolerations]
+        out["nodeClaim"] = claim_json
+    return out
+
+
+def cluster_name(cluster: Any) -> str:
+    return cluster if isinstance(cluster, str) else str(cluster.name)
+
+
+# ------------------------------------------------------------------------------------------- in process
+class InventoryEstimator:
+    """Node-accurate estimates from member inventories, in process; -1 for clusters without one."""
+
+    name = "node-inventory"
+
+    def __init__(self, inventories: Mapping[str, MemberInventory]) -> None:
+        self.inventories = dict(inventories)
+
+    def max_available_replicas(self, clusters: Sequence[Any], replica_requirements: Any) -> list[int]:
+        requirements = requirements_json(replica_requirements)
+        out = []
+        for cluster in clusters:
+            name = cluster_name(cluster)
+            inventory = self.inventories.get(name)
+            if inventory is None:
+                out.append(UNAUTHENTIC_REPLICA)
+                continue
+            raw: dict[str, Any] = {"cluster": name}
+            if requirements is not None:
+                raw["replicaRequirements"] = requirements
+            message = estimator_pb2.MaxAvailableReplicasRequest.FromString(
+                wire.replicas_request_to_pb(raw).SerializeToString())
+            try:
+                out.append(handlers.max_available_replicas(inventory.service, message).maxReplicas)
+            except EstimatorError:
+                out.append(UNAUTHENTIC_REPLICA)
+        return out
+
+
+def inventories_from_objects(nodes: Iterable[Mapping[str, Any]],
+                             pods: Iterable[Mapping[str, Any]] = ()) -> dict[str, MemberInventory]:
+    """Group Nodes by the ``fleetsched.io/member-cluster`` annotation (or label); a Pod goes with its own
+    annotation, else with the cluster of the node it is bound to. Nodes without it are ignored."""
+    by_cluster: dict[str, list[Mapping[str, Any]]] = {}
+    node_cluster: dict[str, str] = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        cluster = (meta.get("annotations") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
+            or (meta.get("labels") or {}).get(MEMBER_CLUSTER_ANNOTATION)
+        if not cluster:
+            continue
+        by_cluster.setdefault(str(cluster), []).append(node)
+        node_cluster[str(meta.get("name", ""))] = str(cluster)
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        cluster = (meta.get("annotations") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
+            or (meta.get("labels") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
+            or node_cluster.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        if cluster and str(cluster) in by_cluster:
+            by_cluster[str(cluster)].append(pod)
+    return {cluster: MemberInventory(cluster, objects) for cluster, objects in by_cluster.items()}
