@@ -23,7 +23,7 @@ import prometheus_client
 import structlog
 from aiohttp import web
 
-from fleetsched.webhook import review
+from fleetsched.webhook import conversion, review
 
 __all__ = ["Metrics", "ServerConfig", "build_app", "build_probe_app", "ssl_context", "watch_certificate"]
 
@@ -139,6 +139,18 @@ def _admission_handler(path: str, config: ServerConfig, metrics: Metrics
     return handler
 
 
+async def _convert(request: web.Request) -> web.Response:
+    body = await _read_bounded(request, review.MAX_REQUEST_BYTES)
+    if len(body) > review.MAX_REQUEST_BYTES:
+        return web.Response(status=413, text="request entity is too large")
+    status, answer = conversion.handle(body, request.headers.get("Content-Type"))
+    response = answer.get("response", {})
+    log.info("conversion_reviewed", uid=response.get("uid", ""),
+             objects=len(response.get("convertedObjects", [])),
+             result=response.get("result", {}).get("status"))
+    return web.json_response(answer, status=status)
+
+
 async def _ok(_: web.Request) -> web.Response:
     return web.Response(text="ok")
 
@@ -154,6 +166,7 @@ def build_app(config: ServerConfig, metrics: Metrics | None = None) -> web.Appli
     app = web.Application(client_max_size=review.MAX_REQUEST_BYTES + 1)
     for path in review.ENDPOINTS:
         app.router.add_route("*", path, _admission_handler(path, config, metrics))
+    app.router.add_post("/convert", _convert)
     _add_health(app)
     app["metrics"] = metrics
     return app

@@ -104,6 +104,16 @@ def test_eight_megabytes_are_refused_with_413(webhook: WebhookProcess) -> None:
     assert again["response"]["allowed"] is True
 
 
+def test_conversion_endpoint(webhook: WebhookProcess) -> None:
+    binding = {"apiVersion": "work.karmada.io/v1alpha1", "kind": "ResourceBinding", "metadata": {"name": "b"},
+               "spec": {"resource": {"apiVersion": "v1", "kind": "A", "name": "x", "replicas": 2}}}
+    sent = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "request": {"uid": "conv", "desiredAPIVersion": "work.karmada.io/v1alpha2", "objects": [binding]}}
+    status, got = post(webhook, "/convert", json.dumps(sent).encode())
+    assert status == 200 and got["response"]["uid"] == "conv"
+    assert got["response"]["convertedObjects"][0]["spec"]["replicas"] == 2
+
+
 def test_unknown_path_is_404(webhook: WebhookProcess) -> None:
     conn = http.client.HTTPSConnection("127.0.0.1", webhook.port, context=webhook.client_context(), timeout=5)
     conn.request("POST", "/validate-nothing", body=b"{}", headers={"Content-Type": "application/json"})
