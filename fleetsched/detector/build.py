@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fleetsched.api.load import ResourceTemplate
 from fleetsched.api.meta import ObjectMeta, ObjectReference, OwnerReference
-from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy, Suspension
+from fleetsched.api.policy import ClusterPropagationPolicy, Placement, PropagationPolicy, Suspension
 from fleetsched.api.work import (
     BindingSchedulePriority,
     BindingSuspension,
@@ -180,7 +180,8 @@ def build_binding(
         propagate_deps=True if spec.propagate_deps else None,
         replicas=replicas,
         replica_requirements=requirements,
-        placement=spec.placement.model_copy(deep=True) if spec.placement is not None else None,
+        # Karmada's policy spec holds placement by value, so a binding always has one (maybe {}).
+        placement=spec.placement.model_copy(deep=True) if spec.placement is not None else Placement(),
         scheduler_name=spec.scheduler_name,
         failover=spec.failover.model_copy(deep=True) if spec.failover is not None else None,
         conflict_resolution=spec.conflict_resolution,

@@ -251,6 +251,7 @@ def test_build_resource_binding_from_pp() -> None:
 
 def test_cpp_on_namespaced_template_builds_resource_binding() -> None:
     binding = build_binding(a_template(), a_cpp("all"))
+    assert binding.to_dict()["spec"]["placement"] == {}, "a policy without placement still gives one"
     assert isinstance(binding, ResourceBinding)
     assert binding.metadata.namespace == "shop"
     assert binding.metadata.labels == {"clusterpropagationpolicy.karmada.io/permanent-id": "id-all"}
