@@ -134,7 +134,10 @@ def _admission_handler(path: str, config: ServerConfig, metrics: Metrics
         event = log.info if outcome.code < 500 else log.error
         event("admission_reviewed", duration_ms=round(elapsed * 1000, 3), bytes=len(body),
               message=outcome.message[:500], **outcome.log)
-        return web.Response(body=payload, content_type="application/json")
+        response = web.Response(body=payload, content_type="application/json")
+        if outcome.code == 413:
+            response.force_close()  # the rest of an oversized body is not worth reading
+        return response
 
     return handler
 
