@@ -212,19 +212,22 @@ def _run(endpoint: Endpoint, request: dict[str, Any], raw_request: dict[str, Any
     if endpoint.mutating:
         mutated = rules.mutate_binding(label=label, operation=operation, obj=obj, permanent_id=new_id())
         # Bindings are written by controllers, not users: only the label is patched, nothing normalized.
-        ops = patch.diff(obj.get("metadata", {}).get("labels"), mutated["metadata"].get("labels"))
-        return _patched(_labels_ops(raw_object, ops))
+        return _patched(_label_patch(raw_object, mutated["metadata"].get("labels") or {}, label))
     message = rules.validate_binding(obj, multiple_pod_templates=settings.multiple_pod_templates)
     return _allowed() if message is None else _denied(message)
 
 
-def _labels_ops(raw_object: dict[str, Any], ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _label_patch(raw_object: dict[str, Any], labels: dict[str, str], label: str) -> list[dict[str, Any]]:
     metadata = raw_object.get("metadata")
     if not isinstance(metadata, dict):
-        return [{"op": "add", "path": "/metadata", "value": {"labels": ops[0]["value"]}}] if ops else []
-    if not isinstance(metadata.get("labels"), dict):
-        return [{"op": "add", "path": "/metadata/labels", "value": ops[0]["value"]}] if ops else []
-    return [{**op, "path": "/metadata/labels" + op["path"]} for op in ops]
+        return [{"op": "add", "path": "/metadata", "value": {"labels": labels}}] if labels else []
+    raw_labels = metadata.get("labels")
+    if not isinstance(raw_labels, dict):
+        return [{"op": "add", "path": "/metadata/labels", "value": labels}] if labels else []
+    if label in labels and raw_labels.get(label) != labels[label]:
+        path = f"/metadata/labels/{patch.pointer_token(label)}"
+        return [{"op": "add", "path": path, "value": labels[label]}]
+    return []
 
 
 # --- the review ----------------------------------------------------------------------------
