@@ -153,3 +153,26 @@ def test_binding_endpoints() -> None:
     response = call("/validate-resourcebinding", body(a_review(rb)))["response"]
     assert response["status"]["code"] == 403
     assert response["status"]["message"].endswith("annotation value must be a valid JSON")
+
+
+@pytest.mark.parametrize(("metadata", "operation", "expect_label"), [
+    pytest.param({"name": "b", "labels": {"a": "b"}}, "CREATE", True, id="added beside other labels"),
+    pytest.param({"name": "b", "labels": None}, "CREATE", True, id="null labels"),
+    pytest.param(None, "CREATE", True, id="no metadata"),
+    pytest.param({"labels": {"resourcebinding.karmada.io/permanent-id": "kept"}}, "CREATE", False,
+                 id="already set"),
+    pytest.param({"name": "b"}, "UPDATE", False, id="not on update"),
+])
+def test_binding_label_patch(metadata: dict[str, Any] | None, operation: str, expect_label: bool) -> None:
+    rb: dict[str, Any] = {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding"}
+    if metadata is not None:
+        rb["metadata"] = metadata
+    response = call("/mutate-resourcebinding", body(a_review(rb, operation=operation)))["response"]
+    assert response["allowed"] is True
+    ops = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+    patched = check.apply_patch(rb, ops)
+    labels = (patched.get("metadata") or {}).get("labels") or {}
+    assert bool(ops) == expect_label
+    if expect_label:
+        assert UUID.match(labels["resourcebinding.karmada.io/permanent-id"])
+        assert all(labels[k] == v for k, v in ((metadata or {}).get("labels") or {}).items())
