@@ -11,7 +11,7 @@ import base64
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetsched.webhook import review, rules, schema
@@ -132,6 +132,11 @@ def expected_denial(obj: dict[str, Any], operation: str, old: dict[str, Any] | N
                                        request_namespace=namespace)
 
 
+# Moderate example counts: the machine is shared; deadline off because its timing is noisy.
+PROPERTY = settings(max_examples=80, deadline=None)
+
+
+@PROPERTY
 @given(policies(wrong_types=False) | policies(wrong_types=True), st.sampled_from(["CREATE", "UPDATE"]),
        st.text(min_size=1, max_size=8))
 def test_validating_answer_agrees_with_the_rules(obj: dict[str, Any], operation: str, uid: str) -> None:
@@ -152,6 +157,7 @@ def test_validating_answer_agrees_with_the_rules(obj: dict[str, Any], operation:
         assert response["status"]["message"] == denial
 
 
+@PROPERTY
 @given(policies(wrong_types=False), st.sampled_from(["CREATE", "UPDATE"]))
 def test_mutation_applies_and_is_idempotent(obj: dict[str, Any], operation: str) -> None:
     _, mutate_path = PATHS[obj["kind"]]
@@ -176,6 +182,7 @@ JSON = st.recursive(SCALARS,
                     max_leaves=10)
 
 
+@PROPERTY
 @given(st.one_of(st.binary(max_size=200), JSON.map(lambda v: json.dumps(v).encode()),
                  JSON.map(lambda v: json.dumps({"kind": "AdmissionReview", "request": {
                      "uid": "z", "operation": "CREATE", "object": v}}).encode())),
