@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from enum import Enum
+from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
@@ -20,7 +20,7 @@ class QuantityError(ValueError):
     """The text is not a Kubernetes quantity."""
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     DECIMAL_SI = "DecimalSI"
     BINARY_SI = "BinarySI"
     DECIMAL_EXPONENT = "DecimalExponent"
