@@ -20,11 +20,13 @@ from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
     cluster_from_dict,
+    peer_from_dict,
     status_from_dict,
 )
 from fleetsched.scheduler.framework import PluginSelectionError
 from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.types import PeerBinding
 
 __all__ = ["add_arguments", "run", "simulate_objects"]
 
@@ -64,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--feature-gates",
         default="",
-        help="e.g. CustomizedClusterResourceModeling=false (the only gate that changes results here)",
+        help="gates that change results here: CustomizedClusterResourceModeling (default true), "
+        "WorkloadAffinity (default false; peers are the input ResourceBindings as written)",
     )
 
 
@@ -79,7 +82,7 @@ def _gates(text: str) -> dict[str, bool]:
         if not sep or value.lower() not in ("true", "false"):
             raise _BadInput(f"--feature-gates: {item!r}: expected Name=true|false")
         gates[name] = value.lower() == "true"
-    known = {"CustomizedClusterResourceModeling"}
+    known = {"CustomizedClusterResourceModeling", "WorkloadAffinity"}
     unknown = sorted(set(gates) - known)
     if unknown:
         raise _BadInput(
@@ -116,7 +119,12 @@ def simulate_objects(
     progress: Any = None,
 ) -> list[tuple[dict[str, Any], ScheduleResult]]:
     """Schedule every JSON-shaped binding independently against one snapshot of ``clusters``."""
-    snapshot = Snapshot(cluster_from_dict(c) for c in clusters)
+    peers: tuple[PeerBinding, ...] = ()
+    if scheduler.settings.workload_affinity:
+        # Workload (anti-)affinity peers: the ResourceBindings as given (ClusterResourceBindings are
+        # not tracked, §11).
+        peers = tuple(peer_from_dict(b) for b in bindings if b.get("kind") != "ClusterResourceBinding")
+    snapshot = Snapshot((cluster_from_dict(c) for c in clusters), peers)
     now = now or dt.datetime.now(dt.UTC)
     out = []
     for i, raw in enumerate(bindings):
@@ -231,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
             plugins=args.plugins,
             enable_empty_workload_propagation=args.enable_empty_workload_propagation,
             customized_cluster_resource_modeling=gates.get("CustomizedClusterResourceModeling", True),
+            workload_affinity=gates.get("WorkloadAffinity", False),
         )
         scheduler = Scheduler(settings=settings)
         loaded = load_files(args.files)

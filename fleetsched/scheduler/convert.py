@@ -25,6 +25,7 @@ from fleetsched.scheduler.types import (
     NodeClaim,
     ObjectReference,
     OverflowTerm,
+    PeerBinding,
     Placement,
     ReplicaRequirements,
     ReplicaScheduling,
@@ -308,6 +309,7 @@ def binding_from_dict(obj: Mapping[str, Any]) -> SchedulingBinding:
                 _replica_requirements(c.get("replicaRequirements"), f"{p}.replicaRequirements"),
             )
         )
+    groups = _map(spec.get("workloadAffinityGroups"), "spec.workloadAffinityGroups")
     evicting = tuple(
         _str(
             _map(t, f"spec.gracefulEvictionTasks[{i}]").get("fromCluster"),
@@ -335,6 +337,29 @@ def binding_from_dict(obj: Mapping[str, Any]) -> SchedulingBinding:
         placement=placement_from_dict(spec.get("placement")),
         evicting_clusters=evicting,
         reschedule_triggered_at=_time(spec.get("rescheduleTriggeredAt"), "spec.rescheduleTriggeredAt"),
+        affinity_group=_str(groups.get("affinityGroup"), "spec.workloadAffinityGroups.affinityGroup"),
+        anti_affinity_group=_str(
+            groups.get("antiAffinityGroup"), "spec.workloadAffinityGroups.antiAffinityGroup"
+        ),
+    )
+
+
+def peer_from_dict(obj: Mapping[str, Any]) -> PeerBinding:
+    """A ResourceBinding as a peer of the workload (anti-)affinity plugins."""
+    md = _map(obj.get("metadata"), "metadata")
+    spec = _map(obj.get("spec"), "spec")
+    groups = _map(spec.get("workloadAffinityGroups"), "spec.workloadAffinityGroups")
+    return PeerBinding(
+        namespace=_str(md.get("namespace"), "metadata.namespace"),
+        name=_str(md.get("name"), "metadata.name"),
+        affinity_group=_str(groups.get("affinityGroup"), "spec.workloadAffinityGroups.affinityGroup"),
+        anti_affinity_group=_str(
+            groups.get("antiAffinityGroup"), "spec.workloadAffinityGroups.antiAffinityGroup"
+        ),
+        targets=frozenset(
+            _str(_map(t, f"spec.clusters[{i}]").get("name"), f"spec.clusters[{i}].name")
+            for i, t in enumerate(_list(spec.get("clusters"), "spec.clusters"))
+        ),
     )
 
 

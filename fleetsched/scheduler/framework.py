@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from fleetsched.scheduler.types import ClusterInfo, ReplicaRequirements, SchedulingBinding
+from fleetsched.scheduler.types import ClusterInfo, PeerBinding, ReplicaRequirements, SchedulingBinding
 
 __all__ = [
     "DEFAULT_FILTERS",
@@ -81,6 +81,8 @@ class FilterContext:
     observed_affinity_name: str
     target_names: frozenset[str]
     is_workload: bool
+    # Other ResourceBindings with their targets; read only by the gated workload (anti-)affinity plugins.
+    peers: tuple[PeerBinding, ...] = ()
 
 
 @runtime_checkable
@@ -132,16 +134,15 @@ DEFAULT_FILTERS: tuple[str, ...] = (
     "ClusterAffinity",
     "SpreadConstraint",
     "ClusterEviction",
+    "WorkloadAffinity",
+    "WorkloadAntiAffinity",
 )
 DEFAULT_SCORES: tuple[str, ...] = ("ClusterAffinity", "ClusterLocality")
 
 
-def in_tree_registry() -> dict[str, PluginFactory]:
-    """Name -> factory of every in-tree plugin enabled by default feature gates.
-
-    ``WorkloadAffinity``/``WorkloadAntiAffinity`` (alpha gate ``WorkloadAffinity``, off by default)
-    are not provided.
-    """
+def in_tree_registry(*, workload_affinity: bool = False) -> dict[str, PluginFactory]:
+    """Name -> factory of every in-tree plugin; the workload (anti-)affinity plugins only with
+    their alpha gate ``WorkloadAffinity`` on (off by default, §1)."""
     from fleetsched.scheduler.plugins import (
         api_enablement,
         cluster_affinity,
@@ -159,6 +160,12 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         cluster_locality.NAME: cluster_locality.ClusterLocality,
         cluster_eviction.NAME: cluster_eviction.ClusterEviction,
     }
+    if workload_affinity:
+        from fleetsched.scheduler.plugins import workload_affinity as affinity
+        from fleetsched.scheduler.plugins import workload_anti_affinity as anti_affinity
+
+        registry[affinity.NAME] = affinity.WorkloadAffinity
+        registry[anti_affinity.NAME] = anti_affinity.WorkloadAntiAffinity
     return registry
 
 

@@ -34,6 +34,7 @@ from fleetsched.scheduler.types import (
     MAX_INT32,
     BindingStatus,
     ClusterInfo,
+    PeerBinding,
     SchedulingBinding,
     TargetCluster,
 )
@@ -44,10 +45,12 @@ __all__ = ["Scheduler", "Settings", "Snapshot", "reschedule_required"]
 class Snapshot:
     """An immutable list of clusters for one scheduling cycle, plus memos valid while it lives."""
 
-    __slots__ = ("_base_verdicts", "_memo", "clusters")
+    __slots__ = ("_base_verdicts", "_memo", "clusters", "peers")
 
-    def __init__(self, clusters: Iterable[ClusterInfo]) -> None:
+    def __init__(self, clusters: Iterable[ClusterInfo], peers: Iterable[PeerBinding] = ()) -> None:
         self.clusters: tuple[ClusterInfo, ...] = tuple(clusters)
+        # ResourceBindings and their targets, for the gated workload (anti-)affinity plugins only.
+        self.peers: tuple[PeerBinding, ...] = tuple(peers)
         self._memo: dict[Any, Any] = {}
         self._base_verdicts: tuple[ClusterVerdict, ...] | None = None
 
@@ -80,6 +83,8 @@ class Settings:
     enable_empty_workload_propagation: bool = False
     # Feature gate CustomizedClusterResourceModeling (beta, default on).
     customized_cluster_resource_modeling: bool = True
+    # Feature gate WorkloadAffinity (alpha, default off): registers the workload (anti-)affinity filters.
+    workload_affinity: bool = False
 
 
 def reschedule_required(triggered_at: dt.datetime | None, last_scheduled: dt.datetime | None) -> bool:
@@ -147,7 +152,7 @@ class Scheduler:
         estimators: Sequence[ReplicaEstimator] = (),
     ) -> None:
         self.settings = settings or Settings()
-        registry = framework.in_tree_registry()
+        registry = framework.in_tree_registry(workload_affinity=self.settings.workload_affinity)
         enabled = framework.select_plugins(self.settings.plugins, registry)
         self.enabled_plugins = enabled
         instances = {name: registry[name]() for name in enabled}
@@ -187,6 +192,7 @@ class Scheduler:
             observed_affinity_name=observed_name,
             target_names=binding.target_names(),
             is_workload=binding.is_workload(),
+            peers=snapshot.peers,
         )
         fo = self._find_clusters_that_fit(ctx, snapshot)
         attempt.verdicts = fo.verdicts

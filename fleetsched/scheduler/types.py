@@ -28,6 +28,7 @@ __all__ = [
     "NodeClaim",
     "ObjectReference",
     "OverflowTerm",
+    "PeerBinding",
     "Placement",
     "ReplicaRequirements",
     "ReplicaScheduling",
@@ -218,6 +219,9 @@ class SchedulingBinding:
     placement: Placement | None = None
     evicting_clusters: tuple[str, ...] = ()
     reschedule_triggered_at: dt.datetime | None = None
+    # spec.workloadAffinityGroups (alpha, gate WorkloadAffinity): "key=value" or "".
+    affinity_group: str = ""
+    anti_affinity_group: str = ""
 
     @property
     def key(self) -> str:
@@ -229,6 +233,21 @@ class SchedulingBinding:
 
     def target_names(self) -> frozenset[str]:
         return frozenset(t.name for t in self.clusters)
+
+    def generated_name(self) -> str:
+        """The binding name Karmada derives from the resource: ``<name>-<kind>`` lowercased, ':' -> '.'."""
+        return f"{self.resource.name}-{self.resource.kind}".lower().replace(":", ".")
+
+
+@dataclass(frozen=True, slots=True)
+class PeerBinding:
+    """Another ResourceBinding as the workload (anti-)affinity plugins see it (scheduler.md §5.7)."""
+
+    namespace: str
+    name: str
+    affinity_group: str = ""
+    anti_affinity_group: str = ""
+    targets: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,3 +208,41 @@ def test_a_recorded_case_round_trips(capsys: pytest.CaptureFixture[str]) -> None
         item = got[b["name"]]
         assert {c["name"]: c.get("replicas", 0) for c in item["spec"].get("clusters", [])} == b["clusters"]
         assert item["status"].get("schedulerObservingAffinityName", "") == b["affinityName"]
+
+
+ANTI = """
+apiVersion: work.karmada.io/v1alpha2
+kind: ResourceBinding
+metadata: {name: db-deployment, namespace: default}
+spec:
+  resource: {apiVersion: apps/v1, kind: Deployment, namespace: default, name: db}
+  replicas: 1
+  clusters: [{name: m1, replicas: 1}]
+  workloadAffinityGroups: {antiAffinityGroup: app=shop}
+  placement: {clusterTolerations: [{operator: Exists}]}
+---
+apiVersion: work.karmada.io/v1alpha2
+kind: ResourceBinding
+metadata: {name: cache-deployment, namespace: default}
+spec:
+  resource: {apiVersion: apps/v1, kind: Deployment, namespace: default, name: cache}
+  replicas: 1
+  workloadAffinityGroups: {antiAffinityGroup: app=shop}
+  placement: {clusterTolerations: [{operator: Exists}]}
+"""
+
+
+def test_workload_anti_affinity_gate_uses_input_bindings_as_peers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    (tmp_path / "anti.yaml").write_text(ANTI)
+    argv = [str(tmp_path / "fleet.yaml"), str(tmp_path / "anti.yaml"), "-o", "json"]
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    cache = json.loads(out)["items"][1]
+    assert {c["name"] for c in cache["spec"]["clusters"]} == {"m1", "m2"}
+    code, out, _ = _run(capsys, *argv, "--feature-gates", "WorkloadAffinity=true")
+    assert code == 0
+    cache = json.loads(out)["items"][1]
+    assert {c["name"] for c in cache["spec"]["clusters"]} == {"m2"}

@@ -1,0 +1,33 @@
+"""WorkloadAffinity filter (alpha, gate WorkloadAffinity): co-locate bindings of one affinity group (§5.7)."""
+
+from __future__ import annotations
+
+from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.scheduler.types import ClusterInfo
+
+NAME = "WorkloadAffinity"
+REASON = "ResourceBinding with the same affinity group does not target this cluster"
+
+
+class WorkloadAffinity:
+    """Rejects a cluster that some placed peer of the same affinity group does not target."""
+
+    name = NAME
+
+    def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
+        """Pass for current targets, bindings without a group, and groups with no placed peer."""
+        binding = ctx.binding
+        group = binding.affinity_group
+        if not group or cluster.name in ctx.target_names:
+            return Result.success()
+        own_name = binding.generated_name()
+        for peer in ctx.peers:
+            if (
+                peer.affinity_group == group
+                and peer.namespace == binding.namespace
+                and peer.name != own_name
+                and peer.targets
+                and cluster.name not in peer.targets
+            ):
+                return Result.unschedulable(REASON)
+        return Result.success()

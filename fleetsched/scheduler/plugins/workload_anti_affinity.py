@@ -1,0 +1,32 @@
+"""WorkloadAntiAffinity filter (alpha, gate WorkloadAffinity): keep one anti-affinity group apart (§5.7)."""
+
+from __future__ import annotations
+
+from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.scheduler.types import ClusterInfo
+
+NAME = "WorkloadAntiAffinity"
+REASON = "cluster already has workload with the same anti-affinity group"
+
+
+class WorkloadAntiAffinity:
+    """Rejects a cluster that a peer of the same anti-affinity group already targets."""
+
+    name = NAME
+
+    def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
+        """Pass for current targets and bindings without a group."""
+        binding = ctx.binding
+        group = binding.anti_affinity_group
+        if not group or cluster.name in ctx.target_names:
+            return Result.success()
+        own_name = binding.generated_name()
+        for peer in ctx.peers:
+            if (
+                peer.anti_affinity_group == group
+                and peer.namespace == binding.namespace
+                and peer.name != own_name
+                and cluster.name in peer.targets
+            ):
+                return Result.unschedulable(REASON)
+        return Result.success()
