@@ -202,6 +202,8 @@ def _placement_errors(placement: dict[str, Any], path: str) -> list[FieldError]:
     for i, term in enumerate(terms):
         term_path = f"{path}.clusterAffinities[{i}]"
         name = term.get("affinityName", "")
+        # The index path without ".affinityName" is Karmada's (ValidateClusterAffinities in
+        # pkg/util/validation/validation.go); overflow names below do carry the field name.
         errors += _label_key_errors(term_path, name)
         if name in seen_names:
             if not duplicate_name:
@@ -244,7 +246,13 @@ def _placement_errors(placement: dict[str, Any], path: str) -> list[FieldError]:
 def _spread_constraint_errors(constraints: list[dict[str, Any]], raw_list: list[dict[str, Any]] | None,
                               path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    whole = render(raw_list, schema.Slice(schema.SPREAD_CONSTRAINT)) if constraints else ""
+    rendered: list[str] = []
+
+    def whole() -> str:  # the whole list is quoted by two rules; render it at most once, only if needed
+        if not rendered:
+            rendered.append(render(raw_list, schema.Slice(schema.SPREAD_CONSTRAINT)))
+        return rendered[0]
+
     reported: dict[str, bool] = {}
     for i, constraint in enumerate(constraints):
         item_path = f"{path}[{i}]"
@@ -264,13 +272,13 @@ def _spread_constraint_errors(constraints: list[dict[str, Any]], raw_list: list[
         if by_field:
             if by_field in reported:
                 if not reported[by_field]:
-                    errors.append(invalid(path, whole,
+                    errors.append(invalid(path, whole(),
                                           f"multiple {by_field} spread constraints are not allowed"))
                     reported[by_field] = True
             else:
                 reported[by_field] = False
     if reported and "cluster" not in reported:
-        errors.append(invalid(path, whole, "the cluster spread constraint must be enabled in one of the "
+        errors.append(invalid(path, whole(), "the cluster spread constraint must be enabled in one of the "
                                            "constraints in case of SpreadByField is enabled"))
     return errors
 
