@@ -42,7 +42,7 @@ def loads(data: bytes | str) -> Any:
 
 def _fix_str(s: str) -> str:
     # Go's decoder turns an unpaired UTF-16 surrogate escape into U+FFFD.
-    if any("\ud800" <= ch <= "\udfff" for ch in s):
+    if _has_surrogate(s):
         return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in s)
     return s
 

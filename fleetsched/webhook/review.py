@@ -137,15 +137,16 @@ def _decode_object(raw: Any, kind: str, typ: schema.Struct, what: str) -> dict[s
     if raw is None:
         raise _BadRequest(f"there is no content to decode ({what} is empty)")
     if not isinstance(raw, dict):
-        kind_of = {str: "string", list: "array", bool: "bool"}.get(type(raw), "number")
-        raise _BadRequest(f"couldn't get version/kind; json parse error: json: cannot unmarshal {kind_of} "
+        raise _BadRequest(f"couldn't get version/kind; json parse error: json: cannot unmarshal "
+                          f"{schema.json_kind(raw)} "
                           f"into Go value of type struct {{ APIVersion string; Kind string }} ({what})")
     meta: dict[str, str] = {}
     for key in ("apiVersion", "kind"):
         value = raw.get(key)
         if value is not None and not isinstance(value, str):
             raise _BadRequest(f"couldn't get version/kind; json parse error: json: cannot unmarshal "
-                              f"{type(value).__name__} into Go struct field .{key} of type string ({what})")
+                              f"{schema.json_kind(value)} into Go struct field .{key} of type string "
+                              f"({what})")
         meta[key] = value or ""
     group, version = _parse_group_version(meta["apiVersion"])
     want_group, want_version = GROUP_VERSION[kind].split("/")
@@ -270,7 +271,7 @@ def handle(path: str, body: bytes, content_type: str | None, *, settings: Settin
             raise _BadRequest(f"couldn't decode the AdmissionReview: invalid JSON: {exc}") from None
         if not isinstance(raw_review, dict):
             raise _BadRequest(f"couldn't decode the AdmissionReview: json: cannot unmarshal "
-                              f"{_kind_name(raw_review)} into Go value of type v1.AdmissionReview")
+                              f"{schema.json_kind(raw_review)} into Go value of type v1.AdmissionReview")
         if raw_review.get("apiVersion") == "admission.k8s.io/v1beta1":
             api_version = "admission.k8s.io/v1beta1"
         raw_request = raw_review.get("request")
@@ -296,15 +297,3 @@ def handle(path: str, body: bytes, content_type: str | None, *, settings: Settin
     log.update(uid=uid, allowed=answer.allowed, code=answer.code)
     return Outcome(review=review_out, allowed=answer.allowed, code=answer.code, message=answer.message,
                    log=log)
-
-
-def _kind_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "null"

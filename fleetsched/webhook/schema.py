@@ -40,6 +40,7 @@ __all__ = [
     "Slice",
     "Struct",
     "decode",
+    "json_kind",
     "to_go",
 ]
 
@@ -341,7 +342,8 @@ _INT_RANGE = {32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """The JSON type word Go's decoder uses in its messages."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
@@ -350,7 +352,7 @@ def _json_kind(value: Any) -> str:
         return "string"
     if isinstance(value, list):
         return "array"
-    return "object"
+    return "null" if value is None else "object"
 
 
 class _Decoder:
@@ -385,7 +387,7 @@ class _Decoder:
             return value
         if isinstance(typ, Time):
             if not isinstance(value, str):
-                self.fail(_json_kind(value), STRING)
+                self.fail(json_kind(value), STRING)
                 return None
             if not _RFC3339.fullmatch(value) and self.first_error is None:
                 self.first_error = (f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": '
@@ -395,7 +397,7 @@ class _Decoder:
             return self._scalar(value, typ)
         if isinstance(typ, Slice):
             if not isinstance(value, list):
-                self.fail(_json_kind(value), typ)
+                self.fail(json_kind(value), typ)
                 return None
             out = []
             for item in value:
@@ -404,7 +406,7 @@ class _Decoder:
             return out
         if isinstance(typ, Map):
             if not isinstance(value, dict):
-                self.fail(_json_kind(value), typ)
+                self.fail(json_kind(value), typ)
                 return None
             result: dict[str, Any] = {}
             for k, item in value.items():
@@ -413,7 +415,7 @@ class _Decoder:
             return result
         if isinstance(typ, Struct):
             if not isinstance(value, dict):
-                self.fail(_json_kind(value), typ)
+                self.fail(json_kind(value), typ)
                 return None
             decoded: dict[str, Any] = {}
             for k, item in value.items():
@@ -451,7 +453,7 @@ class _Decoder:
                 return value
             self.fail(f"number {value}", typ)
             return None
-        self.fail(_json_kind(value), typ)
+        self.fail(json_kind(value), typ)
         return None
 
 
