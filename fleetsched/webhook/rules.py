@@ -232,8 +232,7 @@ def _placement_errors(placement: dict[str, Any], path: str) -> list[FieldError]:
             tier_names.add(overflow_name)
             errors += _field_selector_error(overflow, f"{overflow_path}.fieldSelector")
 
-    errors += _spread_constraint_errors(placement.get("spreadConstraints") or [],
-                                        placement.get("spreadConstraints"), f"{path}.spreadConstraints")
+    errors += _spread_constraint_errors(placement.get("spreadConstraints") or [], f"{path}.spreadConstraints")
     errors += _workload_affinity_errors(placement.get("workloadAffinity"), f"{path}.workloadAffinity")
     for i, toleration in enumerate(placement.get("clusterTolerations") or []):
         operator = toleration.get("operator", "")
@@ -243,14 +242,13 @@ def _placement_errors(placement: dict[str, Any], path: str) -> list[FieldError]:
     return errors
 
 
-def _spread_constraint_errors(constraints: list[dict[str, Any]], raw_list: list[dict[str, Any]] | None,
-                              path: str) -> list[FieldError]:
+def _spread_constraint_errors(constraints: list[dict[str, Any]], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     rendered: list[str] = []
 
     def whole() -> str:  # the whole list is quoted by two rules; render it at most once, only if needed
         if not rendered:
-            rendered.append(render(raw_list, schema.Slice(schema.SPREAD_CONSTRAINT)))
+            rendered.append(render(constraints, schema.Slice(schema.SPREAD_CONSTRAINT)))
         return rendered[0]
 
     reported: dict[str, bool] = {}
