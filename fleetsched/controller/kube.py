@@ -47,7 +47,10 @@ def load_connection(kubeconfig: str | None) -> Connection:
     else:
         config.load_incluster_config(client_configuration=configuration)
     token = None
-    authorization = configuration.api_key.get("authorization") if configuration.api_key else None
+    # kubernetes' loaders keep the bearer token under "BearerToken" (kubeconfig token users and the
+    # in-cluster ServiceAccount token); older releases used "authorization".
+    api_key = configuration.api_key or {}
+    authorization = api_key.get("BearerToken") or api_key.get("authorization")
     if authorization:
         token = authorization.removeprefix("Bearer ").strip()
     return Connection(
