@@ -355,6 +355,20 @@ def json_kind(value: Any) -> str:
     return "null" if value is None else "object"
 
 
+def _valid_time(value: str) -> bool:
+    """What Go's time.Parse(time.RFC3339, ...) accepts: the shape and real calendar/clock values."""
+    match = _RFC3339.fullmatch(value)
+    if match is None:
+        return False
+    if match.group(2) != "Z" and int(match.group(2)[1:3]) > 23:
+        return False
+    try:
+        datetime.datetime.fromisoformat(value[:19])
+    except ValueError:
+        return False
+    return True
+
+
 class _Decoder:
     """Walks a JSON value against a type, keeping Go's first error and the decoded value."""
 
@@ -389,7 +403,7 @@ class _Decoder:
             if not isinstance(value, str):
                 self.fail(json_kind(value), STRING)
                 return None
-            if not _RFC3339.fullmatch(value) and self.first_error is None:
+            if not _valid_time(value) and self.first_error is None:
                 self.first_error = (f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": '
                                     "cannot parse as RFC 3339")
             return value
@@ -470,15 +484,14 @@ def decode(value: Any, typ: Struct) -> Any:
 
 def _go_time(value: Any) -> Any:
     """metav1.Time prints in UTC with whole seconds."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not _valid_time(value):
         return value
-    try:
-        parsed = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        return value
-    if parsed.tzinfo is None:
-        return value
-    return parsed.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    offset = _RFC3339.fullmatch(value).group(2)  # type: ignore[union-attr]
+    base = datetime.datetime.fromisoformat(value[:19]).replace(tzinfo=datetime.UTC)
+    if offset != "Z":
+        sign = 1 if offset[0] == "+" else -1
+        base -= sign * datetime.timedelta(hours=int(offset[1:3]), minutes=int(offset[4:6]))
+    return base.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _is_zero_scalar(value: Any, typ: Scalar) -> bool:

@@ -107,6 +107,21 @@ def test_decode_errors(raw: Any, message: str) -> None:
     assert str(exc.value) == message
 
 
+@pytest.mark.parametrize(("stamp", "printed"), [
+    pytest.param("2024-01-01T01:30:00.123456789+01:30", "2024-01-01T00:00:00Z", id="offset and nanoseconds"),
+    pytest.param("2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z", id="utc"),
+])
+def test_times_print_as_go_does(stamp: str, printed: str) -> None:
+    assert schema.to_go(schema.decode({"creationTimestamp": stamp}, schema.OBJECT_META),
+                        schema.OBJECT_META)["creationTimestamp"] == printed
+
+
+@pytest.mark.parametrize("stamp", ["2024-02-30T00:00:00Z", "2024-01-01t00:00:00Z", "yesterday", ""])
+def test_bad_times_do_not_decode(stamp: str) -> None:
+    with pytest.raises(schema.DecodeError, match="cannot parse as RFC 3339"):
+        schema.decode({"metadata": {"creationTimestamp": stamp}}, schema.PROPAGATION_POLICY)
+
+
 def test_decode_drops_nulls_and_unknown_keys_and_matches_case() -> None:
     decoded = schema.decode({"spec": {"Placement": 1, "placement": None, "priority": None, "x": [1],
                                       "resourceSelectors": [None]},
