@@ -85,13 +85,24 @@ class FirstFit:
             position += 1
         return False
 
-    def simulate(self, components: Sequence[SimComponent], upper: int) -> int:
-        """Place whole sets until one fails or ``upper`` sets were placed; return the count."""
+    def simulate(self, components: Sequence[SimComponent], upper: int, *, keep_state: bool = True) -> int:
+        """Place whole sets until one fails or ``upper`` sets were placed; return the count.
+
+        ``keep_state=False`` allows answering without updating the free amounts (nothing reads them
+        afterwards), which makes a single-component request one pass over the nodes.
+        """
         if not components:
             return upper
         if all(c.replicas <= 0 for c in components):
             # Go loops here up to the bound without ever failing; short-circuit (spec 3.8 note).
             return min(upper, MAX_INT32)
+        active = [c for c in components if c.replicas > 0]
+        if len(active) == 1 and not keep_state:
+            # One component: a node fits the same number of its replicas however they are split into
+            # sets, so first fit places floor(total / replicas) sets. Same answer, one pass.
+            only = active[0]
+            total = sum(self._fits(slot, only.demand) for slot in self._order if only.mask[slot])
+            return min(total // only.replicas, upper)
         cursors = [0] * len(components)
         count = 0
         while count < upper:

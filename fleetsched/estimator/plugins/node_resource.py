@@ -83,5 +83,5 @@ class NodeResourceEstimator:
         with self._table.lock:
             columns = {name for c in components for name, _ in _demand(c.requirements)}
             simulator, _ = self._simulator(ctx, columns)
-            sets = simulator.simulate(self._sim_components(components), MAX_INT32)
+            sets = simulator.simulate(self._sim_components(components), MAX_INT32, keep_state=False)
         return PluginResult(sets, Code.UNSCHEDULABLE if sets == 0 else Code.SUCCESS)

@@ -99,3 +99,10 @@ def test_example7_resource_quota() -> None:
 def test_quota_plugin_is_off_by_default() -> None:
     inventory = member(a_node("n1", "10"), a_quota("q1", "ns", {"requests.cpu": "1"}, {"requests.cpu": "0"}))
     assert replicas(inventory, QUOTA_REQUEST) == 20
+
+
+def test_assumed_single_component_workload_consumes_what_it_places() -> None:
+    inventory = member(a_node("a", "4"), a_node("b", "4"), overcommit=True)
+    assumed = [{"namespace": "default", "components": [component("x", 6, cpu="1")]}]
+    assert replicas(inventory, {"resourceRequest": {"cpu": "1"}}, assumed=assumed) == 2
+    assert sets(inventory, [component("c", 1, cpu="1")], assumed=assumed) == 2
