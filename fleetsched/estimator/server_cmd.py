@@ -26,6 +26,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from fleetsched.controller.kube import Connection
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.plugins.resource_quota import QuotaStore
 from fleetsched.estimator.server import EstimatorMetrics, ServerTLS, SyncState, serve
@@ -132,11 +133,10 @@ async def _probes(args: argparse.Namespace, state: SyncState,
     return runners
 
 
-async def _main(args: argparse.Namespace, gates: FeatureGates) -> int:
-    from fleetsched.controller.kube import KubeClient, load_connection
+async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Connection) -> int:
+    from fleetsched.controller.kube import KubeClient
     from fleetsched.estimator.watch import LiveWorkloadSource, MemberWatcher
 
-    connection = load_connection(args.kubeconfig or None)
     if args.master:
         connection = type(connection)(**{**connection.__dict__, "server": args.master.rstrip("/")})
     client = KubeClient(connection, qps=args.kube_api_qps, burst=args.kube_api_burst,
@@ -183,8 +183,16 @@ def run(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"fleetsched estimator: {problem}", file=sys.stderr)
         return 2
+    from fleetsched.controller.kube import load_connection
+
     try:
-        return asyncio.run(_main(args, gates))
-    except OSError as exc:
+        connection = load_connection(args.kubeconfig or None)
+    except Exception as exc:  # the kubernetes config loader raises its own exception types
+        source = args.kubeconfig or "the in-cluster config"
+        print(f"fleetsched estimator: --kubeconfig: cannot load {source}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_main(args, gates, connection))
+    except (OSError, RuntimeError) as exc:  # unreadable TLS files, a port in use
         print(f"fleetsched estimator: {exc}", file=sys.stderr)
         return 1
