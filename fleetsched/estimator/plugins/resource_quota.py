@@ -201,8 +201,8 @@ class ResourceQuotaEstimator:
             if not quota.applies_to(requirements.priority_class_name):
                 continue
             free = free_of(quota)
-            if not free:
-                continue
+            if not any(name in free for name in demand):
+                continue  # the quota constrains none of the requested resources
             left = self._deduct(ctx, quota, requirements.namespace, free)
             if left is None:
                 result = min(result, 0)
