@@ -72,7 +72,6 @@ class GroupAttempt:
     """One run of the algorithm for one affinity term (or the only placement affinity)."""
 
     affinity_name: str
-    verdicts: tuple[ClusterVerdict, ...] = ()
     selected: tuple[str, ...] = ()
     targets: tuple[TargetCluster, ...] | None = None
     error: str = ""
@@ -81,6 +80,14 @@ class GroupAttempt:
     numbers_factory: Callable[[], tuple[ClusterNumbers, ...]] | None = field(
         default=None, compare=False, repr=False
     )
+    verdicts_factory: Callable[[], tuple[ClusterVerdict, ...]] | None = field(
+        default=None, compare=False, repr=False
+    )
+
+    @property
+    def verdicts(self) -> tuple[ClusterVerdict, ...]:
+        """Every cluster's filter verdict, in snapshot order (built on demand)."""
+        return self.verdicts_factory() if self.verdicts_factory is not None else ()
 
     @property
     def numbers(self) -> tuple[ClusterNumbers, ...]:

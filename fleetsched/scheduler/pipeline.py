@@ -54,6 +54,9 @@ class Snapshot:
         self._memo: dict[Any, Any] = {}
         self._base_verdicts: tuple[ClusterVerdict, ...] | None = None
 
+    def deleting_index(self) -> list[int]:
+        return [i for i, v in enumerate(self.base_verdicts()) if v.deleting]
+
     def base_verdicts(self) -> tuple[ClusterVerdict, ...]:
         """Per cluster: feasible unless being deleted, before any plugin has spoken."""
         if self._base_verdicts is None:
@@ -96,10 +99,29 @@ def reschedule_required(triggered_at: dt.datetime | None, last_scheduled: dt.dat
 class _FilterOutcome:
     feasible: list[ClusterInfo]
     totals: list[int]  # total score per feasible cluster
-    verdicts: tuple[ClusterVerdict, ...]
+    snapshot: Snapshot
+    # Per filter plugin (in order): its name and its rejections by snapshot index.
+    failures: tuple[tuple[str, dict[int, Result]], ...]
     # For explanations: per score plugin, its name and scores by snapshot index; feasible indices.
     score_vectors: tuple[tuple[str, list[int]], ...]
     feasible_index: list[int]
+    _verdicts: tuple[ClusterVerdict, ...] | None = None
+
+    def verdicts(self) -> tuple[ClusterVerdict, ...]:
+        """Per cluster in snapshot order: feasible, being deleted, or the first rejecting plugin."""
+        if self._verdicts is None:
+            out = []
+            for i, base in enumerate(self.snapshot.base_verdicts()):
+                verdict = base
+                if base.feasible:
+                    for name, failed in self.failures:
+                        r = failed.get(i)
+                        if r is not None:
+                            verdict = ClusterVerdict(base.cluster, False, r.plugin or name, r.reasons)
+                            break
+                out.append(verdict)
+            self._verdicts = tuple(out)
+        return self._verdicts
 
     def scores_of(self, position: int) -> tuple[tuple[str, int], ...]:
         i = self.feasible_index[position]
@@ -117,7 +139,7 @@ class _Attempt:
     """Explanation being built for one affinity term."""
 
     affinity_name: str
-    verdicts: tuple[ClusterVerdict, ...] = ()
+    verdicts_factory: Any = None
     selected: tuple[str, ...] = ()
     overflow: bool = False
     numbers_factory: Any = None
@@ -125,7 +147,7 @@ class _Attempt:
     def freeze(self, targets: list[TargetCluster] | None, error: SchedulingError | None) -> GroupAttempt:
         return GroupAttempt(
             affinity_name=self.affinity_name,
-            verdicts=self.verdicts,
+            verdicts_factory=self.verdicts_factory,
             numbers_factory=self.numbers_factory,
             selected=self.selected,
             targets=tuple(targets) if targets is not None else None,
@@ -195,9 +217,9 @@ class Scheduler:
             peers=snapshot.peers,
         )
         fo = self._find_clusters_that_fit(ctx, snapshot)
-        attempt.verdicts = fo.verdicts
+        attempt.verdicts_factory = fo.verdicts
         if not fo.feasible:
-            diagnosis = {v.cluster: v.reasons for v in fo.verdicts if not v.feasible and not v.deleting}
+            diagnosis = {v.cluster: v.reasons for v in fo.verdicts() if not v.feasible and not v.deleting}
             err = FitError(len(snapshot.clusters), diagnosis)
             raise AttemptFailed(err, attempt.freeze(None, err))
         overflow_term = _overflow_term(binding, observed_name)
@@ -275,21 +297,19 @@ class Scheduler:
             (p.name, self._score_vector(p, keys[n_filters + i], ctx, snapshot))
             for i, p in enumerate(self.scorers)
         )
-        # The first rejecting plugin (in filter order) is the one reported for a cluster.
-        first: dict[int, ClusterVerdict] = {}
-        for failed in reversed(failures):
-            first.update(failed)
-        base = snapshot.base_verdicts()
-        verdicts = tuple([first.get(i) or v for i, v in enumerate(base)])
-        feasible_index = [i for i, v in enumerate(verdicts) if v.feasible]
         clusters = snapshot.clusters
+        rejected: set[int] = set(snapshot.deleting_index())
+        for failed in failures:
+            rejected.update(failed)
+        feasible_index = [i for i in range(len(clusters)) if i not in rejected]
         feasible = [clusters[i] for i in feasible_index]
         if len(score_vectors) == 1:
             vector = score_vectors[0][1]
             totals = [vector[i] for i in feasible_index]
         else:
             totals = [sum(v[i] for _, v in score_vectors) for i in feasible_index]
-        out = _FilterOutcome(feasible, totals, verdicts, score_vectors, feasible_index)
+        named_failures = tuple(zip((p.name for p in self.filters), failures, strict=True))
+        out = _FilterOutcome(feasible, totals, snapshot, named_failures, score_vectors, feasible_index)
         if combined_key is not None:
             snapshot.remember(combined_key, out)
         return out
@@ -297,14 +317,14 @@ class Scheduler:
     @staticmethod
     def _filter_vector(
         plugin: FilterPlugin, key: Any, ctx: FilterContext, snapshot: Snapshot
-    ) -> dict[int, ClusterVerdict]:
+    ) -> dict[int, Result]:
         """Rejections of one plugin by cluster index (deleting clusters are never asked)."""
         memo_key = ("filter", plugin.name, key)
         if key is not None:
             cached = snapshot._memo.get(memo_key)
             if cached is not None:
                 return cached  # type: ignore[no-any-return]
-        failed: dict[int, ClusterVerdict] = {}
+        failed: dict[int, Result] = {}
         # A plugin may answer for all clusters at once (work shared across clusters done once).
         batch = getattr(plugin, "filter_clusters", None)
         results: list[Result] | None = None
@@ -319,15 +339,14 @@ class Scheduler:
             if results is not None:
                 result = results[i]
                 if result.code is not Code.SUCCESS:
-                    plugin_name = result.plugin or plugin.name
-                    failed[i] = ClusterVerdict(cluster.name, False, plugin_name, result.reasons)
+                    failed[i] = result
                 continue
             try:
                 result = plugin.filter(ctx, cluster)
             except Exception as e:  # a plugin bug: Karmada's Error code, attributed to the plugin
                 result = Result(Code.ERROR, (f"plugin {plugin.name} failed: {e}",), plugin.name)
             if result.code is not Code.SUCCESS:
-                failed[i] = ClusterVerdict(cluster.name, False, result.plugin or plugin.name, result.reasons)
+                failed[i] = result
         if key is not None:
             snapshot.remember(memo_key, failed)
         return failed
