@@ -48,6 +48,7 @@ __all__ = [
     "InventoryEstimator",
     "inventories_from_objects",
     "requirements_json",
+    "service_candidates",
 ]
 
 log = structlog.get_logger("fleetsched.estimator.client")
@@ -89,14 +90,41 @@ class EstimatorClientConfig:
     tls: ClientTLS = ClientTLS()
     # a cluster whose dial failed is not dialed again for this long (Karmada re-dials on Cluster changes)
     redial_after: float = 5.0
+    # Looks up the estimator Service (namespace, name) in the control plane and returns the object, or
+    # None when it does not exist (Karmada GETs it through its kube client). Called from a dial thread.
+    service_lookup: Callable[[str, str], Mapping[str, Any] | None] | None = None
+
+    def service_name(self, cluster: str) -> str:
+        return f"{self.service_prefix}-{cluster}"
 
     def candidates(self, cluster: str) -> list[str]:
         explicit = self.addresses.get(cluster)
         if explicit:
             return [explicit]
-        service = f"{self.service_prefix}-{cluster}"
-        return [f"{service}.{self.service_namespace}.svc.cluster.local:{self.port}",
-                f"{service}.{self.service_namespace}.svc:{self.port}"]
+        service = None
+        if self.service_lookup is not None:
+            service = self.service_lookup(self.service_namespace, self.service_name(cluster))
+        return service_candidates(service, name=self.service_name(cluster), namespace=self.service_namespace,
+                                  port=self.port)
+
+
+def service_candidates(service: Mapping[str, Any] | None, *, name: str, namespace: str,
+                       port: int) -> list[str]:
+    """Karmada's resolution of an estimator Service (spec 2.8): absent -> the two cluster DNS names; an
+    ExternalName Service -> ``externalName:targetPort`` of the port equal to ``port``; else an error."""
+    if service is None:
+        return [f"{name}.{namespace}.svc.cluster.local:{port}", f"{name}.{namespace}.svc:{port}"]
+    spec = service.get("spec") or {}
+    if spec.get("type") != "ExternalName":
+        raise ValueError(f"service {namespace}/{name} is of type {spec.get('type') or 'ClusterIP'}, "
+                         "not ExternalName")
+    for entry in spec.get("ports") or ():
+        if entry.get("port") == port:
+            target = entry.get("targetPort")
+            if not isinstance(target, int):
+                raise ValueError(f"service {namespace}/{name}: targetPort of port {port} is not a number")
+            return [f"{spec.get('externalName', '')}:{target}"]
+    raise ValueError(f"service {namespace}/{name} has no port {port}")
 
 
 def _server_name(address: str) -> str | None:
@@ -160,7 +188,11 @@ class AccurateEstimatorClient:
 
     def _dial(self, cluster: str, deadline: float) -> tuple[grpc.Channel, Any]:
         last_error = "no address"
-        for address in self.config.candidates(cluster):
+        try:
+            candidates = self.config.candidates(cluster)
+        except ValueError as exc:
+            candidates, last_error = [], str(exc)
+        for address in candidates:
             wait = min(self.config.dial_timeout, deadline - time.monotonic())
             if wait <= 0:
                 last_error = "deadline exceeded while dialing"

@@ -139,3 +139,33 @@ def test_a_failing_estimator_leaves_the_general_estimate(start: Callable[..., St
     finally:
         client.close()
     assert placed(result[0][0]) == {"member-a": 1}
+
+
+def test_service_lookup_follows_karmadas_rules() -> None:
+    from fleetsched.estimator.client import service_candidates
+
+    external = {"spec": {"type": "ExternalName", "externalName": "est.example",
+                         "ports": [{"port": 10352, "targetPort": 31000}]}}
+    assert service_candidates(external, name="s", namespace="ns", port=10352) == ["est.example:31000"]
+    with pytest.raises(ValueError, match="not ExternalName"):
+        service_candidates({"spec": {"type": "ClusterIP"}}, name="s", namespace="ns", port=10352)
+    with pytest.raises(ValueError, match="not a number"):
+        named_port = {"spec": {"type": "ExternalName", "ports": [{"port": 10352, "targetPort": "grpc"}]}}
+        service_candidates(named_port, name="s", namespace="ns", port=10352)
+    seen = []
+    config = EstimatorClientConfig(service_lookup=lambda ns, name: seen.append((ns, name)) or external)
+    assert config.candidates("m1") == ["est.example:31000"]
+    assert seen == [("karmada-system", "karmada-scheduler-estimator-m1")]
+
+
+def test_a_service_that_cannot_be_used_fails_the_cluster(start: Callable[..., StartedServer]) -> None:
+    a = start("member-a", [node("n1")])
+    config = EstimatorClientConfig(addresses={"member-a": a.address}, timeout=1.0,
+                                   service_lookup=lambda ns, name: {"spec": {"type": "ClusterIP"}})
+    client = AccurateEstimatorClient(config)
+    try:
+        with pytest.raises(EstimatorUnavailable) as failure:
+            client.max_available_replicas(["member-a", "member-b"], None)
+    finally:
+        client.close()
+    assert "not ExternalName" in failure.value.failures["member-b"]
