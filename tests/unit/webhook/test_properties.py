@@ -8,6 +8,7 @@ mutating the result again changes nothing; no body makes ``handle`` raise or all
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from typing import Any
 
@@ -165,7 +166,7 @@ def test_mutation_applies_and_is_idempotent(obj: dict[str, Any], operation: str)
                              "application/json").review["response"]
     assert response["allowed"] is True and response["uid"] == "u"
     ops = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
-    patched = check.apply_patch(obj, ops)
+    patched = check.apply_patch(json.loads(json.dumps(obj)), ops)
     again = review.handle(mutate_path, body(a_review(patched, operation="UPDATE", uid="v")),
                           "application/json").review["response"]
     assert "patch" not in again, json.loads(base64.b64decode(again["patch"]))
@@ -204,3 +205,43 @@ def test_no_body_crashes_or_slips_through(data: bytes, path: str) -> None:
             assert decodes and denial is None
     else:
         assert response["status"]["message"]
+
+
+def _containers(value: Any, out: list[Any]) -> list[Any]:
+    if isinstance(value, dict):
+        out.append(value)
+        for v in value.values():
+            _containers(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _containers(v, out)
+    return out
+
+
+@st.composite
+def policies_with_one_bad_value(draw: st.DrawFn) -> dict[str, Any]:
+    """A generated policy with one member, anywhere below the root, replaced by arbitrary JSON."""
+    obj = copy.deepcopy(draw(policies()))  # st.just values are shared objects: never edit them in place
+    targets = [*_containers(obj["spec"], []), obj["metadata"]]
+    target = draw(st.sampled_from(targets))
+    key = draw(st.sampled_from(sorted(target)) if target and draw(st.booleans()) else st.text(max_size=4))
+    target[key] = draw(JSON)
+    return obj
+
+
+@PROPERTY
+@given(policies_with_one_bad_value(), st.sampled_from(["CREATE", "UPDATE"]))
+def test_nested_bad_values_never_crash_and_agree_with_the_rules(obj: dict[str, Any], operation: str) -> None:
+    validate_path, mutate_path = PATHS[obj["kind"]]
+    old = obj if operation == "UPDATE" else None
+    response = review.handle(validate_path, body(a_review(obj, operation=operation, old=old, uid="n")),
+                             "application/json").review["response"]
+    assert response["uid"] == "n" and response["status"]["code"] in (200, 400, 403)
+    decodes, denial = expected_denial(obj, operation, old)
+    assert response["allowed"] is (decodes and denial is None)
+    mutated = review.handle(mutate_path, body(a_review(obj, operation=operation, uid="m")),
+                            "application/json").review["response"]
+    assert mutated["allowed"] is decodes and mutated["status"]["code"] == (200 if decodes else 400)
+    if decodes and "patch" in mutated:
+        # Through JSON: the generated value may share sub-objects, which a sent document never does.
+        check.apply_patch(json.loads(json.dumps(obj)), json.loads(base64.b64decode(mutated["patch"])))
