@@ -15,7 +15,7 @@ from typing import Any
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.model import EstimatorError, ObjectReference
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
-from fleetsched.estimator.replica import not_found_message, resolve_kind, split_api_version
+from fleetsched.estimator.replica import not_found_message, resolve_kind, slim_pod, split_api_version
 from fleetsched.estimator.service import (
     EstimatorService,
     FeatureGates,
@@ -80,7 +80,7 @@ class MemberInventory:
                 nodes.append(obj)
             elif kind == "Pod":
                 pods.append(obj)
-                self.workloads.add(obj)
+                self.workloads.add({"apiVersion": "v1", "kind": "Pod", **slim_pod(obj)})
             elif kind == "ResourceQuota":
                 self.quotas.upsert(quota_from_object(obj))
             else:

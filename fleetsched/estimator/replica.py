@@ -22,6 +22,7 @@ __all__ = [
     "not_found_message",
     "resolve_kind",
     "selector_matches",
+    "slim_pod",
     "unschedulable_replicas",
 ]
 
@@ -85,6 +86,20 @@ class WorkloadSource(Protocol):
     def pods(self, namespace: str) -> Iterable[Mapping[str, Any]]:
         """Non-terminal pods of the namespace, assigned or not."""
         ...
+
+
+def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Only what GetUnschedulableReplicas reads, so 50,000 pods stay small in memory."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    return {
+        "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name"),
+                     "labels": meta.get("labels") or {},
+                     "ownerReferences": meta.get("ownerReferences") or []},
+        "status": {"phase": status.get("phase"),
+                   "conditions": [c for c in status.get("conditions") or ()
+                                  if c.get("type") == "PodScheduled"]},
+    }
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:

@@ -26,7 +26,7 @@ from fleetsched.controller.kube import ApiError, Connection, KubeClient
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.model import EstimatorError, ObjectReference
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
-from fleetsched.estimator.replica import KNOWN_KINDS, not_found_message, split_api_version
+from fleetsched.estimator.replica import KNOWN_KINDS, not_found_message, slim_pod, split_api_version
 from fleetsched.estimator.server import SyncState
 from fleetsched.estimator.service import apply_node, apply_pod, is_terminal, pod_key
 
@@ -41,20 +41,6 @@ NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name", ""))
-
-
-def slim_pod(obj: Mapping[str, Any]) -> JsonObject:
-    """Only what GetUnschedulableReplicas reads, so 50,000 pods stay small in memory."""
-    meta = obj.get("metadata") or {}
-    status = obj.get("status") or {}
-    return {
-        "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name"),
-                     "labels": meta.get("labels") or {},
-                     "ownerReferences": meta.get("ownerReferences") or []},
-        "status": {"phase": status.get("phase"),
-                   "conditions": [c for c in status.get("conditions") or ()
-                                  if c.get("type") == "PodScheduled"]},
-    }
 
 
 class LiveWorkloadSource:
