@@ -135,16 +135,13 @@ def simulate_objects(
     return out
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+def _json_default(value: Any) -> Any:
+    """What the JSON encoder cannot write itself: times (RFC 3339) and quantities (canonical text)."""
     if isinstance(value, dt.datetime):
         return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return str(value)  # quantities print in their canonical text
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
 
 
 def _target(t: Mapping[str, Any]) -> str:
@@ -278,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_results(args: argparse.Namespace, results: list[tuple[dict[str, Any], ScheduleResult]]) -> None:
-    items = [_jsonable(obj) for obj, _ in results]
+    items = [obj for obj, _ in results]
     if args.explain:
         text = "\n\n".join(explain(r, obj) for obj, r in results)
         # Keep machine-readable output on stdout clean: with -o json/yaml, explanations go to stderr.
@@ -286,11 +283,14 @@ def _print_results(args: argparse.Namespace, results: list[tuple[dict[str, Any],
         if args.output == "table":
             print()
     if args.output == "json":
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout, indent=2)
+        doc = {"apiVersion": "v1", "kind": "List", "items": items}
+        sys.stdout.write(json.dumps(doc, indent=2, default=_json_default))
         sys.stdout.write("\n")
     elif args.output == "yaml":
         import yaml
 
-        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout, sort_keys=False)
+        # Through JSON: plain types only (times and quantities as text), then YAML.
+        text = json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, default=_json_default)
+        yaml.safe_dump(json.loads(text), sys.stdout, sort_keys=False)
     else:
         print(_table(results))

@@ -9,7 +9,6 @@ operator's writes and ``fleetsched simulate``. Must not do I/O.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping
@@ -206,9 +205,10 @@ def render_into_binding(
     success ``schedulerObservedGeneration`` and ``lastScheduledTime``.
     """
     now = now or dt.datetime.now(dt.UTC)
-    out: dict[str, Any] = copy.deepcopy(dict(binding))
-    spec = out.setdefault("spec", {})
-    metadata = out.setdefault("metadata", {})
+    # Copy only the maps written below; everything else is shared with the (unmodified) input.
+    out: dict[str, Any] = dict(binding)
+    spec = out["spec"] = dict(out.get("spec") or {})
+    metadata = out["metadata"] = dict(out.get("metadata") or {})
     if result.clusters is not None:
         if result.clusters:
             spec["clusters"] = [
@@ -218,13 +218,12 @@ def render_into_binding(
         else:
             spec.pop("clusters", None)
     if result.write_placement_annotation and isinstance(spec.get("placement"), Mapping):
-        annotations = metadata.setdefault("annotations", {}) or {}
+        annotations = dict(metadata.get("annotations") or {})
         annotations[APPLIED_PLACEMENT_ANNOTATION] = applied_placement_json(spec["placement"])
         metadata["annotations"] = annotations
     if result.condition is None:
         return out
-    status = out.get("status") or {}
-    out["status"] = status
+    status = out["status"] = dict(out.get("status") or {})
     if result.affinity_name is not None:
         status["schedulerObservingAffinityName"] = result.affinity_name
     conditions = [c for c in (status.get("conditions") or []) if isinstance(c, Mapping)]
