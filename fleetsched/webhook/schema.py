@@ -306,16 +306,74 @@ CLUSTER_PROPAGATION_POLICY = _object("ClusterPropagationPolicy", "v1alpha1.Clust
                                      Field("spec", PROPAGATION_SPEC, omitempty=False))
 
 # --- work.karmada.io/v1alpha2 ------------------------------------------------------------
-# Bindings are only labelled and (optionally) checked for component names here; their spec and
-# status are carried as raw JSON, apart from the one list the rules read.
+# Bindings are written by controllers; the webhook only labels them and checks component names,
+# so quantities, node selectors, eviction tasks and status are carried as raw JSON.
 
+OBJECT_REFERENCE = Struct("ObjectReference", "v1alpha2.ObjectReference", (
+    Field("apiVersion", STRING, omitempty=False),
+    Field("kind", STRING, omitempty=False),
+    Field("namespace", STRING),
+    Field("name", STRING, omitempty=False),
+    Field("uid", _s("types.UID")),
+    Field("resourceVersion", STRING),
+))
+NODE_CLAIM = Struct("NodeClaim", "v1alpha2.NodeClaim", (
+    Field("hardNodeAffinity", Raw("v1.NodeSelector"), pointer=True),
+    Field("nodeSelector", Map(STRING)),
+    Field("tolerations", Slice(TOLERATION)),
+))
+REPLICA_REQUIREMENTS = Struct("ReplicaRequirements", "v1alpha2.ReplicaRequirements", (
+    Field("nodeClaim", NODE_CLAIM, pointer=True),
+    Field("resourceRequest", Map(Raw("resource.Quantity"))),
+    Field("namespace", STRING),
+    Field("priorityClassName", STRING),
+))
+COMPONENT_REPLICA_REQUIREMENTS = Struct("ComponentReplicaRequirements",
+                                        "v1alpha2.ComponentReplicaRequirements", (
+    Field("nodeClaim", NODE_CLAIM, pointer=True),
+    Field("resourceRequest", Map(Raw("resource.Quantity"))),
+    Field("priorityClassName", STRING),
+))
 COMPONENT = Struct("Component", "v1alpha2.Component", (
     Field("name", STRING, omitempty=False),
     Field("replicas", INT32, omitempty=False),
-    Field("replicaRequirements", Raw(), pointer=True),
+    Field("replicaRequirements", COMPONENT_REPLICA_REQUIREMENTS, pointer=True),
+))
+TARGET_CLUSTER = Struct("TargetCluster", "v1alpha2.TargetCluster", (
+    Field("name", STRING, omitempty=False),
+    Field("replicas", INT32),
+    Field("components", Slice(Struct("ComponentReplicas", "v1alpha2.ComponentReplicas", (
+        Field("name", STRING, omitempty=False),
+        Field("replicas", INT32),
+    )))),
+))
+BINDING_SUSPENSION = Struct("Suspension", "v1alpha2.Suspension", (
+    *SUSPENSION.fields,
+    Field("scheduling", BOOL, pointer=True),
 ))
 BINDING_SPEC = Struct("ResourceBindingSpec", "v1alpha2.ResourceBindingSpec", (
+    Field("resource", OBJECT_REFERENCE, omitempty=False),
+    Field("propagateDeps", BOOL),
+    Field("replicaRequirements", REPLICA_REQUIREMENTS, pointer=True),
+    Field("replicas", INT32),
     Field("components", Slice(COMPONENT)),
+    Field("clusters", Slice(TARGET_CLUSTER)),
+    Field("placement", PLACEMENT, pointer=True),
+    Field("gracefulEvictionTasks", Slice(Raw("v1alpha2.GracefulEvictionTask"))),
+    Field("requiredBy", Slice(Raw("v1alpha2.BindingSnapshot"))),
+    Field("schedulerName", STRING),
+    Field("failover", FAILOVER_BEHAVIOR, pointer=True),
+    Field("conflictResolution", _s("v1alpha1.ConflictResolution")),
+    Field("rescheduleTriggeredAt", Time(), pointer=True),
+    Field("suspension", BINDING_SUSPENSION, pointer=True),
+    Field("preserveResourcesOnDeletion", BOOL, pointer=True),
+    Field("schedulePriority", Struct("SchedulePriority", "v1alpha2.SchedulePriority", (
+        Field("priority", INT32),
+    )), pointer=True),
+    Field("workloadAffinityGroups", Struct("WorkloadAffinityGroups", "v1alpha2.WorkloadAffinityGroups", (
+        Field("affinityGroup", STRING),
+        Field("antiAffinityGroup", STRING),
+    )), pointer=True),
 ))
 RESOURCE_BINDING = _object("ResourceBinding", "v1alpha2.ResourceBinding",
                            Field("spec", BINDING_SPEC, omitempty=False), Field("status", Raw()))

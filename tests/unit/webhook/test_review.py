@@ -176,3 +176,13 @@ def test_binding_label_patch(metadata: dict[str, Any] | None, operation: str, ex
     if expect_label:
         assert UUID.match(labels["resourcebinding.karmada.io/permanent-id"])
         assert all(labels[k] == v for k, v in ((metadata or {}).get("labels") or {}).items())
+
+
+def test_binding_with_a_wrong_field_type_is_a_decode_error() -> None:
+    rb = {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding", "metadata": {"name": "b"},
+          "spec": {"resource": {"apiVersion": "v1", "kind": "A", "name": "x"}, "replicas": "3"}}
+    for path in ("/validate-resourcebinding", "/mutate-resourcebinding"):
+        response = call(path, body(a_review(rb)))["response"]
+        assert response["status"]["code"] == 400
+        assert response["status"]["message"] == ("json: cannot unmarshal string into Go struct field "
+                                                  "ResourceBindingSpec.spec.replicas of type int32")

@@ -50,3 +50,9 @@ def mismatches(openapi: dict[str, Any], typ: Any, path: str) -> list[str]:
                                  "policy.karmada.io_clusterpropagationpolicies.yaml"])
 def test_policy_spec_fields_match_the_crd(crd: str) -> None:
     assert mismatches(crd_schema(crd)["properties"]["spec"], schema.PROPAGATION_SPEC, "spec") == []
+
+
+@pytest.mark.parametrize("crd", ["work.karmada.io_resourcebindings.yaml",
+                                 "work.karmada.io_clusterresourcebindings.yaml"])
+def test_binding_spec_fields_match_the_crd(crd: str) -> None:
+    assert mismatches(crd_schema(crd)["properties"]["spec"], schema.BINDING_SPEC, "spec") == []
