@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from fleetsched.api.load import load_files
+from fleetsched.scheduler import matching
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 
@@ -51,7 +52,9 @@ def bench_file(path: Path, *, repeat: int) -> None:
         f"(load {t1 - t0:.2f}s, convert {t2 - t1:.2f}s)"
     )
     for round_no in range(1, repeat + 1):
-        # A fresh scheduler and snapshot per round: nothing carried over from a previous round.
+        # A fresh scheduler, snapshot and compiled-selector cache per round: nothing carried over.
+        matching.compile_affinity.cache_clear()
+        matching._requirement_valid.cache_clear()
         scheduler = Scheduler()
         snapshot = Snapshot(
             cluster_from_dict(c.model_dump(mode="python", by_alias=True, exclude_unset=True))
