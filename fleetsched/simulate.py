@@ -67,7 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--feature-gates",
         default="",
         help="gates that change results here: CustomizedClusterResourceModeling (default true), "
-        "WorkloadAffinity (default false; peers are the input ResourceBindings as written)",
+        "WorkloadAffinity (default false; peers are the input ResourceBindings as written), "
+        "MultiplePodTemplatesScheduling (default false)",
     )
 
 
@@ -82,7 +83,7 @@ def _gates(text: str) -> dict[str, bool]:
         if not sep or value.lower() not in ("true", "false"):
             raise _BadInput(f"--feature-gates: {item!r}: expected Name=true|false")
         gates[name] = value.lower() == "true"
-    known = {"CustomizedClusterResourceModeling", "WorkloadAffinity"}
+    known = {"CustomizedClusterResourceModeling", "MultiplePodTemplatesScheduling", "WorkloadAffinity"}
     unknown = sorted(set(gates) - known)
     if unknown:
         raise _BadInput(
@@ -237,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
             enable_empty_workload_propagation=args.enable_empty_workload_propagation,
             customized_cluster_resource_modeling=gates.get("CustomizedClusterResourceModeling", True),
             workload_affinity=gates.get("WorkloadAffinity", False),
+            multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
         )
         scheduler = Scheduler(settings=settings)
         loaded = load_files(args.files)

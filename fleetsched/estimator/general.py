@@ -14,9 +14,10 @@ import re
 from collections.abc import Sequence
 from fractions import Fraction
 
-from fleetsched.scheduler.types import ClusterInfo, ReplicaRequirements
+from fleetsched.api.quantity import Format, Quantity
+from fleetsched.scheduler.types import ClusterInfo, Component, ReplicaRequirements
 
-__all__ = ["GeneralEstimator", "estimate_cluster", "is_scalar_resource"]
+__all__ = ["GeneralEstimator", "estimate_cluster", "estimate_component_sets", "is_scalar_resource"]
 
 NAME = "general-estimator"
 MODEL_NODE_PODS = 110
@@ -216,3 +217,109 @@ class GeneralEstimator:
         rid = _request_id(request)
         modeling = self.resource_modeling
         return [estimate_cluster(c, request, resource_modeling=modeling, request_id=rid) for c in clusters]
+
+    def max_available_component_sets(
+        self, clusters: Sequence[ClusterInfo], components: Sequence[Component]
+    ) -> list[int]:
+        modeling = self.resource_modeling
+        return [estimate_component_sets(c, components, resource_modeling=modeling) for c in clusters]
+
+
+# ---- component sets (gate MultiplePodTemplatesScheduling, alpha; estimator.md §5.2, §5.3) ----------
+
+
+def _format_int(q: Quantity) -> int:
+    # estimator.md §5.2: decimal formats compare in milli-units, binary ones in whole units (a quirk
+    # kept for result compatibility: "2G" against "Ki" compares milli-bytes with bytes).
+    return q.value() if q.format is Format.BINARY_SI else q.milli_value()
+
+
+def _model_demand(request: tuple[tuple[str, Quantity], ...]) -> list[tuple[str, int]]:
+    demand: list[tuple[str, int]] = []
+    for name, q in request:
+        if name == "cpu":
+            need = q.milli_value()
+        elif name in ("memory", "ephemeral-storage") or is_scalar_resource(name):
+            need = q.value()
+        else:
+            continue
+        if need > 0:
+            demand.append((name, need))
+    return demand
+
+
+def _simulate_sets(base: _ClusterBase, components: Sequence[Component], upper: int) -> int:
+    """First fit of whole component sets over the virtual model nodes, at most ``upper`` sets."""
+    nodes: list[dict[str, int]] = []
+    for count, cap in base.model_nodes:
+        nodes.extend(dict(cap) for _ in range(count))
+    parts = []
+    for c in components:
+        request = c.replica_requirements.resource_request if c.replica_requirements is not None else ()
+        parts.append((_model_demand(request), c.replicas))
+    cursors = [0] * len(parts)
+    sets = 0
+    while sets < upper:
+        for index, (demand, replicas) in enumerate(parts):
+            remaining = replicas
+            # Nodes only lose capacity, so a node that fits none of a component never will again.
+            i = cursors[index]
+            while remaining > 0 and i < len(nodes):
+                node = nodes[i]
+                fit = node["pods"]
+                for name, need in demand:
+                    fit = min(fit, node.get(name, 0) // need)
+                if fit <= 0:
+                    if i == cursors[index]:
+                        cursors[index] += 1
+                    i += 1
+                    continue
+                take = min(fit, remaining)
+                node["pods"] -= take
+                for name, need in demand:
+                    node[name] = max(node.get(name, 0) - take * need, 0)
+                remaining -= take
+                if remaining > 0:
+                    i += 1
+            if remaining > 0:
+                return sets  # what this set consumed is not given back
+        sets += 1
+    return sets
+
+
+def estimate_component_sets(
+    cluster: ClusterInfo, components: Sequence[Component], *, resource_modeling: bool = True
+) -> int:
+    """Complete sets of ``components`` that fit ``cluster`` (general estimator, component-set path)."""
+    s = cluster.resource_summary
+    if s is None:
+        return 0
+    base = _base(cluster)
+    pods = base.pods
+    if pods <= 0:
+        return 0
+    per_set_pods = sum(c.replicas for c in components)
+    if per_set_pods <= 0:
+        return _to_int32(pods)
+    sets = pods // per_set_pods
+    per_set: dict[str, int] = {}
+    for c in components:
+        if c.replica_requirements is None:
+            continue
+        for name, q in c.replica_requirements.resource_request:
+            per_set[name] = per_set.get(name, 0) + c.replicas * _format_int(q)
+    if any(v > 0 for v in per_set.values()):
+        for name, need in per_set.items():
+            if need <= 0:
+                continue
+            q = s.allocatable.get(name)
+            if q is None:
+                return 0
+            zero = Quantity(0)
+            avail = _format_int(q - s.allocated.get(name, zero) - s.allocating.get(name, zero))
+            if avail <= 0:
+                return 0
+            sets = min(sets, avail // need)
+    if resource_modeling and s.allocatable_modelings and not base.model_error:
+        sets = min(sets, _simulate_sets(base, components, sets))
+    return _to_int32(sets)

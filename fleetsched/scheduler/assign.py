@@ -280,6 +280,7 @@ def assign_replicas(
     fresh: bool,
     overflow: bool,
     empty_workload_propagation: bool = False,
+    multi_template: bool = False,
 ) -> list[TargetCluster]:
     """Karmada's assignReplicas (§9.1): the new spec.clusters for the selected clusters.
 
@@ -296,8 +297,10 @@ def assign_replicas(
         else:
             result = _drop_zeros(_run_strategy(strategy, selected, binding, binding.replicas, fresh=fresh))
     else:
-        # Non-workloads and multi-component workloads: every selected cluster, no replica count.
-        return [TargetCluster(c.name, 0) for c in selected]
+        # Non-workloads and multi-component workloads: every selected cluster, no replica count;
+        # multi-template results carry the components as they are (§12).
+        components = tuple((c.name, c.replicas) for c in binding.components) if multi_template else ()
+        return [TargetCluster(c.name, 0, components) for c in selected]
     if empty_workload_propagation:
         present = {t.name for t in result}
         result += [TargetCluster(c.name, 0) for c in selected if c.name not in present]

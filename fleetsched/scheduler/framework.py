@@ -14,13 +14,20 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from fleetsched.scheduler.types import ClusterInfo, PeerBinding, ReplicaRequirements, SchedulingBinding
+from fleetsched.scheduler.types import (
+    ClusterInfo,
+    Component,
+    PeerBinding,
+    ReplicaRequirements,
+    SchedulingBinding,
+)
 
 __all__ = [
     "DEFAULT_FILTERS",
     "DEFAULT_SCORES",
     "UNAUTHENTIC_REPLICA",
     "Code",
+    "ComponentSetEstimator",
     "FilterContext",
     "FilterPlugin",
     "PluginSelectionError",
@@ -115,6 +122,21 @@ class ReplicaEstimator(Protocol):
 
     def max_available_replicas(
         self, clusters: Sequence[ClusterInfo], replica_requirements: ReplicaRequirements | None
+    ) -> list[int]: ...
+
+
+@runtime_checkable
+class ComponentSetEstimator(Protocol):
+    """Optional second face of an estimator: complete component sets per cluster (§12, alpha).
+
+    Only asked when the ``MultiplePodTemplatesScheduling`` gate is on and the binding qualifies;
+    estimators without it are skipped on that path. Same -1 and raising rules as above.
+    """
+
+    name: str
+
+    def max_available_component_sets(
+        self, clusters: Sequence[ClusterInfo], components: Sequence[Component]
     ) -> list[int]: ...
 
 

@@ -189,6 +189,15 @@ def applied_placement_json(placement: Mapping[str, Any]) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _target_json(t: TargetCluster) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": t.name}
+    if t.replicas:
+        out["replicas"] = t.replicas
+    if t.components:
+        out["components"] = [{"name": n, "replicas": r} if r else {"name": n} for n, r in t.components]
+    return out
+
+
 def _rfc3339(now: dt.datetime) -> str:
     return now.astimezone(dt.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -211,10 +220,7 @@ def render_into_binding(
     metadata = out["metadata"] = dict(out.get("metadata") or {})
     if result.clusters is not None:
         if result.clusters:
-            spec["clusters"] = [
-                {"name": t.name, "replicas": t.replicas} if t.replicas else {"name": t.name}
-                for t in result.clusters
-            ]
+            spec["clusters"] = [_target_json(t) for t in result.clusters]
         else:
             spec.pop("clusters", None)
     if result.write_placement_annotation and isinstance(spec.get("placement"), Mapping):

@@ -39,7 +39,7 @@ from fleetsched.scheduler.types import (
     TargetCluster,
 )
 
-__all__ = ["Scheduler", "Settings", "Snapshot", "reschedule_required"]
+__all__ = ["Scheduler", "Settings", "Snapshot", "multi_template_applicable", "reschedule_required"]
 
 
 class Snapshot:
@@ -88,6 +88,8 @@ class Settings:
     customized_cluster_resource_modeling: bool = True
     # Feature gate WorkloadAffinity (alpha, default off): registers the workload (anti-)affinity filters.
     workload_affinity: bool = False
+    # Feature gate MultiplePodTemplatesScheduling (alpha, default off): component-set scheduling (§12).
+    multiple_pod_templates: bool = False
 
 
 def reschedule_required(triggered_at: dt.datetime | None, last_scheduled: dt.datetime | None) -> bool:
@@ -254,8 +256,9 @@ class Scheduler:
             )
 
         attempt.numbers_factory = numbers
+        multi_template = self.settings.multiple_pod_templates and multi_template_applicable(binding)
         try:
-            selected = select_clusters(details, binding)
+            selected = select_clusters(details, binding, multi_template=multi_template)
         except SchedulingError as e:
             err = e.wrapped("failed to select clusters")
             raise AttemptFailed(err, attempt.freeze(None, err)) from None
@@ -268,6 +271,7 @@ class Scheduler:
                 fresh=fresh,
                 overflow=overflow_term is not None,
                 empty_workload_propagation=self.settings.enable_empty_workload_propagation,
+                multi_template=multi_template,
             )
         except SchedulingError as e:
             err = e.wrapped("failed to assign replicas")
@@ -369,6 +373,19 @@ class Scheduler:
         result = [MAX_INT32] * len(clusters)
         if binding.replicas == 0 and not binding.components:
             return result
+        if self.settings.multiple_pod_templates and multi_template_applicable(binding):
+            for estimator in self.estimators:
+                sets = getattr(estimator, "max_available_component_sets", None)
+                if sets is None:
+                    continue
+                try:
+                    answer = sets(clusters, binding.components)
+                except Exception:
+                    continue
+                for i, n in enumerate(answer[: len(clusters)]):
+                    if n != UNAUTHENTIC_REPLICA and n < result[i]:
+                        result[i] = n
+            return [binding.replicas if n == MAX_INT32 else n for n in result]
         for estimator in self.estimators:
             try:
                 answer = estimator.max_available_replicas(clusters, binding.replica_requirements)
@@ -380,6 +397,16 @@ class Scheduler:
                 if n < result[i]:
                     result[i] = n
         return [binding.replicas if n == MAX_INT32 else n for n in result]
+
+
+def multi_template_applicable(binding: SchedulingBinding) -> bool:
+    """§12: components present and a cluster spread constraint with minGroups == maxGroups == 1."""
+    if not binding.components or binding.placement is None:
+        return False
+    return any(
+        sc.spread_by_field == "cluster" and sc.min_groups == 1 and sc.max_groups == 1
+        for sc in binding.placement.spread_constraints
+    )
 
 
 def _overflow_term(binding: SchedulingBinding, observed_name: str) -> Any:

@@ -176,14 +176,16 @@ def _select_by_region(
     return selected
 
 
-def select_clusters(clusters: Sequence[ClusterDetail], binding: SchedulingBinding) -> list[ClusterDetail]:
+def select_clusters(
+    clusters: Sequence[ClusterDetail], binding: SchedulingBinding, *, multi_template: bool = False
+) -> list[ClusterDetail]:
     """The select stage over feasible clusters already in global order (§8)."""
     placement = binding.placement
     assert placement is not None
     ordered = list(clusters)
     if not placement.spread_constraints or spread_ignored(placement):
         return ordered
-    need = binding.replicas
+    need = 1 if multi_template else binding.replicas
     if placement.is_duplicated():
         need = -1
     constraints: dict[str, SpreadConstraint] = {}

@@ -193,6 +193,8 @@ class Component:
 class TargetCluster:
     name: str
     replicas: int = 0
+    # Multi-template results only (gate MultiplePodTemplatesScheduling, §12): (component, replicas).
+    components: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

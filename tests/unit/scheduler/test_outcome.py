@@ -134,3 +134,11 @@ def test_applied_placement_uses_go_field_order_and_escapes() -> None:
         '"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Weighted",'
         '"weightPreference":{"staticWeightList":[{"targetCluster":{},"weight":1}]}}}'
     )
+
+
+def test_multi_template_targets_carry_their_components() -> None:
+    result = _result(clusters=(TargetCluster("m1", 0, (("jm", 1), ("tm", 0))),))
+    out = render_into_binding(BINDING, result, now=NOW)
+    assert out["spec"]["clusters"] == [
+        {"name": "m1", "components": [{"name": "jm", "replicas": 1}, {"name": "tm"}]}
+    ]
