@@ -1,0 +1,297 @@
+"""The user's whole story on a real kube-apiserver, with the install's own pieces.
+
+Every component runs as a process of the code the image runs (``python -m fleetsched`` with the
+container args of the rendered manifests; only listen addresses, the certificate directory and
+the kubeconfig are changed for loopback), and the scheduler and the controller authenticate as
+their ServiceAccounts with the RBAC from manifests/, so a missing permission fails the story.
+The webhook is registered through the rendered configurations (caBundle from hack/gen-certs.sh,
+clientConfig by URL). kube-controller-manager runs only its garbage collector, as in any cluster.
+
+1. ``kubectl apply -f crds/``, the example Clusters, then the ``web`` Deployment and
+   PropagationPolicy from examples/policies.yaml;
+2. the ResourceBinding appears with the policy's placement and gets scheduled exactly as
+   ``fleetsched simulate`` schedules the same files;
+3. scaling the Deployment changes the binding's replicas and the scheduler's division;
+4. deleting the Deployment deletes the binding (garbage collection through its owner reference;
+   see the note in the test about Karmada's binding finalizer);
+5. an invalid policy is rejected by the webhook through the apiserver, with Karmada's message.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.test_install import prepared_tree
+from tests.support.controlplane import APIServer, ControllerManager, ControlPlane, free_port, wait_until
+from tests.support.karmada import apply_with_status, load_documents
+from tests.support.processes import SchedulerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "fleetsched-system"
+PP_LABEL = "propagationpolicy.karmada.io/permanent-id"
+BINDING_FINALIZER = "karmada.io/binding-controller"
+RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+
+
+# ---- the install, rendered -------------------------------------------------------------------
+
+
+def render(tree: Path, server: APIServer) -> list[dict[str, Any]]:
+    return load_documents(server.kubectl("kustomize", str(tree)))
+
+
+def container_args(docs: list[dict[str, Any]], deployment: str) -> list[str]:
+    for doc in docs:
+        if doc["kind"] == "Deployment" and doc["metadata"]["name"] == deployment:
+            return list(doc["spec"]["template"]["spec"]["containers"][0]["args"])
+    raise AssertionError(f"Deployment {deployment} is not in the install")
+
+
+def override(args: list[str], **flags: str) -> list[str]:
+    """The manifest's args with some ``--flag=value`` replaced (or added): keys use underscores."""
+    wanted = {f"--{k.replace('_', '-')}": v for k, v in flags.items()}
+    out = [a for a in args if a.partition("=")[0] not in wanted]
+    return out + [f"{flag}={value}" for flag, value in wanted.items()]
+
+
+def service_account_kubeconfig(server: APIServer, account: str, path: Path) -> Path:
+    """A kubeconfig that authenticates as ``fleetsched-system/<account>`` with a bound token."""
+    token = server.kubectl("create", "token", account, "-n", NAMESPACE, "--duration=2h").strip()
+    admin = yaml.safe_load(server.kubeconfig.read_text())
+    cluster = admin["clusters"][0]
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": account, "context": {"cluster": cluster["name"], "user": account}}],
+        "current-context": account,
+    }))
+    path.chmod(0o600)
+    return path
+
+
+@dataclass
+class Component(SchedulerProcess):
+    """``python -m fleetsched ARGS`` with /readyz and /metrics on ``port`` (the harness's convention)."""
+
+    args: tuple[str, ...] = ()
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "fleetsched", *self.args]
+
+
+# ---- the story's world -----------------------------------------------------------------------
+
+
+@dataclass
+class Story:
+    server: APIServer
+    tree: Path
+    scheduler: Component
+    controller: Component
+    webhook: Component
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        return self.server.kubectl(*args, input=input, check=check)
+
+    def get(self, *args: str) -> dict[str, Any] | None:
+        out = self.kubectl("get", *args, "-o", "json", "--ignore-not-found")
+        return json.loads(out) if out.strip() else None
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {name}:\n{proc.log_tail(25)}" for name, proc in
+                         (("scheduler", self.scheduler), ("controller", self.controller),
+                          ("webhook", self.webhook)))
+
+    def wait_for(self, what: str, probe: Callable[[], Any], timeout: float = 90) -> Any:
+        return wait_until(probe, timeout=timeout, interval=0.5, message=lambda: f"{what}:\n{self.logs()}")
+
+
+@pytest.fixture(scope="module")
+def story(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
+    workdir = tmp_path_factory.mktemp("story")
+    server = control_plane.add_apiserver("story", apply_crds=False)
+    started: list[Any] = []
+    try:
+        server.kubectl("apply", "-f", str(ROOT / "crds"))
+        server.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        garbage_collector = ControllerManager(binaries=control_plane.binaries, workdir=workdir / "kcm",
+                                              kubeconfig=server.kubeconfig)
+        garbage_collector.start()
+        started.append(garbage_collector)
+
+        tree = prepared_tree(workdir, members=())
+        docs = render(tree, server)
+        server.apply(yaml.safe_dump_all([d for d in docs if d["kind"] in RBAC_KINDS]))
+
+        webhook_port, probe_port = free_port(), free_port()
+        webhook = Component(
+            kubeconfig=server.kubeconfig, log_path=workdir / "webhook.log", port=probe_port,
+            args=tuple(override(container_args(docs, "fleetsched-webhook"), bind_address="127.0.0.1",
+                                secure_port=str(webhook_port), cert_dir=str(tree / "certs"),
+                                metrics_bind_address=f"127.0.0.1:{probe_port}",
+                                health_probe_bind_address=f"127.0.0.1:{probe_port}")),
+        )
+        started.append(webhook)
+        webhook.start(timeout=60)
+        configurations = [copy.deepcopy(d) for d in docs if d["kind"].endswith("WebhookConfiguration")]
+        for configuration in configurations:
+            for hook in configuration["webhooks"]:
+                path = hook["clientConfig"].pop("service")["path"]
+                hook["clientConfig"]["url"] = f"https://127.0.0.1:{webhook_port}{path}"
+                assert hook["clientConfig"]["caBundle"], "the install carries the CA"
+        server.apply(yaml.safe_dump_all(configurations))
+
+        processes = {}
+        for command in ("scheduler", "controller"):
+            port = free_port()
+            kubeconfig = service_account_kubeconfig(server, f"fleetsched-{command}",
+                                                    workdir / f"{command}.kubeconfig")
+            process = Component(
+                kubeconfig=kubeconfig, log_path=workdir / f"{command}.log", port=port,
+                args=tuple(override(container_args(docs, f"fleetsched-{command}"), kubeconfig=str(kubeconfig),
+                                    metrics_bind_address=f"127.0.0.1:{port}",
+                                    health_probe_bind_address=f"127.0.0.1:{port}")),
+            )
+            started.append(process)
+            process.start(timeout=90)  # /readyz: caches synced and the Lease held
+            processes[command] = process
+        yield Story(server=server, tree=tree, scheduler=processes["scheduler"],
+                    controller=processes["controller"], webhook=webhook)
+    finally:
+        for item in reversed(started):
+            item.stop()
+        control_plane.remove_apiserver("story")
+
+
+# ---- the example -----------------------------------------------------------------------------
+
+
+def example(kind: str, name: str) -> dict[str, Any]:
+    for doc in load_documents((ROOT / "examples" / "policies.yaml").read_text()):
+        if doc["kind"] == kind and doc["metadata"]["name"] == name:
+            return doc
+    raise AssertionError(f"examples/policies.yaml has no {kind} {name}")
+
+
+def simulated_clusters(tmp_path: Path, policy: dict[str, Any], deployment: dict[str, Any],
+                       uid: str) -> dict[str, int]:
+    """What ``fleetsched simulate`` decides for the same Clusters, policy and Deployment.
+
+    The Deployment's UID becomes the binding's spec.resource.uid, which seeds Karmada's replica
+    tie-breaker (scheduler.md §9.2), so the live one is given to the simulation too.
+    """
+    template = copy.deepcopy(deployment)
+    template["metadata"]["uid"] = uid
+    inputs = tmp_path / "inputs.yaml"
+    inputs.write_text(yaml.safe_dump_all([policy, template]))
+    fleet = ROOT / "examples" / "fleet.yaml"
+    command = [sys.executable, "-m", "fleetsched", "simulate", str(fleet), str(inputs), "-o", "json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
+    (binding,) = json.loads(done.stdout)["items"]
+    return {c["name"]: c["replicas"] for c in binding["spec"]["clusters"]}
+
+
+def scheduled_clusters(binding: dict[str, Any] | None, replicas: int) -> dict[str, int] | None:
+    """spec.clusters once the scheduler has answered for ``replicas`` (condition and generation agree)."""
+    if binding is None or binding["spec"].get("replicas") != replicas:
+        return None
+    status = binding.get("status") or {}
+    scheduled = next((c for c in status.get("conditions") or () if c["type"] == "Scheduled"), None)
+    if (scheduled is None or scheduled["status"] != "True"
+            or status.get("schedulerObservedGeneration") != binding["metadata"]["generation"]):
+        return None
+    return {c["name"]: c["replicas"] for c in binding["spec"].get("clusters") or ()}
+
+
+def test_from_policy_yaml_to_a_scheduled_binding_and_back(story: Story, tmp_path: Path) -> None:
+    apply_with_status(story.server, [d for d in load_documents((ROOT / "examples" / "fleet.yaml").read_text())
+                                     if d["kind"] == "Cluster"])
+    policy, deployment = example("PropagationPolicy", "web"), example("Deployment", "web")
+    story.kubectl("create", "namespace", "shop")
+    story.server.apply(yaml.safe_dump_all([deployment, policy]))
+
+    # the webhook defaulted the policy on its way in (permanent id), the controller derived the binding
+    stored_policy = story.get("pp", "web", "-n", "shop")
+    assert stored_policy is not None
+    permanent_id = stored_policy["metadata"]["labels"][PP_LABEL]
+    binding = story.wait_for("no ResourceBinding web-deployment",
+                             lambda: story.get("rb", "web-deployment", "-n", "shop"))
+    assert binding["metadata"]["labels"][PP_LABEL] == permanent_id
+    assert binding["spec"]["placement"] == stored_policy["spec"]["placement"]
+    template = story.get("deployment", "web", "-n", "shop")
+    assert template is not None
+    resource = binding["spec"]["resource"]
+    assert (resource["apiVersion"], resource["kind"], resource["namespace"], resource["name"]) == (
+        "apps/v1", "Deployment", "shop", "web")
+    assert resource.get("uid") == template["metadata"]["uid"]
+    owner = binding["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"]) == ("Deployment", "web", template["metadata"]["uid"])
+
+    # scheduled as simulate schedules the same files
+    expected = simulated_clusters(tmp_path, policy, deployment, template["metadata"]["uid"])
+    assert sum(expected.values()) == deployment["spec"]["replicas"]
+    replicas = deployment["spec"]["replicas"]
+    clusters = story.wait_for(
+        "the binding was never scheduled",
+        lambda: scheduled_clusters(story.get("rb", "web-deployment", "-n", "shop"), replicas))
+    assert clusters == expected
+    wide = story.kubectl("get", "rb", "web-deployment", "-n", "shop", "-o", "wide")
+    assert "True" in wide and "web-deployment" in wide
+    events = json.loads(story.kubectl("get", "events", "-n", "shop", "-o", "json",
+                                      "--field-selector=involvedObject.name=web-deployment"))
+    assert "ScheduleBindingSucceed" in {e["reason"] for e in events["items"]}
+
+    # scaling the Deployment reaches the binding and the scheduler divides again
+    scaled = copy.deepcopy(deployment)
+    scaled["spec"]["replicas"] = 15
+    story.kubectl("scale", "deployment", "web", "-n", "shop", "--replicas=15")
+    expected_scaled = simulated_clusters(tmp_path, policy, scaled, template["metadata"]["uid"])
+    assert expected_scaled != expected and sum(expected_scaled.values()) == 15
+    clusters = story.wait_for(
+        "the scaled binding was never rescheduled",
+        lambda: scheduled_clusters(story.get("rb", "web-deployment", "-n", "shop"), 15))
+    assert clusters == expected_scaled
+
+    # Deleting the Deployment: the garbage collector follows the binding's owner reference and
+    # deletes the binding. What remains is Karmada's karmada.io/binding-controller finalizer, which
+    # in Karmada its binding controller removes once the Works are gone. fleetsched has no binding
+    # controller yet, so a binding may stay in Terminating with exactly that finalizer (a known gap,
+    # README "Known gaps"); anything else left on it fails here.
+    story.kubectl("delete", "deployment", "web", "-n", "shop", "--wait=true")
+
+    def binding_deleted() -> dict[str, Any] | bool:
+        left = story.get("rb", "web-deployment", "-n", "shop")
+        if left is None:
+            return True
+        return left if left["metadata"].get("deletionTimestamp") else False
+
+    left = story.wait_for("the binding outlived its Deployment", binding_deleted, timeout=120)
+    if left is not True:
+        assert left["metadata"]["finalizers"] == [BINDING_FINALIZER], left["metadata"]
+
+
+def test_an_invalid_policy_is_rejected_by_the_webhook_through_the_apiserver(story: Story) -> None:
+    policy = example("PropagationPolicy", "web")
+    policy["metadata"]["name"] = "web-invalid"
+    # clusterAffinity and clusterAffinities together: Karmada's rule, Karmada's words
+    policy["spec"]["placement"]["clusterAffinities"] = [
+        {"affinityName": "primary", "clusterNames": ["aws-us-east-1"]}]
+    story.kubectl("create", "namespace", "shop", check=False)
+    with pytest.raises(RuntimeError) as rejected:
+        story.server.apply(yaml.safe_dump(policy))
+    message = str(rejected.value)
+    assert 'admission webhook "propagationpolicy.karmada.io" denied the request' in message
+    assert "clusterAffinities cannot co-exist with clusterAffinity" in message
+    assert story.get("pp", "web-invalid", "-n", "shop") is None, "nothing half-written"
