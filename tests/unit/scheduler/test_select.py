@@ -99,3 +99,46 @@ def test_duplicated_with_cluster_constraint_takes_the_first_k(schedule: Schedule
     result = schedule(a_binding().replicas(2).duplicated().spread("cluster", 1, 2), _regions())
     # global order: available desc, then name
     assert [t.name for t in result.clusters or ()] == ["c", "a"]
+
+
+def _details(*spec: tuple[str, str, int, int]):  # type: ignore[no-untyped-def]
+    from fleetsched.scheduler.assign import ClusterDetail
+
+    return [
+        ClusterDetail(a_cluster(n).region(r).build(), score, 0, avail, avail) for n, r, avail, score in spec
+    ]
+
+
+def test_group_scores_example_7() -> None:
+    from fleetsched.scheduler.select import _group_score
+
+    binding = a_binding().replicas(40).dynamic().build()
+    r1 = _details(("a", "R1", 10, 0), ("b", "R1", 10, 0))
+    r2 = _details(("c", "R2", 50, 0))
+    r3 = _details(("d", "R3", 5, 0), ("e", "R3", 5, 0))
+    assert [_group_score(g, binding, 2, 2) for g in (r1, r2, r3)] == [20000, 20000, 10000]
+
+
+def test_group_score_duplicated_counts_clusters_that_fit_whole() -> None:
+    from fleetsched.scheduler.select import _group_score
+
+    binding = a_binding().replicas(8).duplicated().build()
+    group = _details(("a", "R", 10, 100), ("b", "R", 9, 0), ("c", "R", 3, 0))
+    assert _group_score(group, binding, 1, 1) == 2 * 1000 + 100 // 2
+    assert _group_score(_details(("c", "R", 3, 0)), binding, 1, 1) == 0
+
+
+def test_select_groups_prefers_weight_then_value_then_a_strict_prefix() -> None:
+    from fleetsched.scheduler.select import _Group, _select_groups
+
+    def g(name: str, clusters: int, score: int) -> _Group:
+        return _Group(name, _details(*[(f"{name}{i}", name, 1, 0) for i in range(clusters)]), score)
+
+    # Exactly two of three regions, enough clusters (2): the heaviest pair wins.
+    chosen = _select_groups([g("R1", 2, 20000), g("R2", 1, 20000), g("R3", 2, 10000)], 2, 2, 2)
+    assert [x.name for x in chosen or ()] == ["R1", "R2"]
+    # min 1, max 2, target 1 cluster: single regions satisfy; the strict prefix of the best path wins.
+    chosen = _select_groups([g("A", 1, 500), g("B", 1, 700)], 1, 2, 1)
+    assert [x.name for x in chosen or ()] == ["B"]
+    assert _select_groups([], 1, 1, 1) is None
+    assert _select_groups([g("A", 1, 1)], 1, 0, 1) is None  # maxGroups 0: no path
