@@ -146,6 +146,10 @@ _KEY_ORDER: dict[str, tuple[str, ...]] = {
 }
 
 
+# Written even when empty: non-omitempty fields, and pointers (tolerationSeconds) whose 0 is a value.
+_ALWAYS = frozenset({"affinityName", "targetCluster", "weight", "groupByLabelKey", "tolerationSeconds"})
+
+
 def _ordered(value: Any, kind: str) -> Any:
     if not isinstance(value, Mapping):
         return value
@@ -154,7 +158,7 @@ def _ordered(value: Any, kind: str) -> Any:
     out: dict[str, Any] = {}
     for k in keys:
         v = value[k]
-        if v is None or (v in ("", 0, [], {}) and k not in ("affinityName", "targetCluster", "weight")):
+        if v is None or (v in ("", 0, [], {}) and k not in _ALWAYS):
             continue
         out[k] = _child(k, v)
     return out

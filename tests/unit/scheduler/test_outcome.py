@@ -142,3 +142,16 @@ def test_multi_template_targets_carry_their_components() -> None:
     assert out["spec"]["clusters"] == [
         {"name": "m1", "components": [{"name": "jm", "replicas": 1}, {"name": "tm"}]}
     ]
+
+
+def test_applied_placement_keeps_pointer_zeros_and_required_strings() -> None:
+    placement = {
+        "clusterTolerations": [
+            {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0}
+        ],
+        "workloadAffinity": {"affinity": {"groupByLabelKey": ""}},
+    }
+    assert applied_placement_json(placement) == (
+        '{"clusterTolerations":[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":0}],'
+        '"workloadAffinity":{"affinity":{"groupByLabelKey":""}}}'
+    )
