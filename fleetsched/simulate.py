@@ -243,11 +243,12 @@ def run(args: argparse.Namespace) -> int:
         scheduler = Scheduler(settings=settings)
         loaded = load_files(args.files)
         # Nodes (and Pods) of member clusters in the input make those clusters node-accurate.
-        from fleetsched.estimator.inprocess import InventoryEstimator, inventories_from_objects
+        if loaded.nodes:  # imported only then: it brings numpy along
+            from fleetsched.estimator.inprocess import InventoryEstimator, inventories_from_objects
 
-        inventories = inventories_from_objects(loaded.nodes, loaded.pods)
-        if inventories:
-            scheduler = Scheduler(settings=settings, estimators=[InventoryEstimator(inventories)])
+            inventories = inventories_from_objects(loaded.nodes, loaded.pods)
+            if inventories:
+                scheduler = Scheduler(settings=settings, estimators=[InventoryEstimator(inventories)])
         clusters = [_dump(c) for c in loaded.clusters]
         bindings = [_dump(b) for b in loaded.bindings]
         bindings += [_dump(b) if hasattr(b, "model_dump") else dict(b) for b in _derive_bindings(loaded)]
