@@ -16,9 +16,15 @@ from fleetsched import __version__
 # command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("fleetsched.simulate", "schedule bindings offline from YAML files and print the result"),
-    "scheduler": ("fleetsched.controller.scheduler_cmd", "run the scheduler operator against a control plane"),
+    "scheduler": (
+        "fleetsched.controller.scheduler_cmd",
+        "run the scheduler operator against a control plane",
+    ),
     "controller": ("fleetsched.controller.policy_cmd", "run the policy controller that creates bindings"),
-    "estimator": ("fleetsched.estimator.server_cmd", "serve the accurate replica estimator for one member cluster"),
+    "estimator": (
+        "fleetsched.estimator.server_cmd",
+        "serve the accurate replica estimator for one member cluster",
+    ),
     "estimate": ("fleetsched.estimator.estimate_cmd", "answer estimator requests offline from YAML files"),
     "webhook": ("fleetsched.webhook.server_cmd", "serve the admission webhook for propagation policies"),
 }
