@@ -9,6 +9,13 @@ export FLEETSCHED_CACHE_DIR="${FLEETSCHED_CACHE_DIR:-$HOME/.cache/fleetsched}"
 export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$FLEETSCHED_CACHE_DIR/pip}"
 mkdir -p "$FLEETSCHED_CACHE_DIR"
 
+# Debian tools the scripts use (hack/envtest.sh reads go.mod JSON with jq; hack/gen-certs.sh uses openssl).
+missing=()
+for tool in jq openssl; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
