@@ -95,7 +95,7 @@ def answer_requests(service: EstimatorService, requests: list[Mapping[str, Any]]
 
 def load(paths: list[str]) -> tuple[MemberInventory, list[Mapping[str, Any]]]:
     options: Mapping[str, Any] | None = None
-    objects: list[Mapping[str, Any]] = []
+    inventory = MemberInventory()
     requests: list[Mapping[str, Any]] = []
     for path, index, doc in _documents(paths):
         kind = doc.get("kind")
@@ -106,7 +106,7 @@ def load(paths: list[str]) -> tuple[MemberInventory, list[Mapping[str, Any]]]:
         elif kind in REQUEST_KINDS:
             requests.append(doc)
         elif isinstance(kind, str) and kind:
-            objects.append(doc)
+            inventory.add(doc)  # as it is parsed: the document is garbage right after
         else:
             raise InputError(f"{path}: document {index}: kind: missing or not a string")
     if options is None:
@@ -114,7 +114,8 @@ def load(paths: list[str]) -> tuple[MemberInventory, list[Mapping[str, Any]]]:
     cluster = options.get("clusterName")
     if not isinstance(cluster, str) or not cluster:
         raise InputError("EstimatorOptions.clusterName: required, a non-empty string")
-    return MemberInventory(cluster, objects, _gates(options)), requests
+    inventory.finish(cluster, _gates(options))
+    return inventory, requests
 
 
 def run(args: argparse.Namespace) -> int:

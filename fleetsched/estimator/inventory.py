@@ -15,13 +15,18 @@ from typing import Any
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.model import EstimatorError, ObjectReference
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
-from fleetsched.estimator.replica import not_found_message, resolve_kind, slim_pod, split_api_version
+from fleetsched.estimator.replica import (
+    may_be_unschedulable,
+    not_found_message,
+    resolve_kind,
+    slim_pod,
+    split_api_version,
+)
 from fleetsched.estimator.service import (
     EstimatorService,
     FeatureGates,
     apply_node,
     apply_pod,
-    is_terminal,
 )
 
 __all__ = ["MemberInventory", "ObjectWorkloadSource"]
@@ -32,6 +37,16 @@ class ObjectWorkloadSource:
 
     def __init__(self) -> None:
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Mapping[str, Any]]] = {}
+        self._candidates: dict[tuple[str, str], Mapping[str, Any]] = {}
+
+    def add_pod(self, obj: Mapping[str, Any]) -> None:
+        """Remember that the pod exists; keep its details only if it can count as unschedulable."""
+        meta = obj.get("metadata") or {}
+        self.add({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}})
+        if may_be_unschedulable(obj):
+            key = (str(meta.get("namespace") or "default"), str(meta.get("name", "")))
+            self._candidates[key] = slim_pod(obj)
 
     def add(self, obj: Mapping[str, Any]) -> None:
         group, _ = split_api_version(str(obj.get("apiVersion", "")))
@@ -53,41 +68,57 @@ class ObjectWorkloadSource:
         return [o for (ns, _), o in self._objects.get(("apps", "ReplicaSet"), {}).items() if ns == namespace]
 
     def pods(self, namespace: str) -> Iterable[Mapping[str, Any]]:
-        return [o for (ns, _), o in self._objects.get(("", "Pod"), {}).items()
-                if ns == namespace and not is_terminal(o)]
+        return [o for (ns, _), o in self._candidates.items() if ns == namespace]
 
 
 class MemberInventory:
-    """One member cluster's objects, ready to estimate against."""
+    """One member cluster's objects, ready to estimate against.
 
-    def __init__(self, cluster_name: str, objects: Iterable[Mapping[str, Any]],
+    Objects can be added one at a time (``add``) and the inventory finished later (``finish``): a Pod is
+    counted as soon as it is added and its document can be dropped, which keeps a 50,000-pod snapshot
+    from leaving its parsed YAML scattered through memory. Nodes are inserted at ``finish`` in name
+    order, whatever the order they were added in.
+    """
+
+    service: EstimatorService
+
+    def __init__(self, cluster_name: str | None = None, objects: Iterable[Mapping[str, Any]] = (),
                  gates: FeatureGates | None = None) -> None:
-        uids = (f"fleetsched-generated-uid-{n}" for n in itertools.count())
+        self._uids = (f"fleetsched-generated-uid-{n}" for n in itertools.count())
         self.table = NodeTable()
         self.quotas = QuotaStore()
         self.workloads = ObjectWorkloadSource()
-        nodes: list[Mapping[str, Any]] = []
-        pods: list[Mapping[str, Any]] = []
+        self._nodes: list[Mapping[str, Any]] = []
         for raw in objects:
-            obj = dict(raw)
-            meta = dict(obj.get("metadata") or {})
-            meta.setdefault("uid", next(uids))
-            if obj.get("kind") != "Node":
-                meta.setdefault("namespace", "default")
-            obj["metadata"] = meta
-            kind = obj.get("kind")
-            if kind == "Node":
-                nodes.append(obj)
-            elif kind == "Pod":
-                pods.append(obj)
-                self.workloads.add({"apiVersion": "v1", "kind": "Pod", **slim_pod(obj)})
-            elif kind == "ResourceQuota":
-                self.quotas.upsert(quota_from_object(obj))
-            else:
-                self.workloads.add(obj)
-        for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name", "")).encode()):
+            self.add(raw)
+        if cluster_name is not None:
+            self.finish(cluster_name, gates)
+
+    def add(self, raw: Mapping[str, Any]) -> None:
+        obj = dict(raw)
+        meta = dict(obj.get("metadata") or {})
+        meta.setdefault("uid", next(self._uids))
+        if obj.get("kind") != "Node":
+            meta.setdefault("namespace", "default")
+        obj["metadata"] = meta
+        kind = obj.get("kind")
+        if kind == "Node":
+            self._nodes.append(obj)
+        elif kind == "Pod":
+            apply_pod(self.table, obj)  # counted on its node once that node is inserted
+            self.workloads.add_pod(obj)
+        elif kind == "ResourceQuota":
+            self.quotas.upsert(quota_from_object(obj))
+        else:
+            self.workloads.add(obj)
+
+    def finish(self, cluster_name: str, gates: FeatureGates | None = None) -> EstimatorService:
+        def by_name(node: Mapping[str, Any]) -> bytes:
+            return str((node.get("metadata") or {}).get("name", "")).encode()
+
+        for node in sorted(self._nodes, key=by_name):
             apply_node(self.table, node)
-        for pod in pods:
-            apply_pod(self.table, pod)
+        self._nodes = []
         self.service = EstimatorService(cluster_name=cluster_name, gates=gates or FeatureGates(),
                                         table=self.table, quotas=self.quotas, workloads=self.workloads)
+        return self.service

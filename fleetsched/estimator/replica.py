@@ -19,6 +19,7 @@ __all__ = [
     "KNOWN_KINDS",
     "WorkloadSource",
     "find_new_replica_set",
+    "may_be_unschedulable",
     "not_found_message",
     "resolve_kind",
     "selector_matches",
@@ -100,6 +101,18 @@ def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
                    "conditions": [c for c in status.get("conditions") or ()
                                   if c.get("type") == "PodScheduled"]},
     }
+
+
+def may_be_unschedulable(obj: Mapping[str, Any]) -> bool:
+    """Whether a pod can ever count for GetUnschedulableReplicas: non-terminal and its PodScheduled
+    condition False for reason Unschedulable. Only such pods need to be remembered."""
+    status = obj.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return False
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == "PodScheduled":
+            return condition.get("status") == "False" and condition.get("reason") == "Unschedulable"
+    return False
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:

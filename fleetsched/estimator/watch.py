@@ -26,7 +26,13 @@ from fleetsched.controller.kube import ApiError, Connection, KubeClient
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.model import EstimatorError, ObjectReference
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
-from fleetsched.estimator.replica import KNOWN_KINDS, not_found_message, slim_pod, split_api_version
+from fleetsched.estimator.replica import (
+    KNOWN_KINDS,
+    may_be_unschedulable,
+    not_found_message,
+    slim_pod,
+    split_api_version,
+)
 from fleetsched.estimator.server import SyncState
 from fleetsched.estimator.service import apply_node, apply_pod, is_terminal, pod_key
 
@@ -50,6 +56,7 @@ class LiveWorkloadSource:
         self.client = client
         self.deployments: dict[tuple[str, str], JsonObject] = {}
         self.replica_set_objects: dict[tuple[str, str], JsonObject] = {}
+        # only pods that can count as unschedulable (most pods are scheduled and never will)
         self.pod_objects: dict[tuple[str, str], JsonObject] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._discovered: dict[str, dict[str, tuple[str, bool]]] = {}
@@ -168,7 +175,8 @@ class MemberWatcher:
         for item in items:
             apply_pod(self.table, item)
             keys.add(pod_key(item))
-            fresh[_key(item)] = slim_pod(item)
+            if may_be_unschedulable(item):
+                fresh[_key(item)] = slim_pod(item)
         for key in set(self.table.pod_keys()) - keys:
             self.table.delete_pod(key)
         self.workloads.pod_objects = fresh
@@ -179,7 +187,10 @@ class MemberWatcher:
             self.workloads.pod_objects.pop(_key(obj), None)
         else:
             apply_pod(self.table, obj)
-            self.workloads.pod_objects[_key(obj)] = slim_pod(obj)
+            if may_be_unschedulable(obj):
+                self.workloads.pod_objects[_key(obj)] = slim_pod(obj)
+            else:
+                self.workloads.pod_objects.pop(_key(obj), None)
 
     def _reset_rs(self, items: list[JsonObject]) -> None:
         self.workloads.replica_set_objects = {_key(o): o for o in items}
