@@ -33,6 +33,7 @@ from fleetsched.estimator.replica import (
     slim_pod,
     split_api_version,
 )
+from fleetsched.estimator.resources import pod_request
 from fleetsched.estimator.server import SyncState
 from fleetsched.estimator.service import apply_node, apply_pod, is_terminal, pod_key
 
@@ -114,8 +115,10 @@ class WatchedKind:
     name: str
     path: str
     field_selector: str
-    reset: Callable[[list[JsonObject]], None]
+    reset: Callable[[list[Any]], None]
     event: Callable[[str, JsonObject], None]
+    # applied to each listed item as its page arrives, so a 50,000-pod LIST is never held whole
+    digest: Callable[[JsonObject], Any] | None = None
 
 
 def _ssl_context(connection: Connection) -> ssl.SSLContext | bool:
@@ -145,7 +148,8 @@ class MemberWatcher:
         self._live: set[str] = set()
         self.kinds = [
             WatchedKind("nodes", "/api/v1/nodes", "", self._reset_nodes, self._node_event),
-            WatchedKind("pods", "/api/v1/pods", NON_TERMINAL, self._reset_pods, self._pod_event),
+            WatchedKind("pods", "/api/v1/pods", NON_TERMINAL, self._reset_pods, self._pod_event,
+                        digest=self._pod_digest),
             WatchedKind("replicasets", "/apis/apps/v1/replicasets", "", self._reset_rs, self._rs_event),
             WatchedKind("deployments", "/apis/apps/v1/deployments", "", self._reset_deploy,
                         self._deploy_event),
@@ -169,14 +173,26 @@ class MemberWatcher:
         else:
             apply_node(self.table, obj)
 
-    def _reset_pods(self, items: list[JsonObject]) -> None:
+    @staticmethod
+    def _pod_digest(item: JsonObject) -> tuple[str, str, dict[str, int] | None, tuple[str, str], Any]:
+        """What the caches keep of a listed pod: its request on its node, and details if it may count as
+        unschedulable."""
+        node_name = str((item.get("spec") or {}).get("nodeName") or "")
+        request = None if not node_name or is_terminal(item) else pod_request(item.get("spec") or {})
+        candidate = slim_pod(item) if may_be_unschedulable(item) else None
+        return pod_key(item), node_name, request, _key(item), candidate
+
+    def _reset_pods(self, digests: list[Any]) -> None:
         keys = set()
         fresh: dict[tuple[str, str], JsonObject] = {}
-        for item in items:
-            apply_pod(self.table, item)
-            keys.add(pod_key(item))
-            if may_be_unschedulable(item):
-                fresh[_key(item)] = slim_pod(item)
+        for key, node_name, request, object_key, candidate in digests:
+            if request is None:
+                self.table.delete_pod(key)
+            else:
+                self.table.upsert_pod(key, node_name=node_name, request=request)
+            keys.add(key)
+            if candidate is not None:
+                fresh[object_key] = candidate
         for key in set(self.table.pod_keys()) - keys:
             self.table.delete_pod(key)
         self.workloads.pod_objects = fresh
@@ -290,12 +306,14 @@ class MemberWatcher:
                     await asyncio.wait_for(stop.wait(), timeout=delay)
                 delay = min(delay * 2, self.retry_max)
 
-    async def _list(self, kind: WatchedKind, params: Mapping[str, str]) -> tuple[list[JsonObject], str]:
-        items: list[JsonObject] = []
+    async def _list(self, kind: WatchedKind, params: Mapping[str, str]) -> tuple[list[Any], str]:
+        items: list[Any] = []
         query = dict(params, limit="500")
         while True:
             page = await self.client.get(kind.path, query)
-            items.extend(page.get("items") or [])
+            listed = page.get("items") or []
+            items.extend(map(kind.digest, listed) if kind.digest is not None else listed)
+            del listed
             meta = page.get("metadata") or {}
             token = meta.get("continue")
             if not token:

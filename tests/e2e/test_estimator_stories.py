@@ -101,6 +101,12 @@ def _create_nodes(member: APIServer, nodes: list[dict[str, Any]]) -> None:
                        content_type="application/merge-patch+json")
 
 
+def _pod(name: str, node: str, cpu: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "containers": [
+                {"name": "app", "image": "registry.example/app:1", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
 def _schedule(story: int, client: AccurateEstimatorClient | None) -> dict[str, int]:
     scheduler = Scheduler(estimators=[client]) if client is not None else Scheduler()
     result = simulate_objects(story_clusters(story), [story_binding(story)], scheduler)
@@ -135,15 +141,24 @@ def test_watch_follows_changes_and_survives_an_apiserver_outage(
         estimators: Callable[[str, APIServer], EstimatorProcess]) -> None:
     member = add_apiserver("watch-member")
     _create_nodes(member, story_nodes(2, "member-a"))
+    member.request("POST", "/api/v1/namespaces/default/pods", _pod("early", "member-a-node-0", "10"))
     process = estimators("member-a", member)
     client = AccurateEstimatorClient(EstimatorClientConfig(addresses={"member-a": process.address}))
     selector = story_binding(2)["spec"]["replicaRequirements"]
     try:
+        # 10 nodes with 16 CPUs fit one 12-CPU replica each, except the one running the listed pod
+        assert _answer(client, "member-a", {"resourceRequest": {"cpu": "12"}}) == 9
         assert _answer(client, "member-a", selector) == 0
         member.request("PATCH", "/api/v1/nodes/member-a-node-3", {"metadata": {"labels": {"key": "value"}}},
                        content_type="application/merge-patch+json")
         wait_until(lambda: _answer(client, "member-a", selector) == 1, timeout=30, interval=0.2,
                    message="the label change never reached the estimator")
+        member.request("POST", "/api/v1/namespaces/default/pods", _pod("late", "member-a-node-3", "8"))
+        wait_until(lambda: _answer(client, "member-a", selector) == 0, timeout=30, interval=0.2,
+                   message="the new pod never reached the estimator")
+        member.request("DELETE", "/api/v1/namespaces/default/pods/late?gracePeriodSeconds=0")
+        wait_until(lambda: _answer(client, "member-a", selector) == 1, timeout=30, interval=0.2,
+                   message="the pod deletion never reached the estimator")
 
         member.stop()
         wait_until(lambda: "last synced state" in process.probe("/readyz")[1], timeout=60, interval=0.5,
