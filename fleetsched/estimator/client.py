@@ -156,6 +156,7 @@ class AccurateEstimatorClient:
         self._lock = threading.Lock()
         self._channels: dict[str, tuple[grpc.Channel, Any]] = {}
         self._dial_failed: dict[str, tuple[float, str]] = {}
+        self._redialing: set[str] = set()
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="estimator-dial")
 
     def close(self) -> None:
@@ -215,6 +216,9 @@ class AccurateEstimatorClient:
         raise ConnectionError(last_error)
 
     def _stubs(self, clusters: Sequence[str], deadline: float) -> tuple[dict[str, Any], dict[str, str]]:
+        """Cached stubs; a first contact is dialed within the batch's deadline. A cluster whose dial failed
+        fails at once (as Karmada's uncached cluster does) and is re-dialed in the background, so a
+        missing estimator never stalls later batches."""
         stubs: dict[str, Any] = {}
         failures: dict[str, str] = {}
         to_dial = []
@@ -226,10 +230,13 @@ class AccurateEstimatorClient:
                     stubs[cluster] = cached[1]
                     continue
                 failed = self._dial_failed.get(cluster)
-                if failed is not None and now - failed[0] < self.config.redial_after:
-                    failures[cluster] = f"no connection ({failed[1]})"
+                if failed is None:
+                    to_dial.append(cluster)
                     continue
-                to_dial.append(cluster)
+                failures[cluster] = f"no connection ({failed[1]})"
+                if now - failed[0] >= self.config.redial_after and cluster not in self._redialing:
+                    self._redialing.add(cluster)
+                    self._pool.submit(self._redial, cluster)
         dials = {cluster: self._pool.submit(self._dial, cluster, deadline) for cluster in to_dial}
         for cluster, future in dials.items():
             try:
@@ -237,6 +244,21 @@ class AccurateEstimatorClient:
             except Exception as exc:
                 failures[cluster] = f"no connection ({exc})"
         return stubs, failures
+
+    def _redial(self, cluster: str) -> None:
+        try:
+            self._dial(cluster, time.monotonic() + self.config.dial_timeout * 2)
+        except Exception as exc:
+            log.info("estimator_redial_failed", cluster=cluster, error=str(exc))
+        finally:
+            with self._lock:
+                self._redialing.discard(cluster)
+
+    def connect(self, clusters: Sequence[Any]) -> dict[str, str]:
+        """Dial these clusters now (Karmada dials every cluster at start); returns the failures."""
+        deadline = time.monotonic() + self.config.dial_timeout
+        _, failures = self._stubs([cluster_name(c) for c in clusters], deadline)
+        return failures
 
     def _fan_out(self, clusters: Sequence[str], method: str, build: Callable[[str], Any], field_name: str,
                  metadata: Sequence[tuple[str, str]] = ()) -> list[int]:

@@ -64,11 +64,12 @@ def start(loop_thread: LoopThread) -> Iterator[Callable[..., StartedServer]]:
     started: list[StartedServer] = []
 
     def _start(cluster: str, objects: Sequence[Mapping[str, Any]], *, tls: ServerTLS | None = None,
-               synced: bool = True, gates: FeatureGates | None = None) -> StartedServer:
+               synced: bool = True, gates: FeatureGates | None = None,
+               address: str = "127.0.0.1:0") -> StartedServer:
         inventory = MemberInventory(cluster, objects, gates)
         state = SyncState(synced=synced, connected=synced)
         metrics = EstimatorMetrics()
-        running = loop_thread.run(start_server(inventory.service, address="127.0.0.1:0", state=state,
+        running = loop_thread.run(start_server(inventory.service, address=address, state=state,
                                                metrics=metrics, tls=tls))
         server = StartedServer(running, inventory, state, metrics)
         started.append(server)

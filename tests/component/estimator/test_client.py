@@ -97,7 +97,7 @@ def test_an_absent_estimator_fails_fast_and_discards_the_answer(start: Callable[
     try:
         with pytest.raises(EstimatorUnavailable) as failure:
             client.max_available_replicas(["member-a", "member-gone"], None)
-        # within the redial back-off the absent cluster fails at once, without dialing again
+        # from now on the absent cluster fails at once instead of stalling every batch
         began = time.monotonic()
         with pytest.raises(EstimatorUnavailable):
             client.max_available_replicas(["member-gone"], None)
@@ -105,6 +105,28 @@ def test_an_absent_estimator_fails_fast_and_discards_the_answer(start: Callable[
     finally:
         client.close()
     assert set(failure.value.failures) == {"member-gone"}
+
+
+def test_an_estimator_that_comes_up_later_is_redialed_in_the_background(
+        start: Callable[..., StartedServer]) -> None:
+    address = f"127.0.0.1:{_free_port()}"
+    client = AccurateEstimatorClient(EstimatorClientConfig(addresses={"late": address}, timeout=1.0,
+                                                           redial_after=0.1))
+    try:
+        assert set(client.connect(["late"])) == {"late"}
+        start("late", [node("n1", "2")], address=address)
+        deadline = time.monotonic() + 10
+        answer = None
+        while answer is None and time.monotonic() < deadline:
+            began = time.monotonic()
+            try:
+                answer = client.max_available_replicas(["late"], {"resourceRequest": {"cpu": "1"}})
+            except EstimatorUnavailable:
+                assert time.monotonic() - began < 0.5  # failing fast while the redial runs
+                time.sleep(0.1)
+    finally:
+        client.close()
+    assert answer == [2]
 
 
 def test_service_naming_follows_karmada() -> None:
