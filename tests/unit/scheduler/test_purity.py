@@ -17,3 +17,29 @@ def test_core_imports_no_network_or_operator_modules() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == ""
+
+
+def test_core_does_not_import_the_pydantic_models() -> None:
+    # fleetsched.api exports its names lazily, so the core's use of fleetsched.api.quantity stays light.
+    code = (
+        "import sys, fleetsched.scheduler.pipeline, fleetsched.scheduler.convert, fleetsched.simulate\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(('pydantic', 'fleetsched.api.')))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "fleetsched.api.quantity"
+
+
+def test_every_api_export_still_resolves() -> None:
+    code = (
+        "import fleetsched.api as api\n"
+        "missing = [n for n in api.__all__ if getattr(api, n, None) is None]\n"
+        "from fleetsched.api import Cluster, ResourceBinding, load_files, parse_quantity\n"
+        "assert Cluster.__module__ == 'fleetsched.api.cluster'\n"
+        "assert set(api.__all__) <= set(dir(api))\n"
+        "try:\n"
+        "    api.NoSuchName\n"
+        "except AttributeError as e:\n"
+        "    print('missing:', missing, 'error:', e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "missing: [] error: module 'fleetsched.api' has no attribute 'NoSuchName'"
