@@ -28,7 +28,7 @@ from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import PeerBinding
 
-__all__ = ["add_arguments", "run", "simulate_objects"]
+__all__ = ["add_arguments", "merge_bindings", "run", "simulate_objects"]
 
 EXIT_BAD_INPUT = 2
 
@@ -109,6 +109,39 @@ def _derive_bindings(loaded: Any) -> list[Any]:
     if derive is None:
         raise _BadInput("policies and workload templates need fleetsched.detector.derive_bindings")
     return list(derive(loaded))
+
+
+def _binding_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    kind = obj.get("kind") or "ResourceBinding"
+    md = obj.get("metadata") or {}
+    namespace = "" if kind == "ClusterResourceBinding" else (md.get("namespace") or "")
+    return (kind, namespace, md.get("name") or "")
+
+
+def merge_bindings(
+    explicit: Sequence[Mapping[str, Any]], derived: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """The bindings to schedule: every given one, then each derived one not already given.
+
+    A binding given in the input and also derived from a policy + template (same kind, namespace
+    and name) is one object in Karmada; the given one wins, because it may carry a previous
+    result and status. Returns the bindings and one note per derived binding dropped.
+    """
+    seen = {_binding_key(b) for b in explicit}
+    out: list[Mapping[str, Any]] = list(explicit)
+    notes: list[str] = []
+    for b in derived:
+        key = _binding_key(b)
+        if key in seen:
+            kind, namespace, name = key
+            ref = f"{namespace}/{name}" if namespace else name
+            notes.append(
+                f"{kind} {ref} is given in the input and also derived from a policy; using the given one"
+            )
+            continue
+        seen.add(key)
+        out.append(b)
+    return out, notes
 
 
 def simulate_objects(
@@ -250,8 +283,11 @@ def run(args: argparse.Namespace) -> int:
             if inventories:
                 scheduler = Scheduler(settings=settings, estimators=[InventoryEstimator(inventories)])
         clusters = [_dump(c) for c in loaded.clusters]
-        bindings = [_dump(b) for b in loaded.bindings]
-        bindings += [_dump(b) if hasattr(b, "model_dump") else dict(b) for b in _derive_bindings(loaded)]
+        explicit = [_dump(b) for b in loaded.bindings]
+        derived = [_dump(b) if hasattr(b, "model_dump") else dict(b) for b in _derive_bindings(loaded)]
+        bindings, notes = merge_bindings(explicit, derived)
+        for note in notes:
+            print(f"fleetsched simulate: note: {note}", file=sys.stderr)
         progress = None
         if sys.stderr.isatty() and len(bindings) > 50:
 

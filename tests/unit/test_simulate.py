@@ -246,3 +246,51 @@ def test_workload_anti_affinity_gate_uses_input_bindings_as_peers(
     assert code == 0
     cache = json.loads(out)["items"][1]
     assert {c["name"] for c in cache["spec"]["clusters"]} == {"m2"}
+
+
+def test_a_binding_given_and_also_derived_is_scheduled_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fleet, policies = str(EXAMPLES / "fleet.yaml"), str(EXAMPLES / "policies.yaml")
+    code, out, err = _run(capsys, fleet, policies, "-o", "json")
+    assert code == 0, err
+    derived = {i["metadata"]["name"]: i for i in json.loads(out)["items"]}
+    # Give one of them explicitly, marked, and with fewer replicas than its template says.
+    given = json.loads(json.dumps(derived["web-deployment"]))
+    given["metadata"].setdefault("labels", {})["given"] = "yes"
+    given["spec"]["replicas"] = 2
+    given["spec"].pop("clusters", None)
+    given.pop("status", None)
+    path = tmp_path / "given.yaml"
+    path.write_text(yaml.safe_dump(given))
+    code, out, err = _run(capsys, fleet, policies, str(path), "-o", "json")
+    assert code == 0
+    items = json.loads(out)["items"]
+    names = [i["metadata"]["name"] for i in items]
+    assert sorted(names) == sorted(derived)  # nothing twice, nothing lost
+    web = next(i for i in items if i["metadata"]["name"] == "web-deployment")
+    assert web["metadata"]["labels"]["given"] == "yes"
+    assert sum(c.get("replicas", 0) for c in web["spec"]["clusters"]) == 2
+    ns = web["metadata"]["namespace"]
+    assert err == (
+        f"fleetsched simulate: note: ResourceBinding {ns}/web-deployment is given in the input and also "
+        "derived from a policy; using the given one\n"
+    )
+
+
+def test_merge_bindings_keys_on_kind_namespace_and_name() -> None:
+    from fleetsched.simulate import merge_bindings
+
+    rb = {"kind": "ResourceBinding", "metadata": {"namespace": "a", "name": "x"}, "spec": {"replicas": 1}}
+    other_ns = {"kind": "ResourceBinding", "metadata": {"namespace": "b", "name": "x"}}
+    crb = {"kind": "ClusterResourceBinding", "metadata": {"name": "x"}}
+    dup = {"kind": "ResourceBinding", "metadata": {"namespace": "a", "name": "x"}, "spec": {"replicas": 9}}
+    merged, notes = merge_bindings([rb], [other_ns, crb, dup])
+    assert merged == [rb, other_ns, crb]
+    assert notes == [
+        "ResourceBinding a/x is given in the input and also derived from a policy; using the given one"
+    ]
+    merged, notes = merge_bindings([crb], [dict(crb)])
+    assert merged == [crb] and notes == [
+        "ClusterResourceBinding x is given in the input and also derived from a policy; using the given one"
+    ]
