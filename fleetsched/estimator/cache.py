@@ -92,6 +92,8 @@ class NodeTable:
         self._pods: dict[str, tuple[str, dict[str, int]]] = {}
         self._pods_on: dict[str, set[str]] = {}
         self._mask_cache: dict[NodeClaim, np.ndarray] = {}
+        self._free_cache: dict[str, np.ndarray] = {}
+        self._free_generation = -1
         self.generation = 0
 
     # ------------------------------------------------------------------ storage helpers
@@ -118,6 +120,7 @@ class NodeTable:
         self._group_of.extend([None] * old)
         self._free_slots.extend(range(self._cap - 1, old - 1, -1))
         self._mask_cache.clear()
+        self._free_cache.clear()
 
     def _to_exact(self) -> None:
         if self._dtype is object:
@@ -126,6 +129,7 @@ class NodeTable:
         self._alloc = {k: v.astype(object) for k, v in self._alloc.items()}
         self._req = {k: v.astype(object) for k, v in self._req.items()}
         self._pod_count = self._pod_count.astype(object)
+        self._free_cache.clear()
 
     def _check_magnitude(self, amounts: Iterable[int]) -> None:
         if self._dtype is not object and any(abs(a) >= _INT64_SAFE for a in amounts):
@@ -321,19 +325,29 @@ class NodeTable:
         return self._slot_of[name]
 
     def free(self, columns: Iterable[str]) -> dict[str, np.ndarray]:
-        """Fresh arrays of free amounts (allocatable - requested, clamped at 0) plus free pod slots."""
+        """Read-only arrays of free amounts (allocatable - requested, clamped at 0) plus free pod slots,
+        computed once per column until a node or pod changes."""
+        if self._free_generation != self.generation:
+            self._free_cache.clear()
+            self._free_generation = self.generation
         out: dict[str, np.ndarray] = {}
         for name in set(columns) | {PODS}:
-            if name == PODS:
-                out[PODS] = np.maximum(self._alloc[PODS] - self._pod_count, 0)
-                continue
-            alloc = self._alloc.get(name)
-            if alloc is None:
-                out[name] = self._zeros()
-                continue
-            req = self._req.get(name)
-            out[name] = np.maximum(alloc - req, 0) if req is not None else alloc.copy()
+            cached = self._free_cache.get(name)
+            if cached is None:
+                cached = self._compute_free(name)
+                cached.flags.writeable = False
+                self._free_cache[name] = cached
+            out[name] = cached
         return out
+
+    def _compute_free(self, name: str) -> np.ndarray:
+        if name == PODS:
+            return np.maximum(self._alloc[PODS] - self._pod_count, 0)
+        alloc = self._alloc.get(name)
+        if alloc is None:
+            return self._zeros()
+        req = self._req.get(name)
+        return np.maximum(alloc - req, 0) if req is not None else alloc.copy()
 
     def exact(self) -> bool:
         return self._dtype is object
@@ -367,6 +381,7 @@ class NodeTable:
             mask &= self._toleration_mask(claim)
         if len(self._mask_cache) > 1024:
             self._mask_cache.clear()
+        mask.flags.writeable = False  # shared by every request with this claim
         self._mask_cache[claim] = mask
         return mask
 
