@@ -1972,3 +1972,176 @@ def test_s31_nulls_are_zero_values_not_errors() -> None:
         one("spec.placement.clusterAffinities[0]", f'Invalid value: "": {NAME_PATTERN}'),
         one("spec.resourceSelectors[0].namespace", f'Invalid value: "": {NAMESPACE_MISMATCH}'),
     )
+
+
+# --- §6.4: the worked examples, verbatim --------------------------------------------------
+
+
+def test_s64_worked_examples() -> None:
+    assert verdict(
+        {
+            "placement": {
+                "clusterAffinity": {"clusterNames": ["member1"]},
+                "clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member2"]}],
+            }
+        }
+    ) == (
+        'spec.placement: Invalid value: {"clusterAffinity":{"clusterNames":["member1"]},"clusterAffinities":'
+        '[{"affinityName":"primary","clusterNames":["member2"]}]}: clusterAffinities cannot co-exist with '
+        "clusterAffinity"
+    )
+    assert verdict(
+        {
+            "placement": {
+                "clusterTolerations": [{"key": "k", "operator": "Lt", "value": "1", "effect": "NoSchedule"}]
+            }
+        }
+    ) == (
+        'spec.placement.clusterTolerations[0].operator: Unsupported value: "Lt": '
+        'supported values: "", "Exists", "Equal"'
+    )
+    assert verdict(
+        {"placement": {"clusterAffinities": [{"affinityName": "a b", "clusterNames": ["m"]}]}}
+    ) == (f'spec.placement.clusterAffinities[0]: Invalid value: "a b": {NAME_PATTERN}')
+
+
+# --- §5.3 and §8: bindings ----------------------------------------------------------------
+
+
+def a_binding(
+    kind: str = "ResourceBinding",
+    *,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    components: list[Any] | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "b", "namespace": "default"}
+    if labels is not None:
+        meta["labels"] = labels
+    if annotations is not None:
+        meta["annotations"] = annotations
+    spec: dict[str, Any] = {"resource": {"apiVersion": "v1", "kind": "Pod", "name": "p"}}
+    if components is not None:
+        spec["components"] = components
+    return {"apiVersion": "work.karmada.io/v1alpha2", "kind": kind, "metadata": meta, "spec": spec}
+
+
+def binding_call(
+    path: str, obj: dict[str, Any], operation: str = "CREATE", settings: review.Settings | None = None
+) -> dict[str, Any]:
+    request = {"uid": "b-uid", "operation": operation, "object": obj, "namespace": "default"}
+    if operation == "UPDATE":
+        request["oldObject"] = obj
+    sent = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    response = review.handle(path, json.dumps(sent).encode(), "application/json", settings=settings).review[
+        "response"
+    ]
+    assert response["uid"] == "b-uid"
+    return dict(response)
+
+
+DEPENDENCIES = "resourcebinding.karmada.io/dependencies"
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        pytest.param("[]", True, id="empty array"),
+        pytest.param("null", True, id="null"),
+        pytest.param(
+            '[{"apiVersion":"v1","kind":"Secret","namespace":"default","name":"s",'
+            '"labelSelector":{"matchLabels":{"a":"b"}}}]',
+            True,
+            id="references",
+        ),
+        pytest.param("", False, id="empty string"),
+        pytest.param("{}", False, id="object"),
+        pytest.param("[1]", False, id="wrong element type"),
+        pytest.param('[{"kind":5}]', False, id="wrong field type"),
+        pytest.param("[] trailing", False, id="not JSON"),
+    ],
+)
+def test_r1_dependencies_annotation(value: str, allowed: bool) -> None:
+    response = binding_call("/validate-resourcebinding", a_binding(annotations={DEPENDENCIES: value}))
+    assert response["allowed"] is allowed
+    if not allowed:
+        assert response["status"] == {
+            "metadata": {},
+            "code": 403,
+            "reason": "Forbidden",
+            "message": (
+                f"metadata.annotations.{DEPENDENCIES}: Invalid value: {json_quote(value)}: "
+                "annotation value must be a valid JSON"
+            ),
+        }
+    # R1 is checked on UPDATE too.
+    assert (
+        binding_call("/validate-resourcebinding", a_binding(annotations={DEPENDENCIES: value}), "UPDATE")[
+            "allowed"
+        ]
+        is allowed
+    )
+
+
+def test_r3_r4_component_names_only_behind_the_gate() -> None:
+    components = [
+        {"name": "a", "replicas": 1},
+        {"name": "", "replicas": 1},
+        {"name": "a", "replicas": 1},
+        {"name": "b", "replicas": 1},
+        {"name": "b", "replicas": 1},
+    ]
+    off = binding_call("/validate-resourcebinding", a_binding(components=components))
+    assert off["allowed"] is True
+    on = binding_call(
+        "/validate-resourcebinding",
+        a_binding(components=components),
+        settings=review.Settings(multiple_pod_templates=True),
+    )
+    assert on["allowed"] is False and on["status"]["code"] == 403
+    assert on["status"]["message"] == many(
+        'spec.components[1].name: Invalid value: "": component names must be non-empty',
+        'spec.components[2].name: Invalid value: "a": component names must be unique',
+        'spec.components[4].name: Invalid value: "b": component names must be unique',
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "label"),
+    [
+        pytest.param(
+            "ResourceBinding", "/mutate-resourcebinding", "resourcebinding.karmada.io/permanent-id", id="M9"
+        ),
+        pytest.param(
+            "ClusterResourceBinding",
+            "/mutate-clusterresourcebinding",
+            "clusterresourcebinding.karmada.io/permanent-id",
+            id="M10",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    ("labels", "kept"),
+    [
+        pytest.param(None, False, id="absent"),
+        pytest.param({"L": ""}, False, id="empty"),
+        pytest.param({"L": "given", "x": "y"}, True, id="set value kept"),
+    ],
+)
+def test_m9_m10_binding_permanent_id(
+    kind: str, path: str, label: str, labels: dict[str, str] | None, kept: bool
+) -> None:
+    import re
+
+    sent_labels = None if labels is None else {(label if k == "L" else k): v for k, v in labels.items()}
+    obj = a_binding(kind, labels=sent_labels)
+    response = binding_call(path, obj)
+    assert response["allowed"] is True and response["status"]["code"] == 200
+    ops = json.loads(base64.b64decode(response["patch"])) if response.get("patch") else []
+    got = check.apply_patch(obj, ops)["metadata"].get("labels", {})
+    if kept:
+        assert ops == [] and got == sent_labels
+    else:
+        assert re.match(UUID_V4, got[label])
+    # CREATE only.
+    assert "patch" not in binding_call(path, obj, "UPDATE")
