@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 from typing import Any
 
 import pytest
 
 from fleetsched.webhook import review
 
+from . import spec_model
 from .builders import conformance_checker
 
 check = conformance_checker()
@@ -2145,3 +2147,236 @@ def test_m9_m10_binding_permanent_id(
         assert re.match(UUID_V4, got[label])
     # CREATE only.
     assert "patch" not in binding_call(path, obj, "UPDATE")
+
+
+# --- generated policies against an independent reading of the spec ------------------------
+# Policies drawn from the value domain of the conformance generator's random-NNNN cases (names,
+# operators, purge modes, odd strings with < & >, negative numbers, empty and null lists), checked
+# against spec_model, a separate implementation of §4/§5/§6 written for this audit.
+
+AFFINITY_NAMES = [
+    "",
+    "east",
+    "group1",
+    "G1",
+    "tier.2",
+    "tier:1",
+    "tier-1",
+    "example.com/tier-1",
+    "spill.example.com/b",
+    "prefix/",
+    "a" * 64,
+    "INVALID KEY!",
+    "bad-",
+    "overflow-1",
+    "primary",
+    "a/b/c",
+    "Ex.com/y",
+    "x" * 254 + "/y",
+]
+MEMBERS = ["member1", "member2", "member3", "member4"]
+
+
+class PolicyGenerator:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def coin(self, p: float = 0.5) -> bool:
+        return self.rng.random() < p
+
+    def pick(self, values: list[Any]) -> Any:
+        return self.rng.choice(values)
+
+    def some(self, make: Any, high: int = 3) -> list[Any]:
+        return [make() for _ in range(self.rng.randint(0, high))]
+
+    def expression(self) -> dict[str, Any]:
+        out = {
+            "key": self.pick(["zone", "region", "provider", "foo", "", "Zone"]),
+            "operator": self.pick(["In", "NotIn", "Exists", "in", "DoesNotExist", ""]),
+        }
+        if self.coin():
+            out["values"] = self.some(lambda: self.pick(["us-east", "zone-a", "fooCloud", "<x>&"]), 2)
+        return out
+
+    def affinity(self, named: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"affinityName": self.pick(AFFINITY_NAMES)} if named else {}
+        if self.coin(0.3):
+            out["labelSelector"] = (
+                {}
+                if self.coin()
+                else {
+                    "matchLabels": {self.pick(["env", "a&b"]): self.pick(["dev", ""])},
+                    "matchExpressions": [
+                        {"key": "region", "operator": self.pick(["In", "Exists"]), "values": ["us"]}
+                    ],
+                }
+            )
+        if self.coin(0.4):
+            out["fieldSelector"] = {"matchExpressions": self.some(self.expression)}
+        if self.coin(0.6):
+            out["clusterNames"] = self.some(lambda: self.pick(MEMBERS))
+        if self.coin(0.3):
+            out["exclude"] = self.some(lambda: self.pick(MEMBERS), 2)
+        return out
+
+    def term(self) -> dict[str, Any]:
+        out = self.affinity(named=True)
+        if self.coin():
+            out["overflowAffinities"] = self.some(lambda: self.affinity(named=True))
+        return out
+
+    def toleration(self) -> dict[str, Any]:
+        out = {
+            k: self.pick(v)
+            for k, v in (
+                ("key", ["", "gpu"]),
+                ("operator", ["Equal", "Exists", "exists", "Lt", "Gt", ""]),
+                ("value", ["", "100"]),
+                ("effect", ["NoSchedule", "Bogus"]),
+            )
+            if self.coin(0.7)
+        }
+        if self.coin(0.4):
+            out["tolerationSeconds"] = self.pick([-10, 0, 300])
+        return out
+
+    def spread(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.coin(0.6):
+            out["spreadByField"] = self.pick(["cluster", "region", "zone", "provider", "datacenter", ""])
+        if self.coin(0.3):
+            out["spreadByLabel"] = self.pick(["rack", "team<a>", "zone&rack", ""])
+        if self.coin(0.6):
+            out["maxGroups"] = self.pick([-1, 0, 1, 2, 5])
+        if self.coin(0.6):
+            out["minGroups"] = self.pick([-2, 0, 1, 4])
+        return out
+
+    def strategy(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.coin(0.7):
+            out["replicaSchedulingType"] = self.pick(["Divided", "Duplicated", "Spread"])
+        if self.coin(0.6):
+            out["replicaDivisionPreference"] = self.pick(["Aggregated", "Weighted"])
+        if self.coin():
+            weights: dict[str, Any] = {}
+            if self.coin():
+                weights["dynamicWeight"] = self.pick(["AvailableReplicas", ""])
+            if self.coin():
+                weights["staticWeightList"] = self.some(
+                    lambda: {"targetCluster": self.affinity(), "weight": self.pick([-1, 0, 1, 10])}
+                )
+            out["weightPreference"] = weights
+        return out
+
+    def spec(self, namespace: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.coin(0.8):
+            out["resourceSelectors"] = self.some(
+                lambda: {
+                    k: v
+                    for k, v in {
+                        "apiVersion": self.pick(["apps/v1", "multicluster.x-k8s.io/v1alpha1"]),
+                        "kind": self.pick(["Deployment", "ServiceImport"]),
+                        "namespace": self.pick([namespace, namespace, "other", ""]),
+                        "name": self.pick(["nginx", ""]),
+                    }.items()
+                    if self.coin(0.85)
+                }
+            )
+        if self.coin(0.3):
+            out["preemption"] = self.pick(["Always", "Never"])
+        if self.coin(0.3):
+            out["propagateDeps"] = self.coin()
+        placement: dict[str, Any] = {}
+        if self.coin():
+            placement["clusterAffinity"] = self.affinity()
+        if self.coin():
+            placement["clusterAffinities"] = (
+                self.pick([None, []]) if self.coin(0.15) else self.some(self.term, 4)
+            )
+        if self.coin(0.4):
+            placement["clusterTolerations"] = self.some(self.toleration, 4)
+        if self.coin(0.4):
+            placement["spreadConstraints"] = self.some(self.spread)
+        if self.coin():
+            placement["replicaScheduling"] = self.strategy()
+        if self.coin(0.2):
+            placement["workloadAffinity"] = {
+                k: {"groupByLabelKey": self.pick(["app", "INVALID KEY!", ""])}
+                for k in ("affinity", "antiAffinity")
+                if self.coin(0.7)
+            }
+        if placement or self.coin():
+            out["placement"] = placement
+        if self.coin(0.3):
+            failover: dict[str, Any] = {}
+            if self.coin(0.7):
+                app: dict[str, Any] = {"decisionConditions": {"tolerationSeconds": self.pick([-5, 0, 300])}}
+                if self.coin(0.7):
+                    app["purgeMode"] = self.pick(["Gracefully", "Directly", "Never"])
+                if self.coin():
+                    app["gracePeriodSeconds"] = self.pick([-1, 0, 60])
+                if self.coin(0.3):
+                    app["statePreservation"] = {
+                        "rules": self.some(
+                            lambda: {
+                                "aliasLabelName": self.pick(["replicas", "bad-", "a/b/c"]),
+                                "jsonPath": "x",
+                            },
+                            2,
+                        )
+                    }
+                failover["application"] = app
+            if self.coin():
+                failover["cluster"] = {
+                    "purgeMode": "Directly",
+                    "statePreservation": {
+                        "rules": self.some(
+                            lambda: {
+                                "aliasLabelName": self.pick(["ready_count", "-invalid"]),
+                                "jsonPath": "x",
+                            },
+                            2,
+                        )
+                    },
+                }
+            out["failover"] = failover
+        if self.coin(0.15):
+            out["suspension"] = {
+                "dispatching": self.coin(),
+                "dispatchingOnClusters": {"clusterNames": self.some(lambda: self.pick(MEMBERS), 2)},
+            }
+        return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_policies_agree_with_an_independent_reading_of_the_spec(seed: int) -> None:
+    gen = PolicyGenerator(seed)
+    for _ in range(150):
+        kind = gen.pick([PP, CPP])
+        namespace = gen.pick(["default", "team-a"])
+        spec = gen.spec(namespace)
+        label, finalizer = (PP_LABEL, PP_FINALIZER) if kind == PP else (CPP_LABEL, CPP_FINALIZER)
+        obj = a_policy(spec, kind=kind, namespace=namespace)
+        context = json.dumps(spec)
+        response = send(obj, "validating")
+        message = None if response["allowed"] else response["status"]["message"]
+        assert message == spec_model.validate(spec, namespaced=kind == PP, request_namespace=namespace), (
+            context
+        )
+        operation = gen.pick(["CREATE", "UPDATE"])
+        got = mutated(obj, operation=operation)
+        if operation == "CREATE":
+            assert got["metadata"]["labels"][label] != "id-1"
+            got["metadata"]["labels"][label] = "<generated>"
+        want = spec_model.mutate(
+            obj,
+            namespaced=kind == PP,
+            request_namespace=namespace,
+            create=operation == "CREATE",
+            label=label,
+            finalizer=finalizer,
+        )
+        assert check.first_difference(check.prune_zero(want), got) is None, context
