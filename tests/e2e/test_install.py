@@ -7,7 +7,9 @@ hack/gen-estimators.sh for two members) in a copy, then:
 - a real apply gives Established CRDs with Karmada's short names, the workloads, webhook
   configurations carrying the generated CA, and RBAC that the apiserver's own authoriser
   (``kubectl auth can-i``) evaluates as intended for each ServiceAccount;
-- the beside-Karmada overlay passes a server dry run too.
+- the beside-Karmada overlay passes a server dry run too;
+- an estimator started with its rendered arguments reads a member cluster as the identity that
+  manifests/member/ creates there, and becomes ready (its caches synced under that RBAC).
 """
 
 from __future__ import annotations
@@ -16,12 +18,18 @@ import base64
 import json
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-from tests.support.controlplane import APIServer
+from tests.support.controlplane import APIServer, ControlPlane, free_port, wait_until
+from tests.support.karmada import load_documents
+from tests.support.processes import SchedulerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -40,12 +48,54 @@ def prepared_tree(destination: Path, members: tuple[str, ...] = MEMBERS) -> Path
     return tree
 
 
-@pytest.fixture(scope="module")
-def fresh_apiserver(control_plane: object) -> Iterator[APIServer]:
-    """A kube-apiserver with nothing of fleetsched's in it (no CRDs): the install brings them."""
-    from tests.support.controlplane import ControlPlane
+def render(tree: Path, server: APIServer) -> list[dict[str, Any]]:
+    return load_documents(server.kubectl("kustomize", str(tree)))
 
-    assert isinstance(control_plane, ControlPlane)
+
+def container_args(docs: list[dict[str, Any]], deployment: str) -> list[str]:
+    for doc in docs:
+        if doc["kind"] == "Deployment" and doc["metadata"]["name"] == deployment:
+            return list(doc["spec"]["template"]["spec"]["containers"][0]["args"])
+    raise AssertionError(f"Deployment {deployment} is not in the install")
+
+
+def override(args: list[str], **flags: str) -> list[str]:
+    """The manifest's args with some ``--flag=value`` replaced (or added): keys use underscores."""
+    wanted = {f"--{k.replace('_', '-')}": v for k, v in flags.items()}
+    out = [a for a in args if a.partition("=")[0] not in wanted]
+    return out + [f"{flag}={value}" for flag, value in wanted.items()]
+
+
+def service_account_kubeconfig(server: APIServer, account: str, path: Path) -> Path:
+    """A kubeconfig that authenticates as ``fleetsched-system/<account>`` with a bound token."""
+    token = server.kubectl("create", "token", account, "-n", NAMESPACE, "--duration=2h").strip()
+    admin = yaml.safe_load(server.kubeconfig.read_text())
+    cluster = admin["clusters"][0]
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": account, "context": {"cluster": cluster["name"], "user": account}}],
+        "current-context": account,
+    }))
+    path.chmod(0o600)
+    return path
+
+
+@dataclass
+class Component(SchedulerProcess):
+    """``python -m fleetsched ARGS`` with /readyz and /metrics on ``port`` (the harness's convention)."""
+
+    args: tuple[str, ...] = ()
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "fleetsched", *self.args]
+
+
+@pytest.fixture(scope="module")
+def fresh_apiserver(control_plane: ControlPlane) -> Iterator[APIServer]:
+    """A kube-apiserver with nothing of fleetsched's in it (no CRDs): the install brings them."""
     server = control_plane.add_apiserver("install", apply_crds=False)
     try:
         yield server
@@ -142,3 +192,47 @@ def test_server_dry_run_of_the_beside_karmada_overlay_succeeds(fresh_apiserver: 
         "service/fleetsched-scheduler-metrics created (server dry run)",
         "serviceaccount/fleetsched-scheduler created (server dry run)",
     ], out
+
+
+def test_an_estimator_syncs_its_member_with_the_member_rbac(
+    control_plane: ControlPlane, fresh_apiserver: APIServer, tmp_path: Path
+) -> None:
+    member = control_plane.add_apiserver("install-member")
+    try:
+        member.kubectl("apply", "-k", str(MANIFESTS / "member"))
+        member.apply(MEMBER_NODE)
+        kubeconfig = service_account_kubeconfig(member, "fleetsched-estimator",
+                                                tmp_path / "member.kubeconfig")
+        assert member.kubectl("auth", "can-i", "list", "nodes", f"--kubeconfig={kubeconfig}",
+                              check=False).strip() == "yes"
+        assert member.kubectl("auth", "can-i", "get", "secrets", "-A", f"--kubeconfig={kubeconfig}",
+                              check=False).strip() == "no"
+        docs = render(prepared_tree(tmp_path, members=("member1",)), fresh_apiserver)
+        port = free_port()
+        estimator = Component(
+            kubeconfig=kubeconfig, log_path=tmp_path / "estimator.log", port=port,
+            args=tuple(override(container_args(docs, "karmada-scheduler-estimator-member1"),
+                                kubeconfig=str(kubeconfig), server_bind_address="127.0.0.1",
+                                server_port=str(free_port()), metrics_bind_address=f"127.0.0.1:{port}",
+                                health_probe_bind_address=f"127.0.0.1:{port}")),
+        )
+        try:
+            estimator.start(timeout=60)  # /readyz is 503 until nodes and pods have been listed
+            # the gauges follow the cache within half a second: the member's one Node is in it
+            wait_until(lambda: estimator.metric("fleetsched_estimator_nodes") == 1, timeout=10,
+                       message=lambda: f"no Node counted:\n{estimator.log_tail()}")
+            assert estimator.metric("fleetsched_estimator_watch_connected") == 1
+            assert "forbidden" not in estimator.log_path.read_text().lower()
+        finally:
+            estimator.stop()
+    finally:
+        control_plane.remove_apiserver("install-member")
+
+
+MEMBER_NODE = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status:
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+"""

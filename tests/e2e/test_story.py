@@ -31,10 +31,16 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.test_install import prepared_tree
+from tests.e2e.test_install import (
+    Component,
+    container_args,
+    override,
+    prepared_tree,
+    render,
+    service_account_kubeconfig,
+)
 from tests.support.controlplane import APIServer, ControllerManager, ControlPlane, free_port, wait_until
 from tests.support.karmada import apply_with_status, load_documents
-from tests.support.processes import SchedulerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "fleetsched-system"
@@ -44,54 +50,6 @@ RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"
 
 
 # ---- the install, rendered -------------------------------------------------------------------
-
-
-def render(tree: Path, server: APIServer) -> list[dict[str, Any]]:
-    return load_documents(server.kubectl("kustomize", str(tree)))
-
-
-def container_args(docs: list[dict[str, Any]], deployment: str) -> list[str]:
-    for doc in docs:
-        if doc["kind"] == "Deployment" and doc["metadata"]["name"] == deployment:
-            return list(doc["spec"]["template"]["spec"]["containers"][0]["args"])
-    raise AssertionError(f"Deployment {deployment} is not in the install")
-
-
-def override(args: list[str], **flags: str) -> list[str]:
-    """The manifest's args with some ``--flag=value`` replaced (or added): keys use underscores."""
-    wanted = {f"--{k.replace('_', '-')}": v for k, v in flags.items()}
-    out = [a for a in args if a.partition("=")[0] not in wanted]
-    return out + [f"{flag}={value}" for flag, value in wanted.items()]
-
-
-def service_account_kubeconfig(server: APIServer, account: str, path: Path) -> Path:
-    """A kubeconfig that authenticates as ``fleetsched-system/<account>`` with a bound token."""
-    token = server.kubectl("create", "token", account, "-n", NAMESPACE, "--duration=2h").strip()
-    admin = yaml.safe_load(server.kubeconfig.read_text())
-    cluster = admin["clusters"][0]
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [cluster],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": account, "context": {"cluster": cluster["name"], "user": account}}],
-        "current-context": account,
-    }))
-    path.chmod(0o600)
-    return path
-
-
-@dataclass
-class Component(SchedulerProcess):
-    """``python -m fleetsched ARGS`` with /readyz and /metrics on ``port`` (the harness's convention)."""
-
-    args: tuple[str, ...] = ()
-
-    def argv(self) -> list[str]:
-        return [sys.executable, "-m", "fleetsched", *self.args]
-
-
-# ---- the story's world -----------------------------------------------------------------------
 
 
 @dataclass
