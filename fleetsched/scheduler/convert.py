@@ -109,18 +109,26 @@ def _quantities(value: Any, path: str) -> dict[str, Quantity]:
 
 
 def _time(value: Any, path: str) -> dt.datetime | None:
+    """A metav1.Time as Karmada keeps it: one-second precision (scheduler.md §3.4 item 3).
+
+    The API stores these times as RFC 3339 without fractions, so a reschedule triggered within the
+    second of the last schedule is not later than it; fractions in the input are truncated.
+    """
     if value is None or value == "":
         return None
     if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
-    text = _str(value, path)
-    try:
-        parsed = dt.datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
-        raise ConversionError(path, f"must be an RFC 3339 time, got {text!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+        parsed = value
+    elif isinstance(value, dt.date):
+        parsed = dt.datetime(value.year, value.month, value.day)
+    else:
+        text = _str(value, path)
+        try:
+            parsed = dt.datetime.fromisoformat(text.replace("z", "Z"))
+        except ValueError:
+            raise ConversionError(path, f"must be an RFC 3339 time, got {text!r}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.replace(microsecond=0)
 
 
 def _requirements(value: Any, path: str) -> tuple[LabelRequirement, ...]:
