@@ -35,8 +35,8 @@ fi
 mkdir -p "$out"
 find "$out" -maxdepth 1 -name '*.yaml' ! -name kustomization.yaml -delete
 {
-  echo "# Written by hack/gen-estimators.sh $*"
-  echo "# One accurate estimator per member cluster; rerun the script to change the set."
+  echo "# Written by hack/gen-estimators.sh${*:+ $*}"
+  echo "# One accurate estimator per member cluster (none until you name them: hack/gen-estimators.sh NAME...)."
   echo "apiVersion: kustomize.config.k8s.io/v1beta1"
   echo "kind: Kustomization"
   if (( $# == 0 )); then

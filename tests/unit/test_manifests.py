@@ -479,3 +479,10 @@ def test_the_lock_pins_every_runtime_dependency_with_hashes() -> None:
     for text in backend:
         requirement = Requirement(text)
         assert requirement.specifier.contains(build[canonicalize_name(requirement.name)][0])
+
+
+def test_the_shipped_estimator_list_is_the_generators_empty_set(tmp_path: Path) -> None:
+    assert run_generator(tmp_path).returncode == 0
+    shipped = MANIFESTS / "estimators"
+    assert sorted(p.name for p in shipped.iterdir()) == ["kustomization.yaml"]
+    assert (shipped / "kustomization.yaml").read_text() == (tmp_path / "kustomization.yaml").read_text()
