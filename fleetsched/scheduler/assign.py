@@ -114,9 +114,13 @@ def strategy_of(binding: SchedulingBinding) -> str | None:
     return None
 
 
+def _int32(n: int) -> int:
+    n &= 0xFFFFFFFF
+    return n - 2**32 if n >= 2**31 else n
+
+
 def _int32_sum(values: Iterable[int]) -> int:
-    total = sum(values) & 0xFFFFFFFF
-    return total - 2**32 if total >= 2**31 else total
+    return _int32(sum(values))
 
 
 def _stable_sort_desc(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -179,14 +183,15 @@ def _dynamic(
         held = {}
         for t in scheduled:
             held.setdefault(t.name, t.replicas)
-        avail = [(c.name, c.allocatable + held.get(c.name, 0)) for c in selected]
+        # Free + held is an int32 sum per cluster in Karmada (it wraps, §13).
+        avail = [(c.name, _int32(c.allocatable + held.get(c.name, 0))) for c in selected]
         try:
             return _divide(
                 strategy=strategy, target=replicas, avail=_stable_sort_desc(avail), prior=[], uid=uid
             )
         except UnschedulableError as e:
             raise UnschedulableError(f"failed to do fresh scale: {e}") from None
-    assigned = sum(t.replicas for t in scheduled)
+    assigned = _int32_sum(t.replicas for t in scheduled)
     if assigned > replicas:
         avail = _stable_sort_desc([(t.name, t.replicas) for t in scheduled])
         try:
@@ -197,7 +202,7 @@ def _dynamic(
         avail = _stable_sort_desc([(c.name, c.allocatable) for c in selected])
         try:
             return _divide(
-                strategy=strategy, target=replicas - assigned, avail=avail, prior=scheduled, uid=uid
+                strategy=strategy, target=_int32(replicas - assigned), avail=avail, prior=scheduled, uid=uid
             )
         except UnschedulableError as e:
             raise UnschedulableError(f"failed to scale up: {e}") from None
