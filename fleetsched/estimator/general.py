@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from fleetsched.api.quantity import Format, Quantity
-from fleetsched.scheduler.types import ClusterInfo, Component, ReplicaRequirements
+from fleetsched.scheduler.types import MAX_INT32, ClusterInfo, Component, ReplicaRequirements
 
 __all__ = ["GeneralEstimator", "estimate_cluster", "estimate_component_sets", "is_scalar_resource"]
 
@@ -192,7 +192,8 @@ def estimate_cluster(
     elif request is None:
         answer = base.pods
     elif resource_modeling and not base.model_error:
-        answer = min(_model_estimate(base, request), base.pods)
+        # The first-fit simulation stops at its upper bound, 2147483647 (estimator.md §5.1 step 3).
+        answer = min(_model_estimate(base, request), MAX_INT32, base.pods)
     else:
         summary = _summary_estimate(base, request)
         answer = base.pods if summary is None else min(summary, base.pods)
