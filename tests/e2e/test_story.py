@@ -5,7 +5,8 @@ container args of the rendered manifests; only listen addresses, the certificate
 the kubeconfig are changed for loopback), and the scheduler and the controller authenticate as
 their ServiceAccounts with the RBAC from manifests/, so a missing permission fails the story.
 The webhook is registered through the rendered configurations (caBundle from hack/gen-certs.sh,
-clientConfig by URL). kube-controller-manager runs only its garbage collector, as in any cluster.
+clientConfig by URL). The scheduler runs as two replicas under one Lease, as the Deployment does.
+kube-controller-manager runs only its garbage collector, as in any cluster.
 
 1. ``kubectl apply -f crds/``, the example Clusters, then the ``web`` Deployment and
    PropagationPolicy from examples/policies.yaml;
@@ -57,6 +58,7 @@ class Story:
     server: APIServer
     tree: Path
     scheduler: Component
+    standby: Component
     controller: Component
     webhook: Component
 
@@ -125,7 +127,18 @@ def story(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory)
             started.append(process)
             process.start(timeout=90)  # /readyz: caches synced and the Lease held
             processes[command] = process
-        yield Story(server=server, tree=tree, scheduler=processes["scheduler"],
+        # The Deployment's second scheduler replica: a standby under the same Lease and identity.
+        standby_port = free_port()
+        standby = Component(
+            kubeconfig=processes["scheduler"].kubeconfig, log_path=workdir / "scheduler-standby.log",
+            port=standby_port,
+            args=tuple(override(list(processes["scheduler"].args),
+                                metrics_bind_address=f"127.0.0.1:{standby_port}",
+                                health_probe_bind_address=f"127.0.0.1:{standby_port}")),
+        )
+        started.append(standby)
+        standby.start(wait_ready=False)
+        yield Story(server=server, tree=tree, scheduler=processes["scheduler"], standby=standby,
                     controller=processes["controller"], webhook=webhook)
     finally:
         for item in reversed(started):
@@ -210,6 +223,14 @@ def test_from_policy_yaml_to_a_scheduled_binding_and_back(story: Story, tmp_path
     events = json.loads(story.kubectl("get", "events", "-n", "shop", "-o", "json",
                                       "--field-selector=involvedObject.name=web-deployment"))
     assert "ScheduleBindingSucceed" in {e["reason"] for e in events["items"]}
+
+    # two scheduler replicas, one Lease: the standby is alive, not ready, and never scheduled anything
+    lease = story.get("lease", "fleetsched-scheduler", "-n", "fleetsched-system")
+    assert lease is not None and lease["spec"]["holderIdentity"]
+    assert story.standby.alive() and story.standby._get("/healthz")[0] == 200
+    assert story.standby._get("/readyz") == (503, "not the leader")
+    assert story.standby.metric("karmada_scheduler_schedule_attempts_total") == 0
+    assert story.scheduler.metric("karmada_scheduler_schedule_attempts_total") >= 1
 
     # scaling the Deployment reaches the binding and the scheduler divides again
     scaled = copy.deepcopy(deployment)
