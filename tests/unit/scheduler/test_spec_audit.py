@@ -13,6 +13,8 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict
@@ -233,6 +235,9 @@ def test_times_are_read_with_one_second_precision() -> None:
     b = binding(FRESH_CASE, 1, trigger="2026-03-01T00:00:00.75Z", last="2026-03-01T00:00:05.5+00:00")
     assert binding_from_dict(b).reschedule_triggered_at == dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
     assert status_from_dict(b).last_scheduled_time == dt.datetime(2026, 3, 1, 0, 0, 5, tzinfo=dt.UTC)
+    # As the YAML loader hands them over: datetime values, naive ones meaning UTC.
+    b["spec"]["rescheduleTriggeredAt"] = dt.datetime(2026, 3, 1, 0, 0, 7, 999_999)
+    assert binding_from_dict(b).reschedule_triggered_at == dt.datetime(2026, 3, 1, 0, 0, 7, tzinfo=dt.UTC)
 
 
 def test_fresh_capacity_of_a_zero_replica_workload_overflows_int32() -> None:
@@ -1063,3 +1068,51 @@ def test_the_assigned_sum_is_an_int32() -> None:
     b = binding({"replicaScheduling": DYNAMIC}, 3, targets={"a": MAX_INT32, "b": 1})
     obj, result = run([cluster("a", 10), cluster("b", 10)], b)
     assert outcome(obj, result) == ("Success", {"a": MAX_INT32, "b": 1})
+
+
+# ---- §9.2: the divisor against a literal reading of the spec ---------------------------------------------
+
+
+def _webster_as_written(seats: int, votes: dict[str, int], uid: str) -> dict[str, int]:
+    """§9.2 transcribed: give each seat to the party that is ``better`` than every other."""
+    from fleetsched.scheduler.assign import fnv1a_32
+
+    parties = {n: [v, 0] for n, v in votes.items()}
+    if sum(votes.values()) == 0:
+        return dict.fromkeys(sorted(votes), 0)
+    desc = uid != "" and (fnv1a_32(uid.encode()) & 1) == 1
+
+    def better(a: str, b: str) -> bool:
+        pa = float(parties[a][0]) / float(2 * parties[a][1] + 1)
+        pb = float(parties[b][0]) / float(2 * parties[b][1] + 1)
+        if pa != pb:
+            return pa > pb
+        if parties[a][1] != parties[b][1]:
+            return parties[a][1] < parties[b][1]
+        return a > b if desc else a < b
+
+    for _ in range(seats):
+        best = None
+        for n in parties:
+            if best is None or better(n, best):
+                best = n
+        assert best is not None
+        parties[best][1] += 1
+    return {n: parties[n][1] for n in sorted(parties)}
+
+
+@given(
+    seats=st.integers(0, 60),
+    votes=st.dictionaries(
+        st.sampled_from([f"c{i}" for i in range(9)]),
+        st.one_of(st.integers(0, 12), st.integers(0, 2**40), st.sampled_from([3, 6, 9, 2**53 + 1])),
+        min_size=1,
+        max_size=9,
+    ),
+    uid=st.sampled_from(["", "4858ca61-3ff8-4095-8267-f3d059d8074c", "d43fdeeb-d750-4e2b-bee3-64eb94534f4c"]),
+)
+@settings(max_examples=150, deadline=None)
+def test_webster_matches_the_spec_procedure(seats: int, votes: dict[str, int], uid: str) -> None:
+    from fleetsched.scheduler.assign import webster
+
+    assert webster(seats, votes, uid=uid) == _webster_as_written(seats, votes, uid)
