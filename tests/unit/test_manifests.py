@@ -487,3 +487,31 @@ def test_the_shipped_estimator_list_is_the_generators_empty_set(tmp_path: Path) 
     why = "manifests/estimators ships empty: run hack/gen-estimators.sh (no names) before committing"
     assert sorted(p.name for p in shipped.iterdir()) == ["kustomization.yaml"], why
     assert (shipped / "kustomization.yaml").read_text() == (tmp_path / "kustomization.yaml").read_text(), why
+
+
+def test_the_lock_is_closed_under_the_installed_dependencies() -> None:
+    """pip installs the lock with --no-deps: every requirement of every locked package must be locked too.
+
+    The requirements are read from the metadata of the packages installed in this environment
+    (which `pip install -e .` resolved from the same pyproject).
+    """
+    from importlib import metadata
+
+    pins = locked(ROOT / "requirements.lock")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pending = [Requirement(text) for text in project["dependencies"]]
+    seen: set[str] = set()
+    while pending:
+        requirement = pending.pop()
+        name = canonicalize_name(requirement.name)
+        key = f"{name}[{','.join(sorted(requirement.extras))}]"
+        if key in seen:
+            continue
+        seen.add(key)
+        assert name in pins, f"{name} (needed at run time) is not in requirements.lock: run hack/lock.sh"
+        extras = {"", *requirement.extras}
+        for text in metadata.requires(name) or ():
+            needed = Requirement(text)
+            if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
+                pending.append(needed)
+    assert len(seen) > len(project["dependencies"])
