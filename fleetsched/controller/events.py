@@ -7,8 +7,10 @@ ClusterResourceBinding); failure: ``Warning``/``ScheduleBindingFailed`` with the
 
 Events are informational, so they never delay or fail a scheduling attempt: they go into a bounded
 queue that a few sender tasks drain; when the queue is full the event is dropped (as client-go's
-broadcaster does). An identical event repeated for the same object within ``dedupe_window`` is sent
-once (client-go aggregates repeats too).
+broadcaster does). While the scheduler is busy (``busy()``) senders hold events back, for at most
+``max_deferral`` seconds each, so a burst of bindings is not slowed by twice as many Event writes.
+An identical event repeated for the same object within ``dedupe_window`` is sent once (client-go
+aggregates repeats too).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import datetime as dt
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +88,7 @@ class PendingEvent:
     type: str
     reason: str
     message: str
+    queued_at: float = 0.0
 
 
 def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str, Any]:
@@ -124,8 +127,12 @@ class EventRecorder:
         capacity: int = 10000,
         senders: int = 2,
         dedupe_window: float = 300.0,
+        busy: Callable[[], bool] | None = None,
+        max_deferral: float = 300.0,
     ) -> None:
         self.client = client
+        self.busy = busy
+        self.max_deferral = max_deferral
         self.queue: asyncio.Queue[PendingEvent] = asyncio.Queue(maxsize=capacity)
         self.senders = senders
         self.dedupe_window = dedupe_window
@@ -148,7 +155,7 @@ class EventRecorder:
         while len(self._recent) > 50000:
             self._recent.popitem(last=False)
         try:
-            self.queue.put_nowait(PendingEvent(target, type_, reason, message))
+            self.queue.put_nowait(PendingEvent(target, type_, reason, message, now))
         except asyncio.QueueFull:
             self.dropped += 1
 
@@ -161,6 +168,12 @@ class EventRecorder:
         assert self.client is not None
         while True:
             event = await self.queue.get()
+            while (
+                self.busy is not None
+                and self.busy()
+                and time.monotonic() - event.queued_at < self.max_deferral
+            ):
+                await asyncio.sleep(0.05)
             body = event_body(event, now=dt.datetime.now(dt.UTC), host=self._host)
             try:
                 await self.client.create(f"/api/v1/namespaces/{body['metadata']['namespace']}/events", body)

@@ -154,6 +154,10 @@ class SchedulerOperator:
             return False, "not the leader"
         return True, "ok"
 
+    def _busy(self) -> bool:
+        sizes = self.queue.sizes()
+        return sizes.active + sizes.processing > 0
+
     # ---- events from the watch --------------------------------------------------------------
 
     def on_binding_event(self, kind: str, event_type: str | None, obj: dict[str, Any]) -> None:
@@ -494,16 +498,17 @@ class SchedulerOperator:
                 scheme="Bearer" if connection.token else None,
             )
 
+        # Async handlers run on the event loop; kopf would send sync ones to a thread pool per event.
         @kopf.on.event(WORK_GROUP, WORK_VERSION, "resourcebindings", registry=registry)
-        def on_rb(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_rb(event: Mapping[str, Any], **_: Any) -> None:
             self.on_binding_event(RB, event.get("type"), dict(event["object"]))
 
         @kopf.on.event(WORK_GROUP, WORK_VERSION, "clusterresourcebindings", registry=registry)
-        def on_crb(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_crb(event: Mapping[str, Any], **_: Any) -> None:
             self.on_binding_event(CRB, event.get("type"), dict(event["object"]))
 
         @kopf.on.event(CLUSTER_GROUP, CLUSTER_VERSION, "clusters", registry=registry)
-        def on_cluster(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_cluster(event: Mapping[str, Any], **_: Any) -> None:
             self.on_cluster_event(event.get("type"), dict(event["object"]))
 
         return registry
@@ -529,7 +534,7 @@ class SchedulerOperator:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sync, start kopf, election, workers; on ``stop`` finish in-flight work and exit."""
-        self.events = self.events or EventRecorder(self.client)
+        self.events = self.events or EventRecorder(self.client, busy=self._busy)
         self.events.start()
         await self.initial_sync()
         kopf_stop = asyncio.Event()
