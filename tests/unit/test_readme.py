@@ -1,0 +1,37 @@
+"""The outputs README shows for the shipped example are what the program prints today."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_block(after: str) -> str:
+    """The first fenced block following the text ``after`` in README.md."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index(after)
+    match = re.search(r"```\n(.*?)```", text[start:], re.S)
+    assert match, f"no code block after {after!r}"
+    return match[1]
+
+
+def simulate(*extra: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "fleetsched", "simulate", "examples/fleet.yaml",
+                           "examples/policies.yaml", *extra], capture_output=True, text=True, cwd=ROOT,
+                          check=True)
+    return done.stdout
+
+
+def test_the_quick_start_table_is_what_make_simulate_prints() -> None:
+    assert readme_block("`make simulate` schedules") == simulate()
+
+
+def test_the_explain_example_is_what_explain_prints() -> None:
+    shown = readme_block("For `checkout`, whose policy")
+    explained = simulate("--explain")
+    first = explained.split("\n\n")[0] + "\n"
+    assert shown == first
