@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fleetsched.api.quantity import Quantity
 
 __all__ = [
+    "EMPTY_CLAIM",
     "MAX_INT32",
     "AssumedWorkload",
     "Component",
