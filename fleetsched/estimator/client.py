@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -93,6 +94,27 @@ class EstimatorClientConfig:
     # Looks up the estimator Service (namespace, name) in the control plane and returns the object, or
     # None when it does not exist (Karmada GETs it through its kube client). Called from a dial thread.
     service_lookup: Callable[[str, str], Mapping[str, Any] | None] | None = None
+
+    @classmethod
+    def from_flags(cls, *, timeout: float = 3.0, port: int = 10352, ca_file: str | None = None,
+                   cert_file: str | None = None, key_file: str | None = None,
+                   insecure_skip_verify: bool = False, service_prefix: str = "karmada-scheduler-estimator",
+                   service_namespace: str = "karmada-system",
+                   service_lookup: Callable[[str, str], Mapping[str, Any] | None] | None = None,
+                   addresses: Mapping[str, str] | None = None) -> EstimatorClientConfig:
+        """From Karmada's scheduler flags (``--scheduler-estimator-*``, ``--insecure-skip-estimator-verify``);
+        certificate files are read here, so a missing file fails at start-up, not at the first call."""
+
+        def read(path: str | None) -> bytes | None:
+            return Path(path).read_bytes() if path else None
+
+        if bool(cert_file) != bool(key_file):
+            raise ValueError("--scheduler-estimator-cert-file and --scheduler-estimator-key-file: "
+                             "give both or neither")
+        return cls(service_prefix=service_prefix, service_namespace=service_namespace, port=port,
+                   timeout=timeout, addresses=dict(addresses or {}), service_lookup=service_lookup,
+                   tls=ClientTLS(ca=read(ca_file), cert=read(cert_file), key=read(key_file),
+                                 insecure_skip_verify=insecure_skip_verify))
 
     def service_name(self, cluster: str) -> str:
         return f"{self.service_prefix}-{cluster}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import grpc
 import pytest
@@ -88,3 +89,22 @@ def test_client_without_ca_stays_plaintext_like_karmadas(
         assert client.max_available_replicas(["member1"], None) == [220]
     finally:
         client.close()
+
+
+def test_config_from_karmadas_scheduler_flags(start: Callable[..., StartedServer], pki: Pki,
+                                              tmp_path: Path) -> None:
+    files = {}
+    for name, data in (("ca", pki.ca), ("cert", pki.client_cert), ("key", pki.client_key)):
+        files[name] = tmp_path / f"{name}.pem"
+        files[name].write_bytes(data)
+    server = start("member1", NODES, tls=ServerTLS(pki.server_cert, pki.server_key, client_ca=pki.ca))
+    config = EstimatorClientConfig.from_flags(
+        timeout=2.0, ca_file=str(files["ca"]), cert_file=str(files["cert"]), key_file=str(files["key"]),
+        addresses={"member1": server.address})
+    client = AccurateEstimatorClient(config)
+    try:
+        assert client.max_available_replicas(["member1"], REQUEST["replicaRequirements"]) == [8]
+    finally:
+        client.close()
+    with pytest.raises(ValueError, match="give both or neither"):
+        EstimatorClientConfig.from_flags(cert_file=str(files["cert"]))
