@@ -1116,3 +1116,22 @@ def test_webster_matches_the_spec_procedure(seats: int, votes: dict[str, int], u
     from fleetsched.scheduler.assign import webster
 
     assert webster(seats, votes, uid=uid) == _webster_as_written(seats, votes, uid)
+
+
+def test_region_search_prefers_a_strict_prefix_of_the_heaviest_path() -> None:
+    # §8.5.1: R1 (3 clusters) and R2 (1 cluster) both score 6000 (target ceil(6/1) = 6, cluster
+    # minimum 3). Paths: #1 {R1, R2} weight 12000 (found first, R2 has fewer clusters), #2 {R1}
+    # weight 6000. #1 is heaviest, but #2 is a strict prefix of it, so only R1 is used.
+    spread = [
+        {"spreadByField": "region", "minGroups": 1, "maxGroups": 2},
+        {"spreadByField": "cluster", "minGroups": 3, "maxGroups": 3},
+    ]
+    clusters = [
+        cluster("a", 4, region="R1"),
+        cluster("b", 4, region="R1"),
+        cluster("c", 4, region="R1"),
+        cluster("d", 10, region="R2"),
+    ]
+    obj, result = run(clusters, binding({"spreadConstraints": spread, "replicaScheduling": DYNAMIC}, 6))
+    assert result.attempts[0].selected == ("a", "b", "c")
+    assert outcome(obj, result) == ("Success", {"a": 2, "b": 2, "c": 2})
