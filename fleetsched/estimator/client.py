@@ -94,6 +94,8 @@ class EstimatorClientConfig:
     # Looks up the estimator Service (namespace, name) in the control plane and returns the object, or
     # None when it does not exist (Karmada GETs it through its kube client). Called from a dial thread.
     service_lookup: Callable[[str, str], Mapping[str, Any] | None] | None = None
+    # Dual-write Karmada <= 1.17's field numbers too (spec 2.4), for old estimators.
+    legacy_fields: bool = False
 
     @classmethod
     def from_flags(cls, *, timeout: float = 3.0, port: int = 10352, ca_file: str | None = None,
@@ -290,7 +292,10 @@ class AccurateEstimatorClient:
         calls = {}
         for cluster, stub in stubs.items():
             remaining = max(deadline - time.monotonic(), 0.001)
-            calls[cluster] = getattr(stub, method).future(build(cluster), timeout=remaining,
+            request = build(cluster)
+            if self.config.legacy_fields:
+                wire.add_legacy_fields(request)
+            calls[cluster] = getattr(stub, method).future(request, timeout=remaining,
                                                           metadata=tuple(metadata) or None)
         answers: dict[str, int] = {}
         for cluster, call in calls.items():

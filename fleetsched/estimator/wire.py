@@ -24,6 +24,7 @@ from fleetsched.estimator.pb import compat_pb2, estimator_pb2, k8s_types_pb2
 
 __all__ = [
     "GO_QUANTITY_ERROR",
+    "add_legacy_fields",
     "component_sets_request_from_pb",
     "component_sets_request_to_pb",
     "decode_quantity",
@@ -152,6 +153,36 @@ def unschedulable_request_to_pb(raw: Mapping[str, Any]) -> Any:
         request.resource.kind = str(resource.get("kind", "") or "")
         request.resource.namespace = str(resource.get("namespace", "") or "")
         request.resource.name = str(resource.get("name", "") or "")
+    return request
+
+
+def _legacy_copy(requirements: Any, legacy_type: Any) -> bytes:
+    legacy = legacy_type()
+    for name, data in requirements.resourceRequestBytes.items():
+        legacy.resourceRequest[name] = data
+    if requirements.HasField("nodeClaim"):
+        claim = requirements.nodeClaim
+        if claim.nodeAffinityBytes:
+            legacy.nodeClaim.nodeAffinity = claim.nodeAffinityBytes
+        legacy.nodeClaim.tolerations.extend(claim.tolerationsBytes)
+    return bytes(legacy.SerializeToString())
+
+
+def add_legacy_fields(request: Any) -> Any:
+    """Also write Karmada <= 1.17's field numbers (spec 2.4 dual-write), for old estimators; current ones
+    ignore them as unknown fields. Returns the same message."""
+    def dual(requirements: Any, legacy_type: Any) -> None:
+        requirements.MergeFromString(_legacy_copy(requirements, legacy_type))
+
+    if request.DESCRIPTOR.fields_by_name.get("replicaRequirements") is not None and \
+            request.HasField("replicaRequirements"):
+        dual(request.replicaRequirements, compat_pb2.LegacyReplicaRequirements)
+    components = list(getattr(request, "components", ()))
+    for workload in getattr(request, "assumedWorkloads", ()):
+        components.extend(workload.components)
+    for component in components:
+        if component.HasField("replicaRequirements"):
+            dual(component.replicaRequirements, compat_pb2.LegacyComponentReplicaRequirements)
     return request
 
 

@@ -80,3 +80,22 @@ def test_legacy_fields_of_old_schedulers_are_read() -> None:
     assert dict(requirements.resource_request)["cpu"].value() == 2
     assert requirements.node_claim.tolerations[0].operator == "Exists"
     assert requirements.node_claim.node_affinity is not None
+
+
+def test_dual_write_carries_both_layouts() -> None:
+    raw = {"cluster": "m1", "replicaRequirements": {
+        "resourceRequest": {"cpu": "2"},
+        "nodeClaim": {"tolerations": [{"operator": "Exists"}],
+                      "hardNodeAffinity": {"nodeSelectorTerms": [
+                          {"matchExpressions": [{"key": "a", "operator": "Exists"}]}]}}}}
+    data = wire.add_legacy_fields(wire.replicas_request_to_pb(raw)).SerializeToString()
+    current = estimator_pb2.MaxAvailableReplicasRequest.FromString(data)
+    assert current.replicaRequirements.resourceRequestBytes["cpu"] == wire.encode_quantity("2")
+    # what a <= 1.17 reader sees: the legacy field numbers inside the requirements
+    legacy = compat_pb2.LegacyReplicaRequirements.FromString(current.replicaRequirements.SerializeToString())
+    assert legacy.resourceRequest["cpu"] == wire.encode_quantity("2")
+    assert list(legacy.nodeClaim.tolerations) == list(current.replicaRequirements.nodeClaim.tolerationsBytes)
+    assert legacy.nodeClaim.nodeAffinity == current.replicaRequirements.nodeClaim.nodeAffinityBytes
+    # and a current reader decodes the same request as without the extra fields
+    plain = wire.replicas_request_from_pb(wire.replicas_request_to_pb(raw))
+    assert wire.replicas_request_from_pb(current) == plain
