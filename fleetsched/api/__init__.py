@@ -275,7 +275,15 @@ __all__ = [
 ]
 
 
+# Submodules reachable as attributes of the package, as when this module imported them all.
+_SUBMODULES = frozenset(
+    {"cluster", "crds", "defaults", "load", "meta", "policy", "quantity", "selectors", "work"}
+)
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,6 +36,8 @@ def test_every_api_export_still_resolves() -> None:
         "from fleetsched.api import Cluster, ResourceBinding, load_files, parse_quantity\n"
         "assert Cluster.__module__ == 'fleetsched.api.cluster'\n"
         "assert set(api.__all__) <= set(dir(api))\n"
+        "assert api.policy.Placement is api.Placement\n"
+        "assert api.selectors.__name__ == 'fleetsched.api.selectors'\n"
         "try:\n"
         "    api.NoSuchName\n"
         "except AttributeError as e:\n"
