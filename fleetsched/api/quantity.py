@@ -30,6 +30,7 @@ _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {exp: suffix for suffix, exp in _DECIMAL.items()}
 _BINARY_SUFFIX = {power: suffix for suffix, power in _BINARY.items()}
+_NANO = 10**9
 
 _PATTERN = re.compile(
     r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
@@ -50,12 +51,13 @@ class Quantity:
     def parse(cls, text: str | int | float) -> Quantity:
         return parse_quantity(text)
 
-    # The two integer views Karmada uses (resource.Quantity.Value / MilliValue): both round up.
+    # The two integer views Karmada uses (resource.Quantity.Value / MilliValue): both round away
+    # from zero, so a positive 0.1m is one millicore and -0.5 is -1.
     def value(self) -> int:
-        return math.ceil(self.value_exact)
+        return _round_away_from_zero(self.value_exact)
 
     def milli_value(self) -> int:
-        return math.ceil(self.value_exact * 1000)
+        return _round_away_from_zero(self.value_exact * 1000)
 
     def is_zero(self) -> bool:
         return self.value_exact == 0
@@ -107,7 +109,7 @@ def parse_quantity(text: str | int | float) -> Quantity:
         text = repr(text)
     if not isinstance(text, str):
         raise QuantityError(f"quantity must be a string or a number, not {type(text).__name__}")
-    match = _PATTERN.match(text.strip())
+    match = _PATTERN.match(text)
     if match is None:
         raise QuantityError(f"quantities must match the regular expression "
                             f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}")
@@ -118,10 +120,19 @@ def parse_quantity(text: str | int | float) -> Quantity:
         number = -number
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
-        return Quantity(number * 1024 ** _BINARY[suffix], Format.BINARY_SI)
-    if suffix in _DECIMAL:
-        return Quantity(number * Fraction(10) ** _DECIMAL[suffix], Format.DECIMAL_SI)
-    return Quantity(number * Fraction(10) ** int(suffix[1:]), Format.DECIMAL_EXPONENT)
+        value, fmt = number * 1024 ** _BINARY[suffix], Format.BINARY_SI
+    elif suffix in _DECIMAL:
+        value, fmt = number * Fraction(10) ** _DECIMAL[suffix], Format.DECIMAL_SI
+    else:
+        value, fmt = number * Fraction(10) ** int(suffix[1:]), Format.DECIMAL_EXPONENT
+    # Kubernetes keeps no precision finer than nano units: ParseQuantity rounds away from zero.
+    if (value * _NANO).denominator != 1:
+        value = Fraction(_round_away_from_zero(value * _NANO), _NANO)
+    return Quantity(value, fmt)
+
+
+def _round_away_from_zero(value: Fraction) -> int:
+    return math.ceil(value) if value >= 0 else math.floor(value)
 
 
 def format_canonical(value: Fraction, fmt: Format) -> str:

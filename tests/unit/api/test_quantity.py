@@ -1,0 +1,89 @@
+"""Quantities behave as Kubernetes' resource.Quantity: exact, nano-precise, rounded away from zero."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fleetsched.api.quantity import Format, Quantity, QuantityError, parse_quantity
+
+
+@pytest.mark.parametrize(
+    ("text", "exact", "fmt"),
+    [
+        pytest.param("100m", Fraction(1, 10), Format.DECIMAL_SI, id="milli"),
+        pytest.param("1Gi", Fraction(2**30), Format.BINARY_SI, id="binary suffix"),
+        pytest.param("1e3", Fraction(1000), Format.DECIMAL_EXPONENT, id="exponent"),
+        pytest.param("0.5", Fraction(1, 2), Format.DECIMAL_SI, id="plain fraction"),
+        pytest.param(".5", Fraction(1, 2), Format.DECIMAL_SI, id="leading dot"),
+        pytest.param("5.", Fraction(5), Format.DECIMAL_SI, id="trailing dot"),
+        pytest.param("1E", Fraction(10**18), Format.DECIMAL_SI, id="exa, not an exponent"),
+        pytest.param("-2", Fraction(-2), Format.DECIMAL_SI, id="negative"),
+        pytest.param("0.0000000001", Fraction(1, 10**9), Format.DECIMAL_SI, id="sub-nano rounds up"),
+        pytest.param("-0.0000000001", Fraction(-1, 10**9), Format.DECIMAL_SI, id="sub-nano, negative"),
+        pytest.param("1e-12", Fraction(1, 10**9), Format.DECIMAL_EXPONENT, id="tiny exponent rounds up"),
+        pytest.param(3, Fraction(3), Format.DECIMAL_SI, id="YAML integer"),
+        pytest.param(1.5, Fraction(3, 2), Format.DECIMAL_SI, id="YAML float"),
+    ],
+)
+def test_parse_is_exact(text: str | int | float, exact: Fraction, fmt: Format) -> None:
+    q = parse_quantity(text)
+    assert q.value_exact == exact
+    assert q.format is fmt
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "milli"),
+    [
+        pytest.param("0.1m", 1, 1, id="0.1m counts as one millicore"),
+        pytest.param("0.5", 1, 500, id="half a byte counts as one"),
+        pytest.param("1500m", 2, 1500, id="value rounds up"),
+        pytest.param("-0.5", -1, -500, id="negatives round away from zero"),
+        pytest.param("-1.5m", -1, -2, id="negative milli rounds away from zero"),
+    ],
+)
+def test_integer_views_round_away_from_zero(text: str, value: int, milli: int) -> None:
+    q = parse_quantity(text)
+    assert (q.value(), q.milli_value()) == (value, milli)
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("0.5", "500m"),
+        ("1024Ki", "1Mi"),
+        ("1500Ki", "1500Ki"),
+        ("1000", "1k"),
+        ("1500", "1500"),
+        ("0.1m", "100u"),
+        ("512", "512"),
+        ("0", "0"),
+        ("1e3", "1e3"),
+    ],
+)
+def test_canonical_text(text: str, canonical: str) -> None:
+    assert str(parse_quantity(text)) == canonical
+
+
+@pytest.mark.parametrize("text", ["", " 1", "1 ", "1.2.3", "Gi", "1Gb", "1ee3", "abc", True, None, [1]])
+def test_rejects_what_kubernetes_rejects(text: object) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)  # type: ignore[arg-type]
+
+
+def test_sum_keeps_left_format_unless_left_is_zero() -> None:
+    binary, decimal = parse_quantity("1Ki"), parse_quantity("1k")
+    assert (binary + decimal).format is Format.BINARY_SI
+    assert (Quantity(0) + binary).format is Format.BINARY_SI
+
+
+SUFFIXES = st.sampled_from(["n", "u", "m", "", "k", "Ki", "Mi"])
+
+
+@given(st.integers(min_value=-(10**15), max_value=10**15), SUFFIXES)
+def test_canonical_text_round_trips(number: int, suffix: str) -> None:
+    q = parse_quantity(f"{number}{suffix}")
+    assert parse_quantity(str(q)) == q
