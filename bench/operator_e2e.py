@@ -66,8 +66,11 @@ def load_fleet(count: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return clusters, bindings
 
 
-def in_namespace(binding: dict[str, Any], namespace: str) -> dict[str, Any]:
-    out = as_applied(copy.deepcopy(binding))
+def in_namespace(
+    binding: dict[str, Any], namespace: str, *, scheduler_name: str | None = None
+) -> dict[str, Any]:
+    """A copy of ``binding`` in ``namespace``; the baseline's copies are parked under another scheduler."""
+    out = as_applied(copy.deepcopy(binding), scheduler_name=scheduler_name)
     out["metadata"] = {
         "name": out["metadata"]["name"],
         "namespace": namespace,
@@ -208,6 +211,16 @@ def peak_rss_mib(pid: int) -> tuple[float, float]:
     return int(fields["VmHWM"].split()[0]) / 1024, int(fields["VmRSS"].split()[0]) / 1024
 
 
+class ProfiledSchedulerProcess(SchedulerProcess):
+    """The scheduler under cProfile (``--profile FILE``), to see where its CPU goes."""
+
+    profile_path = ""
+
+    def argv(self) -> list[str]:
+        base = super().argv()
+        return [base[0], "-m", "cProfile", "-o", self.profile_path, *base[1:]]
+
+
 async def operator_run(
     client: KubeClient,
     plane: ControlPlane,
@@ -218,7 +231,8 @@ async def operator_run(
     namespace = "bench-op"
     await client.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
     plane.kubectl("create", "namespace", "karmada-system")
-    proc = SchedulerProcess(
+    proc_class = ProfiledSchedulerProcess if args.profile else SchedulerProcess
+    proc = proc_class(
         kubeconfig=plane.kubeconfig,
         log_path=workdir / "scheduler.log",
         extra_args=(
@@ -347,7 +361,9 @@ def main() -> int:
     parser.add_argument("--bindings", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--concurrency", type=int, default=16, help="client requests in flight")
+    parser.add_argument("--profile", help="run the scheduler under cProfile, writing stats to this file")
     args = parser.parse_args()
+    ProfiledSchedulerProcess.profile_path = str(Path(args.profile).resolve()) if args.profile else ""
     try:
         return asyncio.run(main_async(args))
     except ApiError as exc:

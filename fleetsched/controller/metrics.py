@@ -2,7 +2,8 @@
 
 Names, types and labels follow Karmada's scheduler metrics so existing dashboards and alerts keep
 working: attempts and end-to-end latency by ``result`` (success/error) and ``schedule_type``,
-per-step algorithm latency, incoming queue events, and pending bindings per queue.
+per-step algorithm latency, incoming queue events, and pending bindings per queue. The per-plugin
+and per-extension-point histograms are not exported: the pure core does not time its plugins.
 """
 
 from __future__ import annotations
@@ -53,20 +54,6 @@ QUEUE_INCOMING_BINDINGS = Counter(
     "karmada_scheduler_queue_incoming_bindings_total",
     "Number of bindings added to scheduling queues by event type.",
     ["event"],
-    registry=REGISTRY,
-)
-FRAMEWORK_EXTENSION_POINT_DURATION = Histogram(
-    "karmada_scheduler_framework_extension_point_duration_seconds",
-    "Latency for running all plugins of a specific extension point.",
-    ["extension_point", "result"],
-    buckets=_exponential(0.0001, 2, 12),
-    registry=REGISTRY,
-)
-PLUGIN_EXECUTION_DURATION = Histogram(
-    "karmada_scheduler_plugin_execution_duration_seconds",
-    "Duration for running a plugin at a specific extension point.",
-    ["plugin", "extension_point", "result"],
-    buckets=_exponential(0.00001, 1.5, 20),
     registry=REGISTRY,
 )
 PENDING_BINDINGS = Gauge(

@@ -115,6 +115,15 @@ class _NoProgressStorage(kopf.ProgressStorage):
 
 
 class _NoDiffBaseStorage(kopf.DiffBaseStorage):
+    """No diff base either: raw event handlers never look at diffs, so none is built.
+
+    kopf's default ``build()`` deep-copies every object on every watch event; with no change
+    handlers registered the result is never used (it was 13% of the operator's CPU in the bench).
+    """
+
+    def build(self, **_: Any) -> Any:
+        return {}
+
     def fetch(self, **_: Any) -> Any:
         return None
 
@@ -129,6 +138,7 @@ class SchedulerOperator:
     scheduler: Scheduler
     config: OperatorConfig = field(default_factory=OperatorConfig)
     run_core: Callable[..., Any] | None = None  # set to run the core off the event loop
+    accurate: Any = None  # the accurate estimator client (connect/forget per Cluster), if enabled
 
     queue: SchedulingQueue = field(default_factory=SchedulingQueue)
     bindings: dict[str, ObjectCache] = field(default_factory=lambda: {RB: ObjectCache(), CRB: ObjectCache()})
@@ -139,6 +149,7 @@ class SchedulerOperator:
     # generation our own spec patch gives a binding: its watch event is not a user change
     own_generation: dict[str, int] = field(default_factory=dict)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
+    _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
     _stopping: bool = False
 
     # ---- readiness --------------------------------------------------------------------------
@@ -153,6 +164,11 @@ class SchedulerOperator:
         if not self.is_leader:
             return False, "not the leader"
         return True, "ok"
+
+    def _background(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._in_flight_background.add(task)
+        task.add_done_callback(self._in_flight_background.discard)
 
     def _busy(self) -> bool:
         sizes = self.queue.sizes()
@@ -190,6 +206,8 @@ class SchedulerOperator:
         key = object_key(obj)
         if event_type == "DELETED":
             self.clusters.delete(key)
+            if self.accurate is not None:
+                self.accurate.forget(key)
             return
         stored, previous = self.clusters.upsert(obj)
         if not stored or previous is None:
@@ -239,6 +257,10 @@ class SchedulerOperator:
                 obj.setdefault("apiVersion", f"{WORK_GROUP}/{WORK_VERSION}")
                 obj.setdefault("kind", kind)
                 self.on_binding_event(kind, None, obj)
+        if self.accurate is not None:
+            # Karmada dials every cluster's estimator at start; a failure is retried later.
+            clusters = [o["metadata"]["name"] for o in self.clusters]
+            self._background(asyncio.to_thread(self.accurate.connect, clusters))
         self.synced.set()
         log.info(
             "caches_synced",

@@ -101,6 +101,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="deadline for one binding's estimator calls (default 3s)",
     )
     parser.add_argument("--scheduler-estimator-port", type=int, default=10352)
+    parser.add_argument("--scheduler-estimator-ca-file", help="CA of the estimators' serving certificates")
+    parser.add_argument("--scheduler-estimator-cert-file", help="client certificate for the estimators")
+    parser.add_argument("--scheduler-estimator-key-file", help="client key for the estimators")
+    parser.add_argument(
+        "--insecure-skip-estimator-verify",
+        action="store_true",
+        help="TLS to the estimators without verifying their host names",
+    )
     parser.add_argument("--scheduler-estimator-service-prefix", default="karmada-scheduler-estimator")
     parser.add_argument("--scheduler-estimator-service-namespace", default="karmada-system")
     parser.add_argument(
@@ -164,6 +172,7 @@ async def _serve(args: argparse.Namespace) -> int:
     from fleetsched.scheduler.framework import PluginSelectionError
 
     estimators: list[Any] = []
+    accurate: Any = None
     run_core = None
     if args.enable_scheduler_estimator:
         try:
@@ -176,7 +185,8 @@ async def _serve(args: argparse.Namespace) -> int:
             )
             await client.close()
             return 2
-        estimators.append(await accurate_estimator(client, args))
+        accurate = await accurate_estimator(client, args)
+        estimators.append(accurate)
         run_core = asyncio.to_thread  # the estimator blocks on gRPC: keep the event loop free
     try:
         scheduler = Scheduler(
@@ -205,6 +215,7 @@ async def _serve(args: argparse.Namespace) -> int:
         connection=connection,
         scheduler=scheduler,
         run_core=run_core,
+        accurate=accurate,
         config=OperatorConfig(
             scheduler_name=args.scheduler_name, workers=max(args.workers, 1), leader_election=election
         ),
@@ -250,6 +261,8 @@ async def _serve(args: argparse.Namespace) -> int:
             with contextlib.suppress(Exception):
                 await runner.cleanup()
         await client.close()
+        if accurate is not None:
+            accurate.close()
     log.info("scheduler_stopped")
     return 0
 

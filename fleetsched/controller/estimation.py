@@ -1,0 +1,58 @@
+"""Wiring of the accurate estimator client (``--enable-scheduler-estimator``) into the operator.
+
+The client (``fleetsched.estimator.client``) is Karmada's: every candidate cluster is asked over
+gRPC under one deadline (``--scheduler-estimator-timeout``), and any failure makes the scheduler
+ignore the whole answer for that attempt and keep the general estimate. Its estimator Services are
+found the way Karmada finds them: ``<prefix>-<cluster>`` in ``--scheduler-estimator-service-namespace``
+looked up through the control plane (an ExternalName Service gives ``externalName:targetPort``),
+else the in-cluster DNS names.
+
+The client blocks on gRPC, so with it enabled the operator runs the scheduling core in worker
+threads; the Service lookups it makes from its dial threads go through the operator's event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fleetsched.controller.kube import ApiError, KubeClient
+from fleetsched.estimator.client import AccurateEstimatorClient, ClientTLS, EstimatorClientConfig
+
+
+def _read(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path else None
+
+
+async def accurate_estimator(client: KubeClient, args: argparse.Namespace) -> AccurateEstimatorClient:
+    loop = asyncio.get_running_loop()
+
+    def lookup(namespace: str, name: str) -> Mapping[str, Any] | None:
+        future = asyncio.run_coroutine_threadsafe(
+            client.get(f"/api/v1/namespaces/{namespace}/services/{name}"), loop
+        )
+        try:
+            return future.result(timeout=5)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return None
+            raise
+
+    tls = ClientTLS(
+        ca=_read(args.scheduler_estimator_ca_file),
+        cert=_read(args.scheduler_estimator_cert_file),
+        key=_read(args.scheduler_estimator_key_file),
+        insecure_skip_verify=args.insecure_skip_estimator_verify,
+    )
+    config = EstimatorClientConfig(
+        service_prefix=args.scheduler_estimator_service_prefix,
+        service_namespace=args.scheduler_estimator_service_namespace,
+        port=args.scheduler_estimator_port,
+        timeout=args.scheduler_estimator_timeout,
+        tls=tls,
+        service_lookup=lookup,
+    )
+    return AccurateEstimatorClient(config)
