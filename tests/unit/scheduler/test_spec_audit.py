@@ -1173,3 +1173,28 @@ def test_the_core_decides_what_the_spec_pseudocode_decides(seed: int) -> None:
             assert got == expected, raw
             compared += 1
     assert compared == 400
+
+
+def test_region_group_score_stops_at_the_first_cluster_reaching_the_target() -> None:
+    # §8.4: R1 = [t (target, 10 free), x (3)] reaches 10 with t alone: 10*1000 + 100/1 = 10100.
+    # R2 = [a, b, c (targets, 2 each), d (4)] needs all four: 10*1000 + 300/4 = 10075. R1 wins;
+    # had the sum to be strictly above the target, R1 would count x too (10050) and lose.
+    spread = [
+        {"spreadByField": "region", "minGroups": 1, "maxGroups": 1},
+        {"spreadByField": "cluster", "minGroups": 1, "maxGroups": 5},
+    ]
+    clusters = [
+        cluster("t", 10, region="R1"),
+        cluster("x", 3, region="R1"),
+        cluster("a", 2, region="R2"),
+        cluster("b", 2, region="R2"),
+        cluster("c", 2, region="R2"),
+        cluster("d", 4, region="R2"),
+    ]
+    b = binding(
+        {"spreadConstraints": spread, "replicaScheduling": DYNAMIC},
+        10,
+        targets={"t": 0, "a": 0, "b": 0, "c": 0},
+    )
+    _, result = run(clusters, b)
+    assert result.attempts[0].selected == ("t", "x")
