@@ -1198,3 +1198,23 @@ def test_region_group_score_stops_at_the_first_cluster_reaching_the_target() -> 
     )
     _, result = run(clusters, b)
     assert result.attempts[0].selected == ("t", "x")
+
+
+def test_cluster_affinity_wins_inside_the_affinity_group_loop() -> None:
+    # §3.5 picks the loop for a non-nil clusterAffinities; §5.3 then still uses clusterAffinity
+    # (here {}: everything) and §10.1 keeps the overflow tiers off.
+    placement = {
+        "clusterAffinity": {},
+        "clusterAffinities": [
+            {
+                "affinityName": "t0",
+                "clusterNames": ["m1"],
+                "overflowAffinities": [{"affinityName": "o", "clusterNames": ["m2"]}],
+            }
+        ],
+        "replicaScheduling": DYNAMIC,
+    }
+    obj, result = run([cluster("m1", 3), cluster("m2", 3), cluster("m3", 3)], binding(placement, 9))
+    assert outcome(obj, result) == ("Success", {"m1": 3, "m2": 3, "m3": 3})
+    assert obj["status"]["schedulerObservingAffinityName"] == "t0"
+    assert not result.attempts[0].overflow
