@@ -60,7 +60,11 @@ def test_accurate_estimators_move_the_replica(
         estimator_processes.append(process)
         process.start()
         server.apply(estimator_service(cluster, process.port))
-    apply_with_status(server, [as_applied(c) for c in story_clusters(1)])
+    clusters = [as_applied(c) for c in story_clusters(1)]
+    for cluster in clusters:  # the CRD requires a message on conditions
+        for condition in cluster["status"].get("conditions", ()):
+            condition.setdefault("message", "cluster is healthy and ready to accept workloads")
+    apply_with_status(server, clusters)
 
     accurate = start_scheduler(
         server,
