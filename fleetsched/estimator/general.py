@@ -52,11 +52,13 @@ def _to_int32(n: int) -> int:
 
 
 def _ceil(x: Fraction) -> int:
-    return math.ceil(x)
+    """Quantity.Value(): rounded up, away from zero (estimator.md §2.5): -0.5 is -1."""
+    return math.ceil(x) if x >= 0 else math.floor(x)
 
 
 def _ceil_milli(x: Fraction) -> int:
-    return math.ceil(x * 1000)
+    """Quantity.MilliValue(), rounded the same way."""
+    return _ceil(x * 1000)
 
 
 class _ClusterBase:

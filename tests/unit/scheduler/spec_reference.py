@@ -33,6 +33,11 @@ MAX_INT32 = 2**31 - 1
 Targets = list[tuple[str, int]]
 
 
+def value(x: Fraction) -> int:
+    """Quantity.Value(): ceil, away from zero (estimator.md §2.5)."""
+    return math.ceil(x) if x >= 0 else math.floor(x)
+
+
 def int32(n: int) -> int:
     n &= 0xFFFFFFFF
     return n - 2**32 if n >= 2**31 else n
@@ -97,14 +102,14 @@ def general_estimate(cluster: ClusterInfo, req: ReplicaRequirements | None, mode
     if s is None:
         return 0
 
-    def value(m: Any, name: str) -> Fraction:
+    def amount(m: Any, name: str) -> Fraction:
         q = m.get(name)
         return q.value_exact if q is not None else Fraction(0)
 
     pods = (
-        math.ceil(value(s.allocatable, "pods"))
-        - math.ceil(value(s.allocated, "pods"))
-        - math.ceil(value(s.allocating, "pods"))
+        value(amount(s.allocatable, "pods"))
+        - value(amount(s.allocated, "pods"))
+        - value(amount(s.allocating, "pods"))
     )
     if pods <= 0:
         return 0
@@ -117,18 +122,18 @@ def general_estimate(cluster: ClusterInfo, req: ReplicaRequirements | None, mode
             return int32(min(m, MAX_INT32, pods))
     best: int | None = None
     for name, q in request.items():
-        r = math.ceil(q)
+        r = value(q)
         if r <= 0:
             continue
         if name not in s.allocatable:
             return 0
-        avail = value(s.allocatable, name) - value(s.allocated, name) - value(s.allocating, name)
-        if math.ceil(avail) <= 0:
+        avail = amount(s.allocatable, name) - amount(s.allocated, name) - amount(s.allocating, name)
+        if value(avail) <= 0:
             return 0
         if name == "cpu":
-            r, a = math.ceil(q * 1000), math.ceil(avail * 1000)
+            r, a = value(q * 1000), value(avail * 1000)
         else:
-            a = math.ceil(avail)
+            a = value(avail)
         best = a // r if best is None else min(best, a // r)
     return int32(pods if best is None else min(pods, best))
 
@@ -149,11 +154,11 @@ def model_estimate(cluster: ClusterInfo, request: dict[str, Fraction]) -> int | 
         for name, q in request.items():
             if not (name in ("cpu", "memory", "ephemeral-storage") or is_scalar_resource(name)):
                 continue
-            need = math.ceil(q * 1000) if name == "cpu" else math.ceil(q)
+            need = value(q * 1000) if name == "cpu" else value(q)
             if need <= 0:
                 continue
             c = cap.get(name, Fraction(0))
-            have = math.ceil(c * 1000) if name == "cpu" else math.ceil(c)
+            have = value(c * 1000) if name == "cpu" else value(c)
             fit = min(fit, have // need)
         total += count[model.grade] * fit
     return total

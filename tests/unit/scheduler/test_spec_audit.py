@@ -652,6 +652,8 @@ def estimate(c: dict[str, Any], requests: dict[str, str] | None, *, modeling: bo
             cluster("m", 10, allocated={"pods": "0.5"}), None, 9, id="pod counts are rounded up one by one"
         ),
         pytest.param(cluster("m", 10), {}, 10, id="empty request: pod headroom"),
+        # Value() rounds away from zero: an allocated count of -0.5 is -1, which adds a slot.
+        pytest.param(cluster("m", 10, allocated={"pods": "-0.5"}), None, 11, id="negative counts round down"),
         pytest.param(
             cluster("m", 100, allocatable={"cpu": "250m"}), {"cpu": "100m"}, 2, id="cpu in millicores"
         ),
