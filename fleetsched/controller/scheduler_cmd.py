@@ -67,16 +67,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only bindings whose spec.schedulerName matches are scheduled (default %(default)s)",
     )
     parser.add_argument(
-        "--workers", type=int, default=4, help="concurrent scheduling workers (default %(default)s)"
+        "--workers", type=int, default=16, help="concurrent scheduling workers (default %(default)s)"
     )
     parser.add_argument(
         "--kube-api-qps",
         type=float,
-        default=40.0,
+        default=500.0,
         help="client-side QPS limit for API writes; 0 disables (default %(default)s)",
     )
     parser.add_argument(
-        "--kube-api-burst", type=int, default=60, help="burst for --kube-api-qps (default %(default)s)"
+        "--kube-api-burst", type=int, default=1000, help="burst for --kube-api-qps (default %(default)s)"
     )
     parser.add_argument(
         "--plugins",

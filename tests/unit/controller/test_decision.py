@@ -24,21 +24,40 @@ DIVIDED = {
 }
 
 
-def a_binding(placement: dict[str, Any] | None = None, *, replicas: int = 3, generation: int = 2,
-              observed: int | None = 2, clusters: list[dict[str, Any]] | None = None,
-              applied: bool = True, **spec: Any) -> dict[str, Any]:
+def a_binding(
+    placement: dict[str, Any] | None = None,
+    *,
+    replicas: int = 3,
+    generation: int = 2,
+    observed: int | None = 2,
+    clusters: list[dict[str, Any]] | None = None,
+    applied: bool = True,
+    **spec: Any,
+) -> dict[str, Any]:
     placement = copy.deepcopy(DIVIDED if placement is None else placement)
     annotations = {APPLIED_PLACEMENT_ANNOTATION: encode(placement)} if applied else {}
-    status: dict[str, Any] = {"lastScheduledTime": "2026-01-01T00:00:10Z",
-                              "conditions": [{"type": "Scheduled", "status": "True", "reason": "Success"}]}
+    status: dict[str, Any] = {
+        "lastScheduledTime": "2026-01-01T00:00:10Z",
+        "conditions": [{"type": "Scheduled", "status": "True", "reason": "Success"}],
+    }
     if observed is not None:
         status["schedulerObservedGeneration"] = observed
     return {
-        "metadata": {"name": "b", "namespace": "ns", "generation": generation, "annotations": annotations,
-                     "labels": {"propagationpolicy.karmada.io/permanent-id": "x"}},
-        "spec": {"placement": placement, "replicas": replicas,
-                 "clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 1}]
-                 if clusters is None else clusters, **spec},
+        "metadata": {
+            "name": "b",
+            "namespace": "ns",
+            "generation": generation,
+            "annotations": annotations,
+            "labels": {"propagationpolicy.karmada.io/permanent-id": "x"},
+        },
+        "spec": {
+            "placement": placement,
+            "replicas": replicas,
+            "clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 1}]
+            if clusters is None
+            else clusters,
+            **spec,
+        },
         "status": status,
     }
 
@@ -50,15 +69,33 @@ def a_binding(placement: dict[str, Any] | None = None, *, replicas: int = 3, gen
         pytest.param({"applied": False}, Verdict.SCHEDULE, "PlacementChanged", id="never scheduled"),
         pytest.param({"replicas": 5}, Verdict.SCHEDULE, "ReplicasChanged", id="scaled"),
         pytest.param({"observed": 1}, Verdict.OBSERVE_GENERATION, "NoChange", id="generation lag only"),
-        pytest.param({"rescheduleTriggeredAt": "2026-01-01T00:00:11Z"}, Verdict.SCHEDULE,
-                     "RescheduleTriggered", id="reschedule after last schedule"),
-        pytest.param({"rescheduleTriggeredAt": "2026-01-01T00:00:10.900Z"}, Verdict.NOTHING, "NoChange",
-                     id="reschedule within the same second is ignored"),
-        pytest.param({"replicas": 0, "clusters": []}, Verdict.SCHEDULE, "AlwaysSchedule",
-                     id="non-workload always rescheduled"),
-        pytest.param({"placement": {"clusterAffinity": {"clusterNames": ["m1"]}}, "clusters":
-                      [{"name": "m1", "replicas": 3}]}, Verdict.SCHEDULE, "AlwaysSchedule",
-                     id="duplicated always rescheduled"),
+        pytest.param(
+            {"rescheduleTriggeredAt": "2026-01-01T00:00:11Z"},
+            Verdict.SCHEDULE,
+            "RescheduleTriggered",
+            id="reschedule after last schedule",
+        ),
+        pytest.param(
+            {"rescheduleTriggeredAt": "2026-01-01T00:00:10.900Z"},
+            Verdict.NOTHING,
+            "NoChange",
+            id="reschedule within the same second is ignored",
+        ),
+        pytest.param(
+            {"replicas": 0, "clusters": []},
+            Verdict.SCHEDULE,
+            "AlwaysSchedule",
+            id="non-workload always rescheduled",
+        ),
+        pytest.param(
+            {
+                "placement": {"clusterAffinity": {"clusterNames": ["m1"]}},
+                "clusters": [{"name": "m1", "replicas": 3}],
+            },
+            Verdict.SCHEDULE,
+            "AlwaysSchedule",
+            id="duplicated always rescheduled",
+        ),
     ],
 )
 def test_should_schedule(change: dict[str, Any], verdict: Verdict, reason: str) -> None:
@@ -123,9 +160,12 @@ def test_cluster_updates_reconcile_on_labels_spec_or_deletion_only() -> None:
 
 
 def test_cluster_change_uses_the_observed_affinity_term_inline_only() -> None:
-    placement = {"clusterAffinities": [{"affinityName": "a", "clusterNames": ["x"]},
-                                       {"affinityName": "b", "clusterNames": ["m1"],
-                                        "overflowAffinities": [{"affinityName": "o"}]}]}
+    placement = {
+        "clusterAffinities": [
+            {"affinityName": "a", "clusterNames": ["x"]},
+            {"affinityName": "b", "clusterNames": ["m1"], "overflowAffinities": [{"affinityName": "o"}]},
+        ]
+    }
     binding = a_binding(placement)
     seen: list[dict[str, Any]] = []
 

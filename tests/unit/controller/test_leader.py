@@ -61,8 +61,9 @@ class Clock:
 
 
 def elector(store: MemoryLeaseStore, clock: Clock, identity: str, **timings: float) -> LeaderElector:
-    config = LeaderElectionConfig(name="fleetsched-scheduler", namespace="karmada-system",
-                                  identity=identity, **timings)
+    config = LeaderElectionConfig(
+        name="fleetsched-scheduler", namespace="karmada-system", identity=identity, **timings
+    )
     return LeaderElector(config=config, store=store, clock=clock)
 
 
@@ -119,12 +120,14 @@ async def test_release_lets_a_standby_take_over_after_one_second() -> None:
 async def test_run_loop_fails_over_when_the_leader_cannot_renew() -> None:
     store = MemoryLeaseStore()
     timings = {"lease_duration": 0.6, "renew_deadline": 0.4, "retry_period": 0.1}
-    a = LeaderElector(config=LeaderElectionConfig(name="l", namespace="n", identity="a", **timings),
-                      store=store)
+    a = LeaderElector(
+        config=LeaderElectionConfig(name="l", namespace="n", identity="a", **timings), store=store
+    )
     task_a = asyncio.create_task(a.run())
     await asyncio.wait_for(a.leading.wait(), 2)
-    b = LeaderElector(config=LeaderElectionConfig(name="l", namespace="n", identity="b", **timings),
-                      store=store)
+    b = LeaderElector(
+        config=LeaderElectionConfig(name="l", namespace="n", identity="b", **timings), store=store
+    )
     task_b = asyncio.create_task(b.run())
     await asyncio.sleep(0.8)
     assert a.is_leader and not b.leading.is_set()
@@ -140,8 +143,9 @@ async def test_run_loop_fails_over_when_the_leader_cannot_renew() -> None:
 
 async def test_leader_steps_down_when_the_apiserver_is_unreachable() -> None:
     store = MemoryLeaseStore()
-    config = LeaderElectionConfig(name="l", namespace="n", identity="a", lease_duration=0.6,
-                                  renew_deadline=0.4, retry_period=0.1)
+    config = LeaderElectionConfig(
+        name="l", namespace="n", identity="a", lease_duration=0.6, renew_deadline=0.4, retry_period=0.1
+    )
     stopped = asyncio.Event()
     a = LeaderElector(config=config, store=store, on_stopped_leading=stopped.set)
     task = asyncio.create_task(a.run())

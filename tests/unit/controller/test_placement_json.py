@@ -15,7 +15,8 @@ PLACEMENT = {
         "replicaDivisionPreference": "Weighted",
     },
     "clusterAffinity": {
-        "clusterNames": ["m1", "m2"], "labelSelector": {"matchLabels": {"b": "2", "a": "<1>"}},
+        "clusterNames": ["m1", "m2"],
+        "labelSelector": {"matchLabels": {"b": "2", "a": "<1>"}},
     },
     "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 2, "minGroups": 0}],
     "unknownField": 3,
@@ -32,10 +33,21 @@ def test_encoding_follows_go_struct_order_omitempty_and_html_escaping() -> None:
 
 
 def test_affinity_terms_keep_their_name_and_inline_fields() -> None:
-    text = encode({"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["a"],
-                                          "overflowAffinities": [{"affinityName": "burst"}]}]})
-    assert text == ('{"clusterAffinities":[{"affinityName":"primary","clusterNames":["a"],'
-                    '"overflowAffinities":[{"affinityName":"burst"}]}]}')
+    text = encode(
+        {
+            "clusterAffinities": [
+                {
+                    "affinityName": "primary",
+                    "clusterNames": ["a"],
+                    "overflowAffinities": [{"affinityName": "burst"}],
+                }
+            ]
+        }
+    )
+    assert text == (
+        '{"clusterAffinities":[{"affinityName":"primary","clusterNames":["a"],'
+        '"overflowAffinities":[{"affinityName":"burst"}]}]}'
+    )
 
 
 def test_annotation_round_trip_is_unchanged() -> None:
@@ -50,8 +62,11 @@ def test_explicit_empty_list_differs_from_absent_list() -> None:
 
 
 def test_zero_scalars_equal_absent_ones() -> None:
-    assert not placement_changed({"spreadConstraints": [{"spreadByField": "cluster", "minGroups": 0}]},
-                                 '{"spreadConstraints":[{"spreadByField":"cluster"}]}', "")
+    assert not placement_changed(
+        {"spreadConstraints": [{"spreadByField": "cluster", "minGroups": 0}]},
+        '{"spreadConstraints":[{"spreadByField":"cluster"}]}',
+        "",
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,107 @@
+"""What the operator sends for a result: at most one spec patch and one status patch, only changes."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from typing import Any
+
+from fleetsched.controller.writer import EXPLANATION_ANNOTATION, compute_patches, explanation
+from fleetsched.scheduler import ScheduleResult, render_into_binding
+from fleetsched.scheduler.outcome import Condition, GroupAttempt
+from fleetsched.scheduler.types import TargetCluster
+
+NOW = dt.datetime(2026, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
+PLACEMENT = {"clusterAffinity": {"clusterNames": ["m1", "m2"]}}
+
+
+def stored(**status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {"name": "b", "namespace": "ns", "generation": 4, "resourceVersion": "77"},
+        "spec": {"replicas": 3, "placement": copy.deepcopy(PLACEMENT)},
+        "status": dict(status),
+    }
+
+
+def success(*targets: tuple[str, int]) -> ScheduleResult:
+    return ScheduleResult(
+        key="ns/b",
+        condition=Condition(True, "Success", "Binding has been scheduled successfully."),
+        clusters=tuple(TargetCluster(n, r) for n, r in targets),
+        affinity_name=None,
+        write_placement_annotation=True,
+        strategy="Duplicated",
+        attempts=(GroupAttempt(affinity_name="", selected=tuple(n for n, _ in targets)),),
+    )
+
+
+def test_first_result_is_one_spec_patch_and_one_status_patch() -> None:
+    binding = stored()
+    result = success(("m1", 2), ("m2", 1))
+    patches = compute_patches(
+        binding, render_into_binding(binding, result, now=NOW), explain=explanation(result)
+    )
+    assert patches.spec is not None and patches.status is not None
+    assert patches.spec["spec"] == {
+        "clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 1}]
+    }
+    annotations = patches.spec["metadata"]["annotations"]
+    assert (
+        annotations["policy.karmada.io/applied-placement"]
+        == '{"clusterAffinity":{"clusterNames":["m1","m2"]}}'
+    )
+    assert EXPLANATION_ANNOTATION in annotations
+    # the spec patch only applies to the copy we read: a concurrent change gets a 409
+    assert patches.spec["metadata"]["resourceVersion"] == "77"
+    status = patches.status["status"]
+    # the generation our own spec patch produces is recorded, so no second pass is needed
+    assert patches.generation_after_spec == 5
+    assert status["schedulerObservedGeneration"] == 5
+    assert status["conditions"][0]["reason"] == "Success"
+    assert status["lastScheduledTime"] == "2026-05-01T12:00:00Z"
+
+
+def test_unchanged_result_writes_nothing_to_spec() -> None:
+    binding = stored()
+    result = success(("m1", 3))
+    once = render_into_binding(binding, result, now=NOW)
+    once["metadata"]["annotations"][EXPLANATION_ANNOTATION] = explanation(result)
+    once["status"]["schedulerObservedGeneration"] = 4
+    again = compute_patches(once, render_into_binding(once, result, now=NOW), explain=explanation(result))
+    assert again.spec is None
+    assert again.status is None  # same condition, same second, same generation
+    later = compute_patches(
+        once,
+        render_into_binding(once, result, now=NOW + dt.timedelta(seconds=5)),
+        explain=explanation(result),
+    )
+    assert later.spec is None
+    assert later.status == {"status": {"lastScheduledTime": "2026-05-01T12:00:05Z"}}
+
+
+def test_fit_error_clears_targets_and_leaves_generation_alone() -> None:
+    binding = stored()
+    binding["spec"]["clusters"] = [{"name": "m1", "replicas": 3}]
+    failed = ScheduleResult(
+        key="ns/b",
+        condition=Condition(False, "NoClusterFit", "0/2 clusters are available."),
+        clusters=(),
+        affinity_name=None,
+        write_placement_annotation=True,
+    )
+    patches = compute_patches(binding, render_into_binding(binding, failed, now=NOW), explain=None)
+    assert patches.spec is not None and patches.spec["spec"] == {"clusters": None}
+    assert patches.status is not None
+    assert "schedulerObservedGeneration" not in patches.status["status"]
+    assert patches.status["status"]["conditions"][0]["status"] == "False"
+
+
+def test_explanation_is_compact_and_deterministic() -> None:
+    result = success(("m1", 3))
+    assert explanation(result) == explanation(result)
+    assert (
+        explanation(result) == '{"strategy":"Duplicated","mode":"Steady","groups":[{"feasible":0,'
+        '"rejected":{},"selected":["m1"]}]}'
+    )
