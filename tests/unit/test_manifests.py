@@ -183,6 +183,7 @@ def test_every_pod_runs_unprivileged_with_limits(rendered: list[dict[str, Any]],
 def test_estimators_are_named_where_the_scheduler_discovers_them(rendered: list[dict[str, Any]]) -> None:
     scheduler = find(rendered, "Deployment", "fleetsched-scheduler")
     args = parse_command(scheduler["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert args.enable_scheduler_estimator is True
     for member in MEMBERS:
         service = find(rendered, "Service", f"{args.scheduler_estimator_service_prefix}-{member}")
         assert service["metadata"]["namespace"] == args.scheduler_estimator_service_namespace
