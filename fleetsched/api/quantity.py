@@ -128,6 +128,9 @@ def parse_quantity(text: str | int | float) -> Quantity:
     # Kubernetes keeps no precision finer than nano units: ParseQuantity rounds away from zero.
     if (value * _NANO).denominator != 1:
         value = Fraction(_round_away_from_zero(value * _NANO), _NANO)
+    # A binary amount strictly between -1 and 1 has no binary spelling, so Kubernetes calls it decimal.
+    if fmt is Format.BINARY_SI and 0 < abs(value) < 1:
+        fmt = Format.DECIMAL_SI
     return Quantity(value, fmt)
 
 

@@ -9,12 +9,10 @@ Raises ``ConversionError`` naming the field path on malformed input.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import Any
 
-from fleetsched.api.quantity import Format, Quantity, QuantityError, parse_quantity
+from fleetsched.api.quantity import Quantity, QuantityError, parse_quantity
 from fleetsched.scheduler.types import (
     AffinityTerm,
     BindingStatus,
@@ -97,30 +95,13 @@ def _strs(value: Any, path: str) -> tuple[str, ...]:
     return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
 
 
-_NANO = 10**9
-
-
-def _as_kubernetes_parses(q: Quantity) -> Quantity:
-    """The value resource.ParseQuantity keeps: rounded away from zero to nano units.
-
-    (A BinarySI amount strictly between 0 and 1 is also switched to DecimalSI, as Kubernetes does.)
-    So ``allocated: 0.9999999999`` counts as 1, exactly as in Karmada's arithmetic.
-    """
-    v = q.value_exact
-    small_binary = q.format is Format.BINARY_SI and 0 < abs(v) < 1
-    if _NANO % v.denominator == 0 and not small_binary:
-        return q
-    magnitude = Fraction(math.ceil(abs(v) * _NANO), _NANO)
-    return Quantity(magnitude if v > 0 else -magnitude, Format.DECIMAL_SI if small_binary else q.format)
-
-
 def _quantity(value: Any, path: str) -> Quantity:
-    if not isinstance(value, Quantity):
-        try:
-            value = parse_quantity(value)
-        except QuantityError as e:
-            raise ConversionError(path, str(e)) from None
-    return _as_kubernetes_parses(value)
+    if isinstance(value, Quantity):
+        return value
+    try:
+        return parse_quantity(value)
+    except QuantityError as e:
+        raise ConversionError(path, str(e)) from None
 
 
 def _quantities(value: Any, path: str) -> dict[str, Quantity]:

@@ -87,3 +87,11 @@ SUFFIXES = st.sampled_from(["n", "u", "m", "", "k", "Ki", "Mi"])
 def test_canonical_text_round_trips(number: int, suffix: str) -> None:
     q = parse_quantity(f"{number}{suffix}")
     assert parse_quantity(str(q)) == q
+
+
+def test_a_binary_amount_below_one_is_decimal() -> None:
+    q = parse_quantity("0.5Ki")
+    assert (q.value_exact, q.format) == (Fraction(512), Format.BINARY_SI)
+    small = parse_quantity("0.0001Ki")
+    assert small.format is Format.DECIMAL_SI
+    assert small.value_exact == Fraction(1024, 10**4)
