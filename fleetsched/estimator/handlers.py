@@ -1,8 +1,9 @@
 """Protobuf request in, protobuf response out: the body of each RPC, shared by the gRPC servicer and
 ``fleetsched estimate``. Raises :class:`EstimatorError` for answers that are gRPC errors.
 
-Order follows Karmada's server: the cluster name is checked before anything in the request is decoded,
-so a request for another cluster gets the mismatch error even when its payload is corrupt.
+Order follows Karmada's server: the cluster name is checked first, then a cluster without nodes answers 0,
+and only then is the payload decoded (Karmada's plugins decode it), so a request for another cluster gets the
+mismatch error and a request to an empty cluster gets 0 even when its payload is corrupt.
 """
 
 from __future__ import annotations
@@ -25,19 +26,27 @@ def _check(service: EstimatorService, cluster: str) -> None:
 
 def max_available_replicas(service: EstimatorService, message: Any) -> Any:
     _check(service, message.cluster)
+    if service.table.num_nodes() == 0:
+        # Karmada answers 0 before any plugin runs, and its plugins are what decode the payload (spec 3.2 step 3)
+        return estimator_pb2.MaxAvailableReplicasResponse(maxReplicas=0)
     try:
         request = wire.replicas_request_from_pb(message)
     except EstimatorError as exc:
-        raise EstimatorError(f"failed to estimate replicas: {exc.message}") from exc
+        # a decode error is a plugin Error (spec 3.7 step 1), reported like any other (3.10)
+        raise EstimatorError(f"failed to estimate replicas: estimate replica plugins fails with "
+                             f"[{exc.message}]") from exc
     return estimator_pb2.MaxAvailableReplicasResponse(maxReplicas=service.max_available_replicas(request))
 
 
 def max_available_component_sets(service: EstimatorService, message: Any) -> Any:
     _check(service, message.cluster)
+    if service.table.num_nodes() == 0:
+        return estimator_pb2.MaxAvailableComponentSetsResponse(maxSets=0)
     try:
         request = wire.component_sets_request_from_pb(message)
     except EstimatorError as exc:
-        raise EstimatorError(f"failed to estimate component sets: {exc.message}") from exc
+        raise EstimatorError(f"failed to estimate component sets: estimate components plugins fails with "
+                             f"[{exc.message}]") from exc
     sets = service.max_available_component_sets(request)
     return estimator_pb2.MaxAvailableComponentSetsResponse(maxSets=sets)
 

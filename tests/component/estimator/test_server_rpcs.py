@@ -90,7 +90,8 @@ def test_corrupt_quantity_fails_the_call_not_the_server(start: Callable[..., Sta
         with pytest.raises(grpc.RpcError) as failure:
             stub.MaxAvailableReplicas(bad, timeout=5)
         assert failure.value.code() is grpc.StatusCode.UNKNOWN
-        assert failure.value.details().startswith("failed to estimate replicas: quantities must match")
+        assert failure.value.details().startswith(
+            "failed to estimate replicas: estimate replica plugins fails with [quantities must match")
         still = stub.MaxAvailableReplicas(wire.replicas_request_to_pb({"cluster": "member-b"}), timeout=5)
     assert still.maxReplicas == 220
 
