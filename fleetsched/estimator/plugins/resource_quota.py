@@ -16,13 +16,16 @@ from typing import Any
 
 from fleetsched.api.quantity import Quantity
 from fleetsched.estimator.framework import Code, EstimateContext, PluginResult
-from fleetsched.estimator.model import MAX_INT32, Component, ReplicaRequirements
+from fleetsched.estimator.model import MAX_INT32, Component, NodeSelectorRequirement, ReplicaRequirements
+from fleetsched.estimator.nodefilter import compile_requirement
 from fleetsched.estimator.resources import CPU, MEMORY, as_quantity, is_extended_resource
 
 __all__ = ["NAME", "Quota", "QuotaSelector", "QuotaStore", "ResourceQuotaEstimator", "quota_from_object"]
 
 NAME = "ResourceQuotaEstimator"
 _REQUESTS = "requests."
+_PRIORITY_CLASS = "PriorityClass"
+_SCOPE_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,18 +35,18 @@ class QuotaSelector:
     values: tuple[str, ...] = ()
 
     def matches(self, priority_class: str) -> bool:
-        if self.scope != "PriorityClass":
+        if self.scope != _PRIORITY_CLASS:
             return False
-        present = priority_class != ""
         if self.operator == "Exists":
-            return present
-        if self.operator == "DoesNotExist":
-            return not present
-        if self.operator == "In":
-            return present and priority_class in self.values
-        if self.operator == "NotIn":
-            return bool(self.values) and (not present or priority_class not in self.values)
-        return False
+            return priority_class != ""
+        if self.operator not in _SCOPE_OPERATORS:
+            return False
+        # A label requirement on the one-label set {PriorityClass: P}; an invalid one (values where none are
+        # allowed, none where some are needed, an invalid label value) never matches.
+        requirement = compile_requirement(NodeSelectorRequirement(_PRIORITY_CLASS, self.operator, self.values))
+        if requirement is None:
+            return False
+        return requirement.matches({_PRIORITY_CLASS: priority_class} if priority_class else {})
 
 
 @dataclass(frozen=True, slots=True)
