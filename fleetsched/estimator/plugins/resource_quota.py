@@ -2,13 +2,13 @@
 (shared/spec/estimator.md section 3.9). Only active with the ``ResourceQuotaEstimate`` gate.
 
 Karmada quirks kept on purpose: quota scope selectors are ORed and only ``PriorityClass`` can match;
-an empty request namespace consults every namespace's quotas; free = hard - used may be negative and
-the division then truncates toward zero (Go), so ``-1300m / 500m`` gives -2, not Python's -3.
+an empty request namespace consults every namespace's quotas; free = hard - used may be negative (its
+integer view rounds away from zero, as Go's does) and the division then truncates toward zero (Go), so
+``-1300m / 500m`` gives -2, not Python's -3.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,7 +43,8 @@ class QuotaSelector:
             return False
         # A label requirement on the one-label set {PriorityClass: P}; an invalid one (values where none are
         # allowed, none where some are needed, an invalid label value) never matches.
-        requirement = compile_requirement(NodeSelectorRequirement(_PRIORITY_CLASS, self.operator, self.values))
+        raw = NodeSelectorRequirement(_PRIORITY_CLASS, self.operator, self.values)
+        requirement = compile_requirement(raw)
         if requirement is None:
             return False
         return requirement.matches({_PRIORITY_CLASS: priority_class} if priority_class else {})
@@ -103,19 +104,10 @@ class QuotaStore:
         return [q for (ns, _), q in quotas if not namespace or ns == namespace]
 
 
-def _go_value(q: Quantity) -> int:
-    # Go's Value/MilliValue round away from zero.
-    x = q.value_exact
-    return math.ceil(x) if x >= 0 else -math.ceil(-x)
-
-
-def _go_milli(q: Quantity) -> int:
-    x = q.value_exact * 1000
-    return math.ceil(x) if x >= 0 else -math.ceil(-x)
-
-
 def _integer(name: str, q: Quantity) -> int:
-    return _go_milli(q) if name == CPU else _go_value(q)
+    # Millicores for CPU, units otherwise; Quantity's views round away from zero as Go's do, which matters
+    # for a negative free amount (used > hard).
+    return q.milli_value() if name == CPU else q.value()
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -187,9 +179,14 @@ class ResourceQuotaEstimator:
                 vector = _request_vector(requirements.resource_request, component.replicas)
                 for name, amount in vector.items():
                     taken[name] = taken.get(name, 0) + amount
-        left = {name: amount - taken.get(name, 0) for name, amount in free.items()}
-        if any(amount < 0 for amount in left.values()):
-            return None
+        # Only the subtraction results are checked: a resource already over-used that no assumption touches
+        # keeps its negative free amount (and Go's truncated negative division).
+        left = dict(free)
+        for name, amount in taken.items():
+            if name in left:
+                left[name] -= amount
+                if left[name] < 0:
+                    return None
         return left
 
     def estimate_replicas(self, ctx: EstimateContext,
@@ -204,8 +201,10 @@ class ResourceQuotaEstimator:
             if not quota.applies_to(requirements.priority_class_name):
                 continue
             free = free_of(quota)
-            if not any(name in free for name in demand):
-                continue  # the quota constrains none of the requested resources
+            if not free:
+                continue  # the quota tracks none of the resources this plugin knows
+            # Deduct first: assumptions pushing the quota below zero make it yield 0 whatever the request
+            # names; only then does a request of resources the quota does not track go unconstrained.
             left = self._deduct(ctx, quota, requirements.namespace, free)
             if left is None:
                 result = min(result, 0)
