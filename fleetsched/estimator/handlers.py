@@ -27,7 +27,7 @@ def _check(service: EstimatorService, cluster: str) -> None:
 def max_available_replicas(service: EstimatorService, message: Any) -> Any:
     _check(service, message.cluster)
     if service.table.num_nodes() == 0:
-        # Karmada answers 0 before any plugin runs, and its plugins are what decode the payload (spec 3.2 step 3)
+        # Karmada answers 0 before any plugin runs, and its plugins decode the payload (spec 3.2 step 3)
         return estimator_pb2.MaxAvailableReplicasResponse(maxReplicas=0)
     try:
         request = wire.replicas_request_from_pb(message)
