@@ -8,7 +8,7 @@ the workload, the namespace's ReplicaSets and its non-terminal pods.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -217,16 +217,28 @@ def _parse_time(text: Any) -> datetime | None:
     return datetime.fromisoformat(value)
 
 
-def _is_unschedulable(pod: Mapping[str, Any], threshold: timedelta, now: datetime) -> bool:
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Go's zero time.Time (year 1), what a missing lastTransitionTime reads as, in ns since the epoch
+_ZERO_TIME_NS = -62135596800 * 10**9
+
+
+def _unix_ns(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+
+
+def _is_unschedulable(pod: Mapping[str, Any], threshold_ns: int, now_ns: int) -> bool:
     for condition in (pod.get("status") or {}).get("conditions") or ():
         if condition.get("type") != "PodScheduled":
             continue
         if condition.get("status") != "False" or condition.get("reason") != "Unschedulable":
             return False
         since = _parse_time(condition.get("lastTransitionTime"))
-        if since is None:
-            since = datetime.min.replace(tzinfo=now.tzinfo)
-        return since + threshold < now
+        since_ns = _ZERO_TIME_NS if since is None else _unix_ns(since)
+        # exact integer nanoseconds, as Go's time.Add(Duration).Before(now)
+        return since_ns + threshold_ns < now_ns
     return False
 
 
@@ -242,7 +254,8 @@ def unschedulable_replicas(source: WorkloadSource, ref: ObjectReference, thresho
         return 0
     rs_uid = str((new_rs.get("metadata") or {}).get("uid", ""))
     selector = (workload.get("spec") or {}).get("selector")
-    threshold = timedelta(microseconds=max(threshold_ns, 0) / 1000)
+    threshold = max(threshold_ns, 0)
+    now_ns = _unix_ns(now)
     count = 0
     for pod in source.pods(namespace):
         labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -251,6 +264,6 @@ def unschedulable_replicas(source: WorkloadSource, ref: ObjectReference, thresho
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
             continue
-        if _is_unschedulable(pod, threshold, now):
+        if _is_unschedulable(pod, threshold, now_ns):
             count += 1
     return count
