@@ -58,8 +58,11 @@ class ObjectWorkloadSource:
         _, namespaced = resolve_kind(ref.api_version, ref.kind)
         group, _ = split_api_version(ref.api_version)
         objects = self._objects.get((group, ref.kind), {})
-        found = objects.get((ref.namespace or "default", ref.name)) if namespaced else next(
-            (o for (_, name), o in objects.items() if name == ref.name), None)
+        if namespaced:
+            # the cache key of an empty namespace is the bare name, which names no namespaced object
+            found = objects.get((ref.namespace, ref.name)) if ref.namespace else None
+        else:
+            found = next((o for (_, name), o in objects.items() if name == ref.name), None)
         if found is None:
             raise EstimatorError(not_found_message(ref.api_version, ref.kind, ref.namespace, ref.name))
         return found
