@@ -78,6 +78,100 @@ def _gates(options: Mapping[str, Any]) -> FeatureGates:
     return FeatureGates.from_mapping(gates)
 
 
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _need(ok: bool, where: str, what: str, value: Any) -> None:
+    if not ok:
+        raise InputError(f"{where}: must be {what}, got {value!r}")
+
+
+def _check_int(value: Any, where: str, bounds: tuple[int, int], what: str) -> None:
+    _need(isinstance(value, int) and not isinstance(value, bool) and bounds[0] <= value <= bounds[1],
+          where, what, value)
+
+
+def _check_requirements(raw: Any, where: str) -> None:
+    _need(isinstance(raw, Mapping), where, "a mapping", raw)
+    for key in ("namespace", "priorityClassName"):
+        if raw.get(key) is not None:
+            _need(isinstance(raw[key], str), f"{where}.{key}", "a string", raw[key])
+    request = raw.get("resourceRequest")
+    if request is not None:
+        _need(isinstance(request, Mapping), f"{where}.resourceRequest",
+              "a mapping of resource name to quantity", request)
+        for name, quantity in request.items():
+            _need(isinstance(quantity, str | int | float) and not isinstance(quantity, bool),
+                  f"{where}.resourceRequest.{name}", "a quantity (string or number)", quantity)
+    claim = raw.get("nodeClaim")
+    if claim is None:
+        return
+    _need(isinstance(claim, Mapping), f"{where}.nodeClaim", "a mapping", claim)
+    if claim.get("nodeSelector") is not None:
+        _need(isinstance(claim["nodeSelector"], Mapping), f"{where}.nodeClaim.nodeSelector", "a mapping",
+              claim["nodeSelector"])
+    affinity = claim.get("hardNodeAffinity")
+    if affinity is not None:
+        at = f"{where}.nodeClaim.hardNodeAffinity"
+        _need(isinstance(affinity, Mapping), at, "a v1 NodeSelector", affinity)
+        terms = affinity.get("nodeSelectorTerms") or []
+        _need(isinstance(terms, list), f"{at}.nodeSelectorTerms", "a list", terms)
+        for i, term in enumerate(terms):
+            term_at = f"{at}.nodeSelectorTerms[{i}]"
+            _need(term is None or isinstance(term, Mapping), term_at, "a mapping", term)
+            for field in ("matchExpressions", "matchFields"):
+                items = (term or {}).get(field) or []
+                _need(isinstance(items, list) and all(isinstance(r, Mapping) for r in items),
+                      f"{term_at}.{field}", "a list of requirements", items)
+                for j, requirement in enumerate(items):
+                    values = requirement.get("values") or []
+                    _need(isinstance(values, list), f"{term_at}.{field}[{j}].values", "a list", values)
+    tolerations = claim.get("tolerations")
+    if tolerations is not None:
+        _need(isinstance(tolerations, list) and all(isinstance(t, Mapping) for t in tolerations),
+              f"{where}.nodeClaim.tolerations", "a list of tolerations", tolerations)
+        for i, toleration in enumerate(tolerations):
+            if toleration.get("tolerationSeconds") is not None:
+                _check_int(toleration["tolerationSeconds"],
+                           f"{where}.nodeClaim.tolerations[{i}].tolerationSeconds", _INT64, "an int64")
+
+
+def _check_components(raw: Any, where: str) -> None:
+    _need(isinstance(raw, list) and all(isinstance(c, Mapping) for c in raw), where, "a list of components",
+          raw)
+    for i, item in enumerate(raw):
+        _check_int(item.get("replicas", 0) or 0, f"{where}[{i}].replicas", _INT32, "an integer (int32)")
+        if item.get("replicaRequirements") is not None:
+            _check_requirements(item["replicaRequirements"], f"{where}[{i}].replicaRequirements")
+
+
+def check_request(number: int, doc: Mapping[str, Any]) -> None:
+    """Reject a request document the wire form cannot carry, naming the field (before anything is
+    answered)."""
+    where = f"request {number} ({doc.get('kind')})"
+    if doc.get("cluster") is not None:
+        _need(isinstance(doc["cluster"], str), f"{where}: cluster", "a string", doc["cluster"])
+    if doc.get("replicaRequirements") is not None:
+        _check_requirements(doc["replicaRequirements"], f"{where}: replicaRequirements")
+    if doc.get("components") is not None:
+        _check_components(doc["components"], f"{where}: components")
+    if doc.get("namespace") is not None:
+        _need(isinstance(doc["namespace"], str), f"{where}: namespace", "a string", doc["namespace"])
+    workloads = doc.get("assumedWorkloads")
+    if workloads is not None:
+        _need(isinstance(workloads, list) and all(isinstance(w, Mapping) for w in workloads),
+              f"{where}: assumedWorkloads", "a list of {namespace, components}", workloads)
+        for i, workload in enumerate(workloads):
+            _check_components(workload.get("components") or [], f"{where}: assumedWorkloads[{i}].components")
+    if doc.get("resource") is not None:
+        _need(isinstance(doc["resource"], Mapping), f"{where}: resource", "an object reference",
+              doc["resource"])
+    if doc.get("unschedulableThreshold") is not None:
+        _check_int(doc["unschedulableThreshold"], f"{where}: unschedulableThreshold", _INT64,
+                   "an integer number of nanoseconds (int64)")
+
+
 def answer_requests(service: EstimatorService, requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     answers: list[dict[str, Any]] = []
     for request in requests:
@@ -104,6 +198,7 @@ def load(paths: list[str]) -> tuple[MemberInventory, list[Mapping[str, Any]]]:
                 raise InputError(f"{path}: document {index}: a second EstimatorOptions document")
             options = doc
         elif kind in REQUEST_KINDS:
+            check_request(len(requests) + 1, doc)
             requests.append(doc)
         elif isinstance(kind, str) and kind:
             inventory.add(doc)  # as it is parsed: the document is garbage right after
