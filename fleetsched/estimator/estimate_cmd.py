@@ -88,8 +88,12 @@ def _need(ok: bool, where: str, what: str, value: Any) -> None:
 
 
 def _check_int(value: Any, where: str, bounds: tuple[int, int], what: str) -> None:
-    _need(isinstance(value, int) and not isinstance(value, bool) and bounds[0] <= value <= bounds[1],
-          where, what, value)
+    # what the wire conversion accepts (int() of a number or numeric text) and the field can hold
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = None
+    _need(number is not None and bounds[0] <= number <= bounds[1], where, what, value)
 
 
 def _check_requirements(raw: Any, where: str) -> None:
@@ -99,11 +103,9 @@ def _check_requirements(raw: Any, where: str) -> None:
             _need(isinstance(raw[key], str), f"{where}.{key}", "a string", raw[key])
     request = raw.get("resourceRequest")
     if request is not None:
+        # an unparsable quantity is sent as written: the estimator's error is the answer (spec 2.3)
         _need(isinstance(request, Mapping), f"{where}.resourceRequest",
               "a mapping of resource name to quantity", request)
-        for name, quantity in request.items():
-            _need(isinstance(quantity, str | int | float) and not isinstance(quantity, bool),
-                  f"{where}.resourceRequest.{name}", "a quantity (string or number)", quantity)
     claim = raw.get("nodeClaim")
     if claim is None:
         return
