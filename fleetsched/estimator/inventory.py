@@ -32,6 +32,13 @@ from fleetsched.estimator.service import (
 __all__ = ["MemberInventory", "ObjectWorkloadSource"]
 
 
+def _stub(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Just enough of an object for a lookup by kind and name."""
+    meta = obj.get("metadata") or {}
+    return {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind"),
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}}
+
+
 class ObjectWorkloadSource:
     """Workloads, ReplicaSets and pods held in memory, answering like Karmada's caches and GETs."""
 
@@ -107,11 +114,13 @@ class MemberInventory:
         kind = obj.get("kind")
         if kind == "Node":
             self._nodes.append(obj)
+            self.workloads.add(_stub(obj))  # a GET finds it (GetUnschedulableReplicas: kind not supported)
         elif kind == "Pod":
             apply_pod(self.table, obj)  # counted on its node once that node is inserted
             self.workloads.add_pod(obj)
         elif kind == "ResourceQuota":
             self.quotas.upsert(quota_from_object(obj))
+            self.workloads.add(_stub(obj))
         else:
             self.workloads.add(obj)
 

@@ -445,12 +445,19 @@ def unschedulable(inventory, ref: Mapping[str, str] | None, threshold: int = 0) 
                  'no matches for kind "Widget" in version "v1"', id="unknown kind"),
     pytest.param({"apiVersion": "apps/v1", "kind": "ReplicaSet", "namespace": "prod", "name": "web-h"},
                  "kind(ReplicaSet) of workload(prod/web-h) is not supported", id="existing other kind"),
+    pytest.param({"apiVersion": "v1", "kind": "Node", "namespace": "", "name": "n1"},
+                 "kind(Node) of workload(/n1) is not supported", id="an existing cluster-scoped object"),
+    pytest.param({"apiVersion": "v1", "kind": "Node", "namespace": "", "name": "n2"},
+                 'nodes "n2" not found', id="a missing cluster-scoped object"),
+    pytest.param({"apiVersion": "v1", "kind": "ResourceQuota", "namespace": "prod", "name": "q"},
+                 "kind(ResourceQuota) of workload(prod/q) is not supported", id="an existing quota"),
     pytest.param({"apiVersion": "apps/v1", "kind": "ReplicaSet", "namespace": "prod", "name": "nope"},
                  'replicasets.apps "nope" not found', id="fetched before the kind check"),
 ])
 def test_unschedulable_replicas_errors(ref, want) -> None:  # type: ignore[no-untyped-def]
     """3.11 steps 1-3."""
-    inventory = member(*_deployment("web", "prod"))
+    inventory = member(*_deployment("web", "prod"), a_node("n1"),
+                       a_quota("q", "prod", {"cpu": "1"}, {"cpu": "0"}))
     assert unschedulable(inventory, ref) == want
 
 
