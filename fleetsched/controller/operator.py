@@ -18,6 +18,8 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
+import signal
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -164,6 +166,17 @@ class SchedulerOperator:
         if not self.is_leader:
             return False, "not the leader"
         return True, "ok"
+
+    @staticmethod
+    def _take_signals_back(stop: asyncio.Event) -> None:
+        """kopf installs its own SIGINT/SIGTERM handlers when it starts; shutdown is ours to run
+        (finish in-flight writes, release the Lease, then stop kopf), so they go back to ``stop``."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
 
     def _background(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -550,16 +563,35 @@ class SchedulerOperator:
         settings.batching.batch_window = 0.001
         settings.networking.request_timeout = 60
         settings.scanning.disabled = True
+        # kopf would SIGKILL the process if its tasks ended without the stop flag; we stop it ourselves.
+        settings.process.ultimate_exiting_timeout = None
         return settings
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Sync, start kopf, election, workers; on ``stop`` finish in-flight work and exit."""
+    async def run(self, stop: asyncio.Event) -> int:
+        """Sync, start kopf, election, workers; on ``stop`` finish in-flight work and exit.
+
+        Returns 0 after a requested stop, 1 when watching ended on its own (the process should
+        then exit non-zero and be restarted).
+        """
         self.events = self.events or EventRecorder(self.client, busy=self._busy)
         self.events.start()
-        await self.initial_sync()
+        delay = 1.0
+        while True:  # an unreachable apiserver at start is waited for, not a crash loop
+            try:
+                await self.initial_sync()
+                break
+            except (ApiError, OSError, TimeoutError) as exc:
+                log.warning("initial_sync_failed", error=str(exc), retry_in=delay)
+                try:
+                    await asyncio.wait_for(stop.wait(), delay)
+                    await self.events.stop()
+                    return 0
+                except TimeoutError:
+                    delay = min(delay * 2, 30.0)
         kopf_stop = asyncio.Event()
+        kopf_ready = asyncio.Event()
         kopf_task = asyncio.create_task(
             kopf.operator(
                 registry=self.kopf_registry(),
@@ -567,9 +599,14 @@ class SchedulerOperator:
                 clusterwide=True,
                 standalone=True,
                 stop_flag=kopf_stop,
+                ready_flag=kopf_ready,
             ),
             name="kopf",
         )
+        await asyncio.wait(
+            [asyncio.ensure_future(kopf_ready.wait()), kopf_task], return_when=asyncio.FIRST_COMPLETED
+        )
+        self._take_signals_back(stop)
         tasks: list[asyncio.Task[Any]] = [
             asyncio.create_task(self.queue.run_flushers(), name="queue-flushers")
         ]
@@ -591,10 +628,19 @@ class SchedulerOperator:
         ]
         stop_wait = asyncio.create_task(stop.wait())
         await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
+        watch_failed = kopf_task.done() and not stop.is_set()
+        if watch_failed:
+            error = kopf_task.exception() if not kopf_task.cancelled() else None
+            log.error("watching_stopped", error=repr(error))
         log.info("shutting_down", in_flight=len(self._in_flight))
         # Finish in-flight writes: no new keys are handed out, busy workers complete their binding.
         self.queue.close()
-        await asyncio.wait(workers, timeout=self.config.graceful_timeout)
+        busy = [task for task in workers if task in self._in_flight]
+        for task in workers:
+            if task not in self._in_flight:
+                task.cancel()  # idle, or a standby waiting for leadership
+        if busy:
+            await asyncio.wait(busy, timeout=self.config.graceful_timeout)
         for task in workers:
             task.cancel()
         await self.events.flush(2.0)
@@ -610,3 +656,4 @@ class SchedulerOperator:
         for task in [*tasks, *workers]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        return 1 if watch_failed else 0

@@ -255,7 +255,7 @@ async def _serve(args: argparse.Namespace) -> int:
         pid=os.getpid(),
     )
     try:
-        await operator.run(stop)
+        code = await operator.run(stop)
     finally:
         for runner in runners:
             with contextlib.suppress(Exception):
@@ -263,8 +263,8 @@ async def _serve(args: argparse.Namespace) -> int:
         await client.close()
         if accurate is not None:
             accurate.close()
-    log.info("scheduler_stopped")
-    return 0
+    log.info("scheduler_stopped", exit_code=code)
+    return code
 
 
 def run(args: argparse.Namespace) -> int:
