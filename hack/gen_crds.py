@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Write crds/*.yaml from the API models (fleetsched.api.crds). ``--check`` only reports drift.
+"""Write crds/*.yaml and manifests/crds/*.yaml from the API models. ``--check`` only reports drift.
+
+manifests/crds/ holds the same files because kustomize loads no plain file outside its root, while
+``kubectl apply -f crds/`` needs a directory without a kustomization.yaml in it.
 
 Usage: .venv/bin/python hack/gen_crds.py [--check] [--out DIR]
 """
@@ -18,21 +21,29 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if crds/ differs from the models")
-    parser.add_argument("--out", type=Path, default=ROOT / "crds", help="output directory (default: crds/)")
+    parser.add_argument(
+        "--out", type=Path, action="append",
+        help="output directory (default: crds/ and manifests/crds/; may be repeated)",
+    )
     args = parser.parse_args()
     rendered = render_crds()
-    out: Path = args.out
-    stale = sorted(p.name for p in out.glob("*.yaml") if p.name not in rendered) if out.is_dir() else []
+    outs: list[Path] = args.out or [ROOT / "crds", ROOT / "manifests" / "crds"]
+    return max(_sync(out, rendered, check=args.check) for out in outs)
+
+
+def _sync(out: Path, rendered: dict[str, str], *, check: bool) -> int:
+    on_disk = {p.name for p in out.glob("*.yaml")} - {"kustomization.yaml"} if out.is_dir() else set()
+    stale = sorted(on_disk - rendered.keys())
     drifted = [
         name
         for name, text in rendered.items()
         if not (out / name).is_file() or (out / name).read_text(encoding="utf-8") != text
     ]
-    if args.check:
+    if check:
         for name in drifted:
-            print(f"crds/{name} differs from the models; run hack/gen_crds.py", file=sys.stderr)
+            print(f"{out / name} differs from the models; run hack/gen_crds.py", file=sys.stderr)
         for name in stale:
-            print(f"crds/{name} is not generated from any model", file=sys.stderr)
+            print(f"{out / name} is not generated from any model", file=sys.stderr)
         return 1 if drifted or stale else 0
     out.mkdir(parents=True, exist_ok=True)
     for name in drifted:

@@ -132,7 +132,7 @@ def test_the_crds_are_the_generated_ones(rendered: list[dict[str, Any]]) -> None
     on_disk = {p.name: p.read_text() for p in (ROOT / "crds").glob("*.yaml")}
     copies = {p.name: p.read_text() for p in (MANIFESTS / "crds").glob("*.yaml")
               if p.name != "kustomization.yaml"}
-    assert copies == on_disk, "manifests/crds/ drifted from crds/: cp crds/*.yaml manifests/crds/"
+    assert copies == on_disk, "manifests/crds/ drifted from crds/: run hack/gen_crds.py"
     installed = {d["metadata"]["name"] for d in rendered if d["kind"] == "CustomResourceDefinition"}
     expected = {yaml.safe_load(text)["metadata"]["name"] for text in on_disk.values()}
     assert installed == expected and "clusters.cluster.karmada.io" in installed
