@@ -24,11 +24,13 @@ from fleetsched.estimator.pb import compat_pb2, estimator_pb2, k8s_types_pb2
 
 __all__ = [
     "GO_QUANTITY_ERROR",
+    "GO_SUFFIX_ERROR",
     "add_legacy_fields",
     "component_sets_request_from_pb",
     "component_sets_request_to_pb",
     "decode_quantity",
     "encode_quantity",
+    "go_parse_quantity",
     "replicas_request_from_pb",
     "replicas_request_to_pb",
     "requirements_to_pb",
@@ -40,16 +42,28 @@ pb = estimator_pb2
 
 GO_QUANTITY_ERROR = ("quantities must match the regular expression "
                      "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+GO_SUFFIX_ERROR = "unable to parse quantity's suffix"
+
+_DIGITS = frozenset("0123456789")
+_SUFFIX_LETTERS = frozenset("eEinumkKMGTP")
+_KNOWN_SUFFIXES = frozenset({"", "n", "u", "m", "k", "M", "G", "T", "P", "E",
+                             "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"})
+# Exponents beyond these change nothing the estimator can tell apart (every amount is below 10**40 and a
+# positive amount below 1n rounds up to 1n); clamping keeps exact arithmetic from expanding 10**999999999.
+_EXPONENT_CAP = 40
 
 
 # ---------------------------------------------------------------------------------------------- encoding
 def _quantity_text(raw: Any) -> str:
     if isinstance(raw, Quantity):
         return str(raw)
+    text = repr(raw) if isinstance(raw, float) else str(raw)
+    if isinstance(raw, bool) or raw is None:
+        return text
     try:
-        return str(parse_quantity(raw))
-    except QuantityError:
-        return str(raw)  # sent as written; the estimator rejects it as Karmada's would
+        return str(go_parse_quantity(text))
+    except model.EstimatorError:
+        return text  # sent as written; the estimator rejects it as Karmada's would
 
 
 def encode_quantity(raw: Any) -> bytes:
@@ -187,6 +201,58 @@ def add_legacy_fields(request: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- decoding
+def _scan_quantity(text: str) -> tuple[str, str, str, str]:
+    """Split quantity text the way Kubernetes' parser scans it: (sign, integer digits, fraction digits,
+    suffix). Like Go, a missing integer part reads as 0, so "-", "." and a bare suffix ("m") are zero."""
+    if not text:
+        raise model.EstimatorError(GO_QUANTITY_ERROR)
+    pos, end = 0, len(text)
+    sign = ""
+    if text[0] in "+-":
+        sign = "-" if text[0] == "-" else ""
+        pos = 1
+    while pos < end and text[pos] == "0":
+        pos += 1
+    start = pos
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    whole = text[start:pos] or "0"
+    fraction = ""
+    if pos < end and text[pos] == ".":
+        pos += 1
+        start = pos
+        while pos < end and text[pos] in _DIGITS:
+            pos += 1
+        fraction = text[start:pos]
+    suffix_start = pos
+    while pos < end and text[pos] in _SUFFIX_LETTERS:
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    if pos < end:
+        raise model.EstimatorError(GO_QUANTITY_ERROR)
+    return sign, whole, fraction, text[suffix_start:]
+
+
+def go_parse_quantity(text: str) -> Quantity:
+    """Quantity text as Kubernetes' ParseQuantity reads it, with its error texts (spec 2.3: an unparsable
+    string fails the RPC)."""
+    sign, whole, fraction, suffix = _scan_quantity(text)
+    if suffix not in _KNOWN_SUFFIXES:
+        exponent_text = suffix[1:]
+        if len(suffix) < 2 or suffix[0] not in "eE" or exponent_text[0:1] not in _DIGITS | {"+", "-"} \
+                or not exponent_text.lstrip("+-").isdigit() or not -(2**31) <= int(exponent_text) < 2**31:
+            raise model.EstimatorError(GO_SUFFIX_ERROR)
+        exponent = max(-_EXPONENT_CAP - len(whole) - len(fraction), min(int(exponent_text), _EXPONENT_CAP))
+        suffix = f"e{exponent}"
+    try:
+        return parse_quantity(f"{sign}{whole}{'.' + fraction if fraction else ''}{suffix}")
+    except QuantityError as exc:  # not expected after the scan; keep Go's text
+        raise model.EstimatorError(GO_QUANTITY_ERROR) from exc
+
+
 def decode_quantity(data: bytes) -> Quantity:
     try:
         message = k8s_types_pb2.Quantity.FromString(data)
@@ -194,10 +260,7 @@ def decode_quantity(data: bytes) -> Quantity:
         raise model.EstimatorError(f"failed to unmarshal quantity: {exc}") from exc
     if not message.HasField("string"):
         return Quantity(0)
-    try:
-        return parse_quantity(message.string)
-    except QuantityError as exc:
-        raise model.EstimatorError(GO_QUANTITY_ERROR) from exc
+    return go_parse_quantity(message.string)
 
 
 def _requirements_of(selector: Any) -> tuple[model.NodeSelectorRequirement, ...]:

@@ -174,6 +174,21 @@ def test_free_resources_and_max_divided(request_, want) -> None:  # type: ignore
     assert replicas(inventory, {"resourceRequest": request_}) == want
 
 
+def test_resources_missing_from_allocatable() -> None:
+    """3.3 / 3.5: a node without memory or ephemeral-storage in its allocatable has none free; without pods
+    it has no slots at all."""
+    bare = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"},
+            "status": {"allocatable": {"cpu": "4", "pods": "10"}}}
+    no_pods = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "no-pods"},
+               "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}
+    inventory = member(bare, no_pods)
+    assert replicas(inventory, {"resourceRequest": {"cpu": "1"}}) == 4
+    assert replicas(inventory, {"resourceRequest": {"memory": "1"}}) == 0
+    assert replicas(inventory, {"resourceRequest": {"ephemeral-storage": "1"}}) == 0
+    assert replicas(inventory, {"resourceRequest": {"memory": "0"}}) == 10
+    assert sets(inventory, [{"name": "c", "replicas": 1}]) == 10
+
+
 def test_overcommitted_node_is_clamped_at_zero_per_resource() -> None:
     """3.3: requests above allocatable leave 0, not a negative amount that would cancel another node."""
     inventory = member(a_node("over", "1", pods="110"), a_pod("big", "over", cpu="3"), a_node("ok", "2"))
@@ -483,6 +498,31 @@ def test_quantity_views_round_up_away_from_zero(text: str, milli: int, value: in
     """2.5: Value = ceil (away from zero), MilliValue = ceil(x * 1000)."""
     q = parse_quantity(text)
     assert (q.milli_value(), q.value()) == (milli, value)
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("-", "0"), (".", "0"), ("m", "0"), ("+", "0"), ("00.50", "500m"), ("1.G", "1G"), ("1e-40", "1n"),
+    ("1e", "unable to parse quantity's suffix"), ("1K", "unable to parse quantity's suffix"),
+    ("1mi", "unable to parse quantity's suffix"), ("1+", "unable to parse quantity's suffix"),
+    ("", wire.GO_QUANTITY_ERROR), ("1Kb", wire.GO_QUANTITY_ERROR), ("1 ", wire.GO_QUANTITY_ERROR),
+    ("abc", wire.GO_QUANTITY_ERROR), ("1.5.5", wire.GO_QUANTITY_ERROR),
+])
+def test_quantity_text_on_the_wire_reads_as_kubernetes_parses_it(text: str, want: str) -> None:
+    """2.3: the text is parsed with the normal Quantity parser; an unparsable string is an error."""
+    data = k8s_types_pb2.Quantity(string=text).SerializeToString()
+    try:
+        got = wire.decode_quantity(data)
+    except EstimatorError as exc:
+        assert exc.message == want
+    else:
+        assert got == parse_quantity(want)
+
+
+def test_absurd_exponents_do_not_hang_the_estimator() -> None:
+    """2.3 / 3.5: 1e999999999 is larger than any node has, 1e-999999999 rounds up to one nano unit."""
+    inventory = member(a_node("n", "4"))
+    assert replicas(inventory, {"resourceRequest": {"cpu": "1e999999999"}}) == 0
+    assert replicas(inventory, {"resourceRequest": {"cpu": "1e-999999999"}}) == 110
 
 
 def test_missing_quantity_text_decodes_as_zero() -> None:
