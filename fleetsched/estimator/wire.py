@@ -51,6 +51,7 @@ _KNOWN_SUFFIXES = frozenset({"", "n", "u", "m", "k", "M", "G", "T", "P", "E",
 # Exponents beyond these change nothing the estimator can tell apart (every amount is below 10**40 and a
 # positive amount below 1n rounds up to 1n); clamping keeps exact arithmetic from expanding 10**999999999.
 _EXPONENT_CAP = 40
+_INT64_MAX = 2**63 - 1
 
 
 # ---------------------------------------------------------------------------------------------- encoding
@@ -248,9 +249,13 @@ def go_parse_quantity(text: str) -> Quantity:
         exponent = max(-_EXPONENT_CAP - len(whole) - len(fraction), min(int(exponent_text), _EXPONENT_CAP))
         suffix = f"e{exponent}"
     try:
-        return parse_quantity(f"{sign}{whole}{'.' + fraction if fraction else ''}{suffix}")
+        quantity = parse_quantity(f"{sign}{whole}{'.' + fraction if fraction else ''}{suffix}")
     except QuantityError as exc:  # not expected after the scan; keep Go's text
         raise model.EstimatorError(GO_QUANTITY_ERROR) from exc
+    if suffix.endswith("i") and abs(quantity.value_exact) > _INT64_MAX:
+        # Kubernetes caps binary-suffixed amounts at the largest int64 (16Ei reads as 2^63 - 1)
+        quantity = Quantity(_INT64_MAX if quantity.value_exact > 0 else -_INT64_MAX, quantity.format)
+    return quantity
 
 
 def decode_quantity(data: bytes) -> Quantity:
