@@ -502,7 +502,8 @@ def test_quantity_views_round_up_away_from_zero(text: str, milli: int, value: in
 
 @pytest.mark.parametrize(("text", "want"), [
     ("-", "0"), (".", "0"), ("m", "0"), ("+", "0"), ("00.50", "500m"), ("1.G", "1G"), ("1e-40", "1n"),
-    ("16Ei", "9223372036854775807"), ("-16Ei", "-9223372036854775807"), ("8Ei", "9223372036854775807"), ("7Ei", "7Ei"),
+    ("16Ei", "9223372036854775807"), ("-16Ei", "-9223372036854775807"), ("8Ei", "9223372036854775807"),
+    ("7Ei", "7Ei"),
     ("1e", "unable to parse quantity's suffix"), ("1K", "unable to parse quantity's suffix"),
     ("1mi", "unable to parse quantity's suffix"), ("1+", "unable to parse quantity's suffix"),
     ("", wire.GO_QUANTITY_ERROR), ("1Kb", wire.GO_QUANTITY_ERROR), ("1 ", wire.GO_QUANTITY_ERROR),
