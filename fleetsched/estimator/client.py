@@ -47,12 +47,33 @@ __all__ = [
     "EstimatorClientConfig",
     "EstimatorUnavailable",
     "InventoryEstimator",
+    "component_json",
     "inventories_from_objects",
     "requirements_json",
     "service_candidates",
 ]
 
 log = structlog.get_logger("fleetsched.estimator.client")
+
+
+def component_json(component: Any) -> dict[str, Any]:
+    """A component (the core's value or already JSON-shaped) in Karmada's JSON form; one without
+    requirements is sent without the field (spec 4.2)."""
+    if isinstance(component, Mapping):
+        return dict(component)
+    out: dict[str, Any] = {"name": component.name, "replicas": component.replicas}
+    requirements = requirements_json(component.replica_requirements)
+    if requirements is not None:
+        requirements.pop("namespace", None)  # ComponentReplicaRequirements has no namespace field
+        out["replicaRequirements"] = requirements
+    return out
+
+
+def _requirements_namespace(component: Any) -> str:
+    if isinstance(component, Mapping):
+        return ""
+    requirements = component.replica_requirements
+    return str(getattr(requirements, "namespace", "") or "") if requirements is not None else ""
 
 
 class EstimatorUnavailable(RuntimeError):
@@ -326,13 +347,24 @@ class AccurateEstimatorClient:
         metadata = (("object", object_ref),) if object_ref else ()
         return self._fan_out(names, "MaxAvailableReplicas", build, "maxReplicas", metadata)
 
-    def max_available_component_sets(self, clusters: Sequence[Any], components: Sequence[Mapping[str, Any]],
-                                     namespace: str, *, object_ref: str = "") -> list[int]:
+    def max_available_component_sets(self, clusters: Sequence[Any], components: Sequence[Any],
+                                     namespace: str | None = None, *,
+                                     assumed_workloads: Mapping[str, Sequence[Mapping[str, Any]]]
+                                     | None = None,
+                                     object_ref: str = "") -> list[int]:
+        """The core's ``ComponentSetEstimator`` face (spec 4.2): ``components`` are the core's Component
+        values or their JSON form; ``namespace`` (the workload's, request field 3) defaults to the one in
+        the components' requirements."""
         names = [cluster_name(c) for c in clusters]
+        parts = [component_json(c) for c in components]
+        if namespace is None:
+            namespace = next((ns for ns in (_requirements_namespace(c) for c in components) if ns), "")
 
         def build(cluster: str) -> Any:
-            return wire.component_sets_request_to_pb(
-                {"cluster": cluster, "components": list(components), "namespace": namespace})
+            raw: dict[str, Any] = {"cluster": cluster, "components": parts, "namespace": namespace}
+            if assumed_workloads:
+                raw["assumedWorkloads"] = list(assumed_workloads.get(cluster, ()))
+            return wire.component_sets_request_to_pb(raw)
 
         metadata = (("object", object_ref),) if object_ref else ()
         return self._fan_out(names, "MaxAvailableComponentSets", build, "maxSets", metadata)

@@ -191,3 +191,27 @@ def test_a_service_that_cannot_be_used_fails_the_cluster(start: Callable[..., St
     finally:
         client.close()
     assert "not ExternalName" in failure.value.failures["member-b"]
+
+
+def test_component_sets_through_the_cores_protocol(start: Callable[..., StartedServer]) -> None:
+    """Spec 4.2/4.5: the core asks ``max_available_component_sets(clusters, components)`` with its own
+    Component values; the namespace comes from the components' requirements."""
+    from fleetsched.api.quantity import parse_quantity
+    from fleetsched.scheduler.types import Component, ReplicaRequirements
+
+    def part(name: str, count: int, cpu: str | None) -> Component:
+        requirements = None if cpu is None else ReplicaRequirements(
+            resource_request=(("cpu", parse_quantity(cpu)),), namespace="default")
+        return Component(name, count, requirements)
+
+    a = start("member-a", story_nodes(1, "member-a"))  # 10 nodes x 8 CPUs
+    b = start("member-b", story_nodes(1, "member-b"))  # 2 nodes x 16 CPUs
+    client = _client({"member-a": a.address, "member-b": b.address})
+    try:
+        parts = [part("jm", 1, "4"), part("tm", 2, "2"), part("bare", 1, None)]
+        # a: each node fits one set (4 + 2 + 2 CPUs); b: each node fits two
+        assert client.max_available_component_sets(["member-a", "member-b"], parts) == [10, 4]
+        assert client.max_available_component_sets(["member-b"], [{"name": "w", "replicas": 3}],
+                                                   "default") == [220 // 3]
+    finally:
+        client.close()
