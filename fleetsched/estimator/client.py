@@ -33,7 +33,9 @@ from fleetsched.estimator.inprocess import (
     MEMBER_CLUSTER_ANNOTATION,
     UNAUTHENTIC_REPLICA,
     InventoryEstimator,
+    _requirements_namespace,
     cluster_name,
+    component_json,
     inventories_from_objects,
     requirements_json,
 )
@@ -54,26 +56,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger("fleetsched.estimator.client")
-
-
-def component_json(component: Any) -> dict[str, Any]:
-    """A component (the core's value or already JSON-shaped) in Karmada's JSON form; one without
-    requirements is sent without the field (spec 4.2)."""
-    if isinstance(component, Mapping):
-        return dict(component)
-    out: dict[str, Any] = {"name": component.name, "replicas": component.replicas}
-    requirements = requirements_json(component.replica_requirements)
-    if requirements is not None:
-        requirements.pop("namespace", None)  # ComponentReplicaRequirements has no namespace field
-        out["replicaRequirements"] = requirements
-    return out
-
-
-def _requirements_namespace(component: Any) -> str:
-    if isinstance(component, Mapping):
-        return ""
-    requirements = component.replica_requirements
-    return str(getattr(requirements, "namespace", "") or "") if requirements is not None else ""
 
 
 class EstimatorUnavailable(RuntimeError):

@@ -23,6 +23,7 @@ __all__ = [
     "UNAUTHENTIC_REPLICA",
     "InventoryEstimator",
     "cluster_name",
+    "component_json",
     "inventories_from_objects",
     "requirements_json",
 ]
@@ -57,6 +58,26 @@ def requirements_json(requirements: Any) -> dict[str, Any] | None:
     return out
 
 
+def component_json(component: Any) -> dict[str, Any]:
+    """A component (the core's value or already JSON-shaped) in Karmada's JSON form; one without
+    requirements is sent without the field (spec 4.2)."""
+    if isinstance(component, Mapping):
+        return dict(component)
+    out: dict[str, Any] = {"name": component.name, "replicas": component.replicas}
+    requirements = requirements_json(component.replica_requirements)
+    if requirements is not None:
+        requirements.pop("namespace", None)  # ComponentReplicaRequirements has no namespace field
+        out["replicaRequirements"] = requirements
+    return out
+
+
+def _requirements_namespace(component: Any) -> str:
+    if isinstance(component, Mapping):
+        return ""
+    requirements = component.replica_requirements
+    return str(getattr(requirements, "namespace", "") or "") if requirements is not None else ""
+
+
 def cluster_name(cluster: Any) -> str:
     return cluster if isinstance(cluster, str) else str(cluster.name)
 
@@ -86,6 +107,26 @@ class InventoryEstimator:
                 wire.replicas_request_to_pb(raw).SerializeToString())
             try:
                 out.append(handlers.max_available_replicas(inventory.service, message).maxReplicas)
+            except EstimatorError:
+                out.append(UNAUTHENTIC_REPLICA)
+        return out
+
+
+    def max_available_component_sets(self, clusters: Sequence[Any], components: Sequence[Any]) -> list[int]:
+        parts = [component_json(c) for c in components]
+        namespace = next((ns for ns in (_requirements_namespace(c) for c in components) if ns), "")
+        out = []
+        for cluster in clusters:
+            name = cluster_name(cluster)
+            inventory = self.inventories.get(name)
+            if inventory is None:
+                out.append(UNAUTHENTIC_REPLICA)
+                continue
+            request = wire.component_sets_request_to_pb({"cluster": name, "components": parts,
+                                                         "namespace": namespace})
+            message = estimator_pb2.MaxAvailableComponentSetsRequest.FromString(request.SerializeToString())
+            try:
+                out.append(handlers.max_available_component_sets(inventory.service, message).maxSets)
             except EstimatorError:
                 out.append(UNAUTHENTIC_REPLICA)
         return out

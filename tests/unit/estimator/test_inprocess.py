@@ -9,7 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetsched.api.quantity import parse_quantity
-from fleetsched.estimator.inprocess import InventoryEstimator, inventories_from_objects, requirements_json
+from fleetsched.estimator.inprocess import (
+    InventoryEstimator,
+    component_json,
+    inventories_from_objects,
+    requirements_json,
+)
 from fleetsched.scheduler import types
 
 from .builders import a_node, a_pod
@@ -27,6 +32,19 @@ def test_inventories_group_nodes_and_pods_by_cluster() -> None:
     assert set(estimator.inventories) == {"a", "b"}
     cpu1 = types.ReplicaRequirements(resource_request=(("cpu", parse_quantity("1")),))
     assert estimator.max_available_replicas(["a", "b", "unknown"], cpu1) == [1, 4, -1]
+
+
+def test_component_sets_in_process_follow_first_fit() -> None:
+    """Spec 3.6/3.8 through the core's ComponentSetEstimator face; -1 for clusters without an inventory."""
+    estimator = InventoryEstimator(inventories_from_objects(
+        [annotated(a_node("a", "3"), "m"), annotated(a_node("b", "5"), "m")]))
+    two_cpu = types.ReplicaRequirements(resource_request=(("cpu", parse_quantity("2")),), namespace="default")
+    worker = types.Component("worker", 2, two_cpu)
+    # spec example 5: A takes 1, B takes 1; then A 0, B 1 and the second replica has nowhere to go
+    assert estimator.max_available_component_sets(["m", "other"], [worker]) == [1, -1]
+    assert component_json(types.Component("bare", 3)) == {"name": "bare", "replicas": 3}
+    assert component_json(worker) == {"name": "worker", "replicas": 2, "replicaRequirements": {
+        "resourceRequest": {"cpu": "2"}, "priorityClassName": ""}}
 
 
 def test_scheduler_requirements_convert_to_the_wire_form() -> None:
