@@ -2,7 +2,8 @@
 
 Flags follow the scheduler command's (kubeconfig, QPS, leader election, metrics and health
 addresses) plus Karmada's ``--skipped-propagating-namespaces`` and ``--feature-gates`` for the gates
-the detector honours, and ``--resources`` for the template kinds to watch.
+the detector honours, ``--resources`` for the template kinds to watch, and ``--standalone`` for an
+install without Karmada's binding controller (the manifests turn it on; beside Karmada it stays off).
 """
 
 from __future__ import annotations
@@ -87,6 +88,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=FeatureGates(),
         help="e.g. PolicyPreemption=true,WorkloadAffinity=true (Karmada's defaults otherwise)",
     )
+    parser.add_argument(
+        "--standalone",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        help="no Karmada binding controller runs: remove its finalizer (karmada.io/binding-controller, "
+        "karmada.io/cluster-resource-binding-controller) from terminating bindings this controller "
+        "derived, so deleting a workload deletes its binding. Keep off beside Karmada, whose binding "
+        "controller removes it after cleaning up member clusters (default %(default)s)",
+    )
     parser.add_argument("--kube-api-qps", type=float, default=40.0)
     parser.add_argument("--kube-api-burst", type=int, default=60)
     parser.add_argument("--leader-elect", type=_bool, nargs="?", const=True, default=True)
@@ -131,6 +143,7 @@ async def _serve(args: argparse.Namespace) -> int:
             gates=args.feature_gates,
             skipped_namespaces=skipped,
             leader_election=election,
+            standalone=args.standalone,
         ),
     )
     runners: list[web.AppRunner] = []
@@ -164,6 +177,7 @@ async def _serve(args: argparse.Namespace) -> int:
         resources=list(args.resources),
         workers=args.workers,
         leader_elect=args.leader_elect,
+        standalone=args.standalone,
         pid=os.getpid(),
     )
     try:

@@ -10,6 +10,13 @@ Data flow, as for the scheduler operator:
 
 Only the Lease holder's workers write. Nothing is persisted on watched objects except Karmada's own
 claim labels/annotations; kopf runs with raw event handlers only and no-op persistence.
+
+Deletion (§7.12): a deleted template is only forgotten; garbage collection deletes its binding
+through the owner reference. In Karmada the binding controller then removes the binding's
+``karmada.io/binding-controller`` finalizer after deleting its Works. A standalone install has
+neither, so with ``standalone`` on the controller also watches bindings and removes that finalizer
+from the terminating bindings it derived (``policy.binding_finalizer_release``). Beside Karmada it
+must stay off: Karmada's binding controller needs the finalizer to clean up member clusters.
 """
 
 from __future__ import annotations
@@ -36,11 +43,14 @@ from fleetsched.controller.operator import SchedulerOperator
 from fleetsched.controller.policy import (
     OWNER_UID_MISMATCH,
     WriteAction,
+    binding_finalizer_release,
     changed_by_karmada,
     claim_patch,
+    is_deleting,
     merge_binding,
     release_patch,
     template_changed,
+    unwatched_selectors,
 )
 from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding, SchedulingQueue
 from fleetsched.detector import FeatureGates, binding_name, build_binding, claim_of, derive, implicit_priority
@@ -58,13 +68,26 @@ POLICY_FINALIZERS = {
 }
 MAX_CONFLICT_RETRIES = 5
 
+BINDING_PLURALS = {"ResourceBinding": "resourcebindings", "ClusterResourceBinding": "clusterresourcebindings"}
+
 APPLY_SUCCEED = "ApplyPolicySucceed"
 APPLY_FAILED = "ApplyPolicyFailed"
+FINALIZER_REMOVED = "FinalizerRemoved"
+FINALIZER_REMOVE_FAILED = "FinalizerRemoveFailed"
+SELECTOR_NOT_WATCHED = "ResourceKindNotWatched"
 
 APPLIES = Counter(
     "fleetsched_policy_controller_applies_total",
-    "Templates reconciled by the policy controller, by result (created, updated, unchanged, error)",
+    "Templates reconciled by the policy controller, by result "
+    "(created, updated, unchanged, waiting for a terminating binding, error)",
     ["result"],
+    registry=metrics.REGISTRY,
+)
+FINALIZER_REMOVALS = Counter(
+    "fleetsched_policy_controller_binding_finalizer_removals_total",
+    "Standalone: Karmada binding finalizers removed from terminating bindings, by binding kind and "
+    "result (removed, error)",
+    ["kind", "result"],
     registry=metrics.REGISTRY,
 )
 
@@ -137,10 +160,21 @@ class PolicyControllerConfig:
     skipped_namespaces: tuple[str, ...] = keys.DEFAULT_SKIPPED_NAMESPACE_PATTERNS
     leader_election: LeaderElectionConfig | None = None
     graceful_timeout: float = 20.0
+    # No Karmada binding controller runs: remove its finalizer from terminating derived bindings.
+    standalone: bool = False
 
 
 class NotLeader(Exception):
     """Leadership was lost before a write; the key goes back to the queue."""
+
+
+class _NotFound(Exception):
+    """The object of a write is gone; for a release that means nothing is left to release."""
+
+
+def claim_label_value(obj: Mapping[str, Any], policy_kind: str) -> str:
+    label = keys.PP_PERMANENT_ID_LABEL if policy_kind == PP else keys.CPP_PERMANENT_ID_LABEL
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(label, ""))
 
 
 def _template_qkey(resource: TemplateResource, key: str) -> str:
@@ -149,6 +183,17 @@ def _template_qkey(resource: TemplateResource, key: str) -> str:
 
 def _policy_qkey(kind: str, key: str) -> str:
     return f"P|{kind}|{key}"
+
+
+def _binding_qkey(kind: str, key: str) -> str:
+    return f"B|{kind}|{key}"
+
+
+def _binding_path_of_key(kind: str, key: str) -> str:
+    if kind == "ResourceBinding":
+        namespace, name = key.split("/", 1)
+        return binding_path(kind, namespace, name)
+    return binding_path(kind, None, key)
 
 
 def binding_path(kind: str, namespace: str | None, name: str) -> str:
@@ -219,6 +264,7 @@ class PolicyController:
         for resource in self.config.resources:
             self.templates.setdefault(resource.name, ObjectCache())
         self._resources = {r.name: r for r in self.config.resources}
+        self.watched_kinds = frozenset((r.api_version, r.kind) for r in self.config.resources)
 
     # ---- readiness ----------------------------------------------------------------------------
 
@@ -243,7 +289,15 @@ class PolicyController:
         cache = self.templates[resource.name]
         key = object_key(obj)
         if event_type == "DELETED":
-            cache.delete(key)
+            # §7.12: only forget it; garbage collection deletes the binding (owner reference).
+            if cache.delete(key) is not None:
+                log.info(
+                    "template_deleted",
+                    template=key,
+                    kind=resource.kind,
+                    binding=binding_name((obj.get("metadata") or {}).get("name", ""), resource.kind),
+                    standalone=self.config.standalone,
+                )
             self.queue.forget(_template_qkey(resource, key))
             self._changed_by_karmada.discard(_template_qkey(resource, key))
             self._changed_by_user.discard(_template_qkey(resource, key))
@@ -279,6 +333,16 @@ class PolicyController:
             or bool(meta.get("deletionTimestamp")) != bool(old_meta.get("deletionTimestamp"))
         ):
             self.queue.push(_policy_qkey(kind, key))
+
+    def on_binding_event(self, kind: str, event_type: str | None, obj: dict[str, Any]) -> None:
+        """Standalone only: queue terminating derived bindings whose finalizer is ours to remove."""
+        obj.setdefault("kind", kind)
+        qkey = _binding_qkey(kind, object_key(obj))
+        if event_type == "DELETED":
+            self.queue.forget(qkey)
+            return
+        if binding_finalizer_release(obj, watched_kinds=self.watched_kinds).patch is not None:
+            self.queue.push(qkey)
 
     # ---- initial sync -------------------------------------------------------------------------
 
@@ -330,6 +394,8 @@ class PolicyController:
 
     async def process(self, entry: QueuedBinding) -> Outcome:
         kind, name, key = entry.key.split("|", 2)
+        if kind == "B":
+            return await self.reconcile_binding(name, key)
         if kind == "T":
             resource = self._resources.get(name)
             # Only Karmada-made changes pending since the last reconcile: a Lazy policy waits.
@@ -400,6 +466,11 @@ class PolicyController:
         obj = self.templates[resource.name].get(key)
         if obj is None:
             return Outcome.DONE
+        if is_deleting(obj):
+            # Going away (e.g. foreground deletion, which waits for the binding to go first):
+            # neither create nor update its binding, so garbage collection is not undone.
+            log.info("template_being_deleted", template=key, kind=resource.kind)
+            return Outcome.DONE
         template = ResourceTemplate.from_dict(obj, namespaced=resource.namespaced)
         pps, cpps = self._policy_models()
         claim = claim_of(template)
@@ -408,7 +479,11 @@ class PolicyController:
             policy_key = f"{claim.namespace}/{claim.name}" if claim.kind == PP else claim.name
             if cache.get(policy_key) is None:
                 # The claiming policy is gone: drop its claim; the template update re-matches it.
-                await self._release(resource, obj, claim.kind)
+                try:
+                    await self._release(resource, obj, claim.kind, claim_label_value(obj, claim.kind))
+                except ApiError as exc:
+                    log.warning("release_failed", template=key, policy_kind=claim.kind, error=str(exc))
+                    return Outcome.ERROR
                 return Outcome.DONE
         priority_values = await self._priority_classes([*pps, *cpps])
         derivation = derive(
@@ -491,6 +566,11 @@ class PolicyController:
             if write.action is WriteAction.NONE:
                 APPLIES.labels("unchanged").inc()
                 return Outcome.DONE
+            if write.action is WriteAction.WAIT:
+                # Retried with backoff; once garbage collection has finished it, it is created again.
+                APPLIES.labels("waiting").inc()
+                log.info("binding_terminating_wait", template=key, binding=desired["metadata"]["name"])
+                return Outcome.ERROR
             self._ensure_leader()
             try:
                 if write.action is WriteAction.CREATE:
@@ -513,9 +593,19 @@ class PolicyController:
             return Outcome.DONE
         return Outcome.ERROR
 
-    async def _release(self, resource: TemplateResource, obj: Mapping[str, Any], policy_kind: str) -> None:
-        """Remove a policy kind's claim from the template's binding, then from the template."""
+    async def _release(
+        self, resource: TemplateResource, obj: Mapping[str, Any], policy_kind: str, permanent_id: str
+    ) -> None:
+        """§7.12: remove the claim of the policy ``permanent_id`` from the template's binding, then
+        from the template. The binding goes first: the template's claim label is what finds the
+        pair again, so a failure in between is retried rather than leaving a stale binding label.
+
+        Either object may be gone meanwhile (nothing to release there). The template patch carries
+        the resourceVersion the decision was made on: if the template changed (another claim, a
+        user edit), the 409 makes the caller retry with the fresh one.
+        """
         meta = obj.get("metadata") or {}
+        key = object_key(obj)
         name = binding_name(meta.get("name", ""), resource.kind)
         if resource.namespaced:
             path = binding_path("ResourceBinding", meta.get("namespace"), name)
@@ -529,15 +619,99 @@ class PolicyController:
                 raise
             binding = None
         if binding is not None:
-            patch = release_patch(binding, policy_kind)
+            patch = release_patch(binding, policy_kind, permanent_id)
             if patch is not None:
-                await self.client.merge_patch(path, patch)
-        patch = release_patch(obj, policy_kind)
-        if patch is not None:
-            updated = await self.client.merge_patch(resource.object_path(object_key(obj)), patch)
-            updated.setdefault("apiVersion", resource.api_version)
-            updated.setdefault("kind", resource.kind)
-            self.on_template_event(resource, "MODIFIED", updated)
+                with contextlib.suppress(_NotFound):
+                    await self._tolerating_not_found(self.client.merge_patch(path, patch))
+                    log.info(
+                        "claim_released",
+                        object="binding",
+                        binding=name,
+                        template=key,
+                        policy_kind=policy_kind,
+                    )
+        patch = release_patch(obj, policy_kind, permanent_id)
+        if patch is None:
+            return
+        patch["metadata"]["resourceVersion"] = meta.get("resourceVersion")
+        try:
+            updated = await self._tolerating_not_found(
+                self.client.merge_patch(resource.object_path(key), patch)
+            )
+        except _NotFound:
+            return
+        log.info(
+            "claim_released", object="template", template=key, kind=resource.kind, policy_kind=policy_kind
+        )
+        updated.setdefault("apiVersion", resource.api_version)
+        updated.setdefault("kind", resource.kind)
+        self.on_template_event(resource, "MODIFIED", updated)
+
+    @staticmethod
+    async def _tolerating_not_found(call: Any) -> dict[str, Any]:
+        try:
+            return await call  # type: ignore[no-any-return]
+        except ApiError as exc:
+            if exc.is_not_found:
+                raise _NotFound from exc
+            raise
+
+    # ---- one terminating binding (standalone) -----------------------------------------------------
+
+    async def reconcile_binding(self, kind: str, key: str) -> Outcome:
+        """Standalone: remove Karmada's binding finalizer from a terminating derived binding, as
+        Karmada's binding controller does once the Works are gone (there are none here)."""
+        if not self.config.standalone:
+            return Outcome.DONE
+        path = _binding_path_of_key(kind, key)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            try:
+                binding = await self.client.get(path)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return Outcome.DONE
+                log.warning("binding_read_failed", binding=key, kind=kind, error=str(exc))
+                return Outcome.ERROR
+            binding.setdefault("kind", kind)
+            binding.setdefault("apiVersion", f"{WORK_GROUP}/{WORK_VERSION}")
+            release = binding_finalizer_release(binding, watched_kinds=self.watched_kinds)
+            if release.patch is None:
+                log.debug("binding_finalizer_kept", binding=key, kind=kind, reason=release.reason)
+                return Outcome.DONE
+            self._ensure_leader()
+            try:
+                await self.client.merge_patch(path, release.patch)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return Outcome.DONE
+                if exc.is_conflict:
+                    continue
+                FINALIZER_REMOVALS.labels(kind, "error").inc()
+                log.warning("binding_finalizer_remove_failed", binding=key, kind=kind, error=str(exc))
+                self._event(
+                    binding,
+                    WARNING,
+                    FINALIZER_REMOVE_FAILED,
+                    f"Failed to remove finalizer {release.finalizer}: {exc.message}",
+                )
+                return Outcome.ERROR
+            FINALIZER_REMOVALS.labels(kind, "removed").inc()
+            log.info(
+                "binding_finalizer_removed",
+                binding=key,
+                kind=kind,
+                finalizer=release.finalizer,
+                template=(binding.get("spec") or {}).get("resource", {}).get("name"),
+            )
+            self._event(
+                binding,
+                NORMAL,
+                FINALIZER_REMOVED,
+                f"Removed finalizer {release.finalizer}: standalone, no binding controller and no "
+                "Works to clean up",
+            )
+            return Outcome.DONE
+        return Outcome.ERROR
 
     # ---- one policy (§7.9, §7.12) ----------------------------------------------------------------
 
@@ -570,13 +744,29 @@ class PolicyController:
         try:
             if policy.metadata.deletion_timestamp is not None:
                 for resource, template in claimed:
-                    await self._release(resource, template, kind)
+                    await self._release(resource, template, kind, permanent_id)
                 await self._remove_finalizer(kind, key, obj)
+                log.info("policy_released", kind=kind, policy=key, templates=len(claimed))
                 return Outcome.DONE
+            unwatched = unwatched_selectors(policy.spec.resource_selectors, self.watched_kinds)
+            if unwatched:
+                message = (
+                    f"{'; '.join(unwatched)}: not a kind this controller watches, so no template of "
+                    "it is propagated (add it to the controller's --resources)"
+                )
+                log.warning("policy_selects_unwatched_kinds", kind=kind, policy=key, selectors=unwatched)
+                self._event(obj, WARNING, SELECTOR_NOT_WATCHED, message)
             for resource, template in claimed:
                 parsed = ResourceTemplate.from_dict(template, namespaced=resource.namespaced)
                 if implicit_priority(policy, parsed) == 0:
-                    await self._release(resource, template, kind)
+                    log.info(
+                        "policy_no_longer_matches",
+                        kind=kind,
+                        policy=key,
+                        template=object_key(template),
+                        template_kind=resource.kind,
+                    )
+                    await self._release(resource, template, kind, permanent_id)
                 else:
                     self._enqueue_for_policy(policy, _template_qkey(resource, object_key(template)))
         except ApiError as exc:
@@ -658,7 +848,15 @@ class PolicyController:
             self._watch_policy(registry, policy_kind, plural)
         for resource in self.config.resources:
             self._watch_template(registry, resource)
+        if self.config.standalone:
+            for binding_kind, binding_plural in BINDING_PLURALS.items():
+                self._watch_binding(registry, binding_kind, binding_plural)
         return registry
+
+    def _watch_binding(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
+        @kopf.on.event(WORK_GROUP, WORK_VERSION, plural, registry=registry)
+        def on_binding(event: Mapping[str, Any], **_: Any) -> None:
+            self.on_binding_event(kind, event.get("type"), dict(event["object"]))
 
     def _watch_policy(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
         @kopf.on.event(POLICY_GROUP, POLICY_VERSION, plural, registry=registry)
