@@ -24,13 +24,25 @@ def _check(service: EstimatorService, cluster: str) -> None:
         raise EstimatorError(f"cluster name does not match, got: {cluster}, desire: {service.cluster_name}")
 
 
+def _without_unused_assumptions(service: EstimatorService, message: Any, used: bool = True) -> Any:
+    """The request minus its assumed workloads when nothing will read them (the overcommit gate is off,
+    spec 3.2 step 4, or there are no components, 3.8 step 1): Karmada never decodes them then, so a corrupt
+    payload in them is no error."""
+    if (service.gates.scheduling_overcommit_protection and used) or not len(message.assumedWorkloads):
+        return message
+    trimmed = type(message)()
+    trimmed.CopyFrom(message)
+    trimmed.ClearField("assumedWorkloads")
+    return trimmed
+
+
 def max_available_replicas(service: EstimatorService, message: Any) -> Any:
     _check(service, message.cluster)
     if service.table.num_nodes() == 0:
         # Karmada answers 0 before any plugin runs, and its plugins decode the payload (spec 3.2 step 3)
         return estimator_pb2.MaxAvailableReplicasResponse(maxReplicas=0)
     try:
-        request = wire.replicas_request_from_pb(message)
+        request = wire.replicas_request_from_pb(_without_unused_assumptions(service, message))
     except EstimatorError as exc:
         # a decode error is a plugin Error (spec 3.7 step 1), reported like any other (3.10)
         raise EstimatorError(f"failed to estimate replicas: estimate replica plugins fails with "
@@ -43,7 +55,8 @@ def max_available_component_sets(service: EstimatorService, message: Any) -> Any
     if service.table.num_nodes() == 0:
         return estimator_pb2.MaxAvailableComponentSetsResponse(maxSets=0)
     try:
-        request = wire.component_sets_request_from_pb(message)
+        request = wire.component_sets_request_from_pb(
+            _without_unused_assumptions(service, message, used=len(message.components) > 0))
     except EstimatorError as exc:
         raise EstimatorError(f"failed to estimate component sets: estimate components plugins fails with "
                              f"[{exc.message}]") from exc

@@ -253,12 +253,18 @@ def test_unparsable_quantity_fails_the_rpc_through_the_plugin_framework() -> Non
 
 
 def test_assumed_workloads_ignored_unless_the_gate_is_on() -> None:
-    """3.2 step 4."""
+    """3.2 step 4: with the gate off they are not read at all, so even a corrupt one is no error; 3.8 step 1:
+    empty components answer 2147483647 before anything else is read."""
     assumed = [{"namespace": "default", "components": [component("a", 3, cpu="1")]}]
     off = member(a_node("n", "4"))
     on = member(a_node("n", "4"), overcommit=True)
     assert replicas(off, CPU1, assumed=assumed) == 4
     assert replicas(on, CPU1, assumed=assumed) == 1
+    corrupt = [{"namespace": "default", "components": [component("a", 3, cpu="1x")]}]
+    assert replicas(off, CPU1, assumed=corrupt) == 4
+    assert sets(off, [component("c", 1, cpu="1")], assumed=corrupt) == 4
+    assert sets(on, [], assumed=corrupt) == 2147483647
+    assert str(replicas(on, CPU1, assumed=corrupt)).startswith("failed to estimate replicas: ")
 
 
 # --------------------------------------------------------------------------------- 3.6-3.8 sets and first fit
