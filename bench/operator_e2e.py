@@ -221,6 +221,24 @@ class ProfiledSchedulerProcess(SchedulerProcess):
         return [base[0], "-m", "cProfile", "-o", self.profile_path, *base[1:]]
 
 
+async def apiserver_requests(client: KubeClient) -> dict[str, float]:
+    """apiserver_request_total summed by verb and resource (the apiserver's own count)."""
+    url = f"{client.connection.server}/metrics"
+    async with client._session.get(url) as response:
+        text = await response.text()
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels, _, value = line.rpartition(" ")
+        fields = dict(part.split("=", 1) for part in labels[labels.index("{") + 1 : -1].split(","))
+        key = f"{fields.get('verb', '').strip(chr(34))} {fields.get('resource', '').strip(chr(34))}"
+        sub = fields.get("subresource", "").strip(chr(34))
+        key += f"/{sub}" if sub else ""
+        totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
 async def operator_run(
     client: KubeClient,
     plane: ControlPlane,
@@ -260,6 +278,7 @@ async def operator_run(
             await client.create(RB_PATH.format(ns=namespace), doc)
             created[doc["metadata"]["name"]] = time.perf_counter()
 
+        requests_before = await apiserver_requests(client)
         first = time.perf_counter()
         await run_pool([lambda d=d: create(d) for d in docs], args.concurrency)
         creation_done = time.perf_counter()
@@ -274,6 +293,12 @@ async def operator_run(
                     file=sys.stderr,
                 )
         last = max(seen.values())
+        requests_after = await apiserver_requests(client)
+        requests = {
+            k: v - requests_before.get(k, 0)
+            for k, v in requests_after.items()
+            if v - requests_before.get(k, 0) >= 1
+        }
         latencies = sorted(seen[n] - created[n] for n in seen)
         peak, current = peak_rss_mib(proc.process.pid)
         writes = proc.metric("fleetsched_scheduler_binding_writes_total")
@@ -292,6 +317,7 @@ async def operator_run(
             "idle_rss": idle_rss,
             "writes": writes,
             "attempts": attempts,
+            "requests": requests,
             "cpu": cpu,
             "algorithm": algorithm,
             "elapsed": last - first,
@@ -348,6 +374,8 @@ async def main_async(args: argparse.Namespace) -> int:
         f"  scheduler CPU {op['cpu']:.1f} s over {op['elapsed']:.1f} s wall, of which the scheduling core "
         f"{op['algorithm']:.1f} s"
     )
+    busiest = sorted(op["requests"].items(), key=lambda kv: -kv[1])[:8]
+    print("  apiserver requests during the operator run: " + ", ".join(f"{k} {v:.0f}" for k, v in busiest))
     print(f"  Scheduled condition reasons: {op['outcomes']}")
     print(
         f"  scheduling attempts {op['attempts']:.0f}, binding writes {op['writes']:.0f} "
