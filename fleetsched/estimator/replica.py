@@ -24,6 +24,7 @@ __all__ = [
     "resolve_kind",
     "selector_matches",
     "slim_pod",
+    "unschedulable_pods_of",
     "unschedulable_replicas",
 ]
 
@@ -244,7 +245,12 @@ def _is_unschedulable(pod: Mapping[str, Any], threshold_ns: int, now_ns: int) ->
 
 def unschedulable_replicas(source: WorkloadSource, ref: ObjectReference, threshold_ns: int,
                            now: datetime) -> int:
-    workload = source.get(ref)
+    return unschedulable_pods_of(source, source.get(ref), ref, threshold_ns, now)
+
+
+def unschedulable_pods_of(source: WorkloadSource, workload: Mapping[str, Any], ref: ObjectReference,
+                          threshold_ns: int, now: datetime) -> int:
+    """The count for a workload already fetched (Karmada's GetWorkloadUnschedulablePods step)."""
     kind = str(workload.get("kind") or ref.kind)
     if kind != "Deployment":
         raise EstimatorError(f"kind({kind}) of workload({ref.namespace}/{ref.name}) is not supported")

@@ -48,6 +48,16 @@ class EstimatorMetrics:
             "karmada_scheduler_estimator_estimating_algorithm_duration_seconds",
             "Estimating algorithm latency in seconds for each step", ["result", "type", "step"],
             buckets=[0.001 * 2**k for k in range(10)], registry=self.registry)
+        self.extension_point = Histogram(
+            "karmada_scheduler_estimator_estimating_plugin_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["estimating_plugin_extension_point"],
+            buckets=[0.0001 * 2**k for k in range(12)], registry=self.registry)
+        self.plugin = Histogram(
+            "karmada_scheduler_estimator_estimating_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["estimating_plugin", "estimating_plugin_extension_point"],
+            buckets=[0.00001 * 1.5**k for k in range(20)], registry=self.registry)
         self.synced = Gauge("fleetsched_estimator_cache_synced",
                             "1 once the member cluster's caches have synced", registry=self.registry)
         self.connected = Gauge("fleetsched_estimator_watch_connected",
@@ -59,6 +69,20 @@ class EstimatorMetrics:
         build = Gauge("karmada_build_info", "Build information", ["version", "component"],
                       registry=self.registry)
         build.labels(version=__version__, component="fleetsched-estimator").set(1)
+
+    def observe_plugin(self, plugin: str | None, extension_point: str, seconds: float) -> None:
+        """EstimatorService's observer: one plugin's run, or (plugin None) the whole extension point."""
+        if plugin is None:
+            self.extension_point.labels(estimating_plugin_extension_point=extension_point).observe(seconds)
+        else:
+            self.plugin.labels(estimating_plugin=plugin,
+                               estimating_plugin_extension_point=extension_point).observe(seconds)
+
+    def observe_unschedulable_step(self, step: str, ok: bool, seconds: float) -> None:
+        """EstimatorService's step observer: GetUnschedulableReplicas' GetObjectFromCache and
+        GetWorkloadUnschedulablePods steps."""
+        result = "success" if ok else "error"
+        self.latency.labels(result=result, type="GetUnschedulableReplicas", step=step).observe(seconds)
 
     def observe(self, rpc: str, ok: bool, seconds: float) -> None:
         result = "success" if ok else "error"

@@ -145,7 +145,8 @@ async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Conne
     workloads = LiveWorkloadSource(client)
     workloads.loop = asyncio.get_running_loop()
     service = EstimatorService(cluster_name=args.cluster_name, gates=gates, table=table, quotas=quotas,
-                               workloads=workloads)
+                               workloads=workloads, observer=metrics.observe_plugin,
+                               step_observer=metrics.observe_unschedulable_step)
     watcher = MemberWatcher(connection=connection, client=client, table=table, quotas=quotas,
                             workloads=workloads, state=state, watch_quotas=gates.resource_quota_estimate)
     stop = asyncio.Event()

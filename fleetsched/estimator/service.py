@@ -7,7 +7,8 @@ form) into node-table and store updates. Pure: no grpc, no Kubernetes client.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,13 +24,15 @@ from fleetsched.estimator.model import (
 from fleetsched.estimator.nodefilter import Taint
 from fleetsched.estimator.plugins.node_resource import NodeResourceEstimator
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, ResourceQuotaEstimator
-from fleetsched.estimator.replica import WorkloadSource, unschedulable_replicas
+from fleetsched.estimator.replica import WorkloadSource, unschedulable_pods_of
 from fleetsched.estimator.resources import node_allocatable, pod_request
 
 __all__ = [
     "KARMADA_GATES",
     "EstimatorService",
     "FeatureGates",
+    "Observer",
+    "StepObserver",
     "apply_node",
     "apply_pod",
     "parse_feature_gates",
@@ -127,15 +130,29 @@ def apply_pod(table: NodeTable, obj: Mapping[str, Any]) -> None:
     table.upsert_pod(key, node_name=str(node_name), request=pod_request(obj.get("spec") or {}))
 
 
+# Timing hook for Karmada's metrics (spec 2.9): (plugin name or None for the whole extension point,
+# extension point "estimate_replicas"/"estimate_components", seconds).
+Observer = Callable[[str | None, str, float], None]
+ESTIMATE_REPLICAS = "estimate_replicas"
+ESTIMATE_COMPONENTS = "estimate_components"
+# GetUnschedulableReplicas steps of the algorithm-latency metric; (step, ok, seconds)
+StepObserver = Callable[[str, bool, float], None]
+STEP_GET_OBJECT = "GetObjectFromCache"
+STEP_UNSCHEDULABLE_PODS = "GetWorkloadUnschedulablePods"
+
+
 class EstimatorService:
     """Answers the three RPCs for one member cluster from the node table and stores."""
 
     def __init__(self, *, cluster_name: str, gates: FeatureGates, table: NodeTable, quotas: QuotaStore,
-                 workloads: WorkloadSource) -> None:
+                 workloads: WorkloadSource, observer: Observer | None = None,
+                 step_observer: StepObserver | None = None) -> None:
         self.cluster_name = cluster_name
         self.gates = gates
         self.table = table
         self.workloads = workloads
+        self.observer = observer
+        self.step_observer = step_observer
         self._node_resource = NodeResourceEstimator(table)
         self._resource_quota = ResourceQuotaEstimator(quotas, enabled=gates.resource_quota_estimate)
 
@@ -153,8 +170,11 @@ class EstimatorService:
         if self.table.num_nodes() == 0:
             return 0
         ctx = self._context(request.assumed_workloads)
-        results = [self._run(self._node_resource.estimate_replicas, ctx, request.replica_requirements),
-                   self._run(self._resource_quota.estimate_replicas, ctx, request.replica_requirements)]
+        start = time.perf_counter()
+        results = [self._run(plugin.name, ESTIMATE_REPLICAS, plugin.estimate_replicas, ctx,
+                             request.replica_requirements)
+                   for plugin in (self._node_resource, self._resource_quota)]
+        self._observe(None, ESTIMATE_REPLICAS, start)
         merged = combine(results)
         if merged.code is Code.UNSCHEDULABLE:
             return 0
@@ -168,10 +188,11 @@ class EstimatorService:
         if self.table.num_nodes() == 0:
             return 0
         ctx = self._context(request.assumed_workloads)
-        results = [
-            self._run(self._node_resource.estimate_components, ctx, request.components, request.namespace),
-            self._run(self._resource_quota.estimate_components, ctx, request.components, request.namespace),
-        ]
+        start = time.perf_counter()
+        results = [self._run(plugin.name, ESTIMATE_COMPONENTS, plugin.estimate_components, ctx,
+                             request.components, request.namespace)
+                   for plugin in (self._node_resource, self._resource_quota)]
+        self._observe(None, ESTIMATE_COMPONENTS, start)
         merged = combine(results)
         if merged.code is Code.UNSCHEDULABLE:
             return 0
@@ -185,14 +206,37 @@ class EstimatorService:
         self._check_cluster(request.cluster)
         if request.resource is None:
             raise EstimatorError("resource is nil")
-        return unschedulable_replicas(self.workloads, request.resource, request.unschedulable_threshold_ns,
-                                      now or datetime.now(UTC))
+        start = time.perf_counter()
+        try:
+            workload = self.workloads.get(request.resource)
+        except EstimatorError:
+            self._step(STEP_GET_OBJECT, False, start)
+            raise
+        self._step(STEP_GET_OBJECT, True, start)
+        start = time.perf_counter()
+        try:
+            count = unschedulable_pods_of(self.workloads, workload, request.resource,
+                                          request.unschedulable_threshold_ns, now or datetime.now(UTC))
+        except EstimatorError:
+            self._step(STEP_UNSCHEDULABLE_PODS, False, start)
+            raise
+        self._step(STEP_UNSCHEDULABLE_PODS, True, start)
+        return count
 
-    @staticmethod
-    def _run(method: Any, *args: Any) -> PluginResult:
+    def _step(self, step: str, ok: bool, start: float) -> None:
+        if self.step_observer is not None:
+            self.step_observer(step, ok, time.perf_counter() - start)
+
+    def _observe(self, plugin: str | None, extension_point: str, start: float) -> None:
+        if self.observer is not None:
+            self.observer(plugin, extension_point, time.perf_counter() - start)
+
+    def _run(self, plugin: str, extension_point: str, method: Any, *args: Any) -> PluginResult:
+        start = time.perf_counter()
         try:
             result: PluginResult = method(*args)
         except (ArithmeticError, ValueError) as exc:
             # a corrupt amount or a bug: this RPC fails, the server lives on
-            return PluginResult.error(str(exc))
+            result = PluginResult.error(str(exc))
+        self._observe(plugin, extension_point, start)
         return result

@@ -568,3 +568,42 @@ def test_estimate_answers_errors_as_code_and_message(tmp_path: Path,
     assert json.loads(capsys.readouterr().out) == [
         {"error": {"code": "Unknown", "message": "cluster name does not match, got: x, desire: m"}},
         {"maxReplicas": 3}]
+
+
+# ------------------------------------------------------------------------------------------------ 2.9 metrics
+def test_plugin_and_step_metrics_are_karmadas() -> None:
+    """2.9: the plugin extension-point and plugin-execution histograms (names, labels, buckets) and the
+    GetUnschedulableReplicas steps of the algorithm-latency histogram."""
+    from prometheus_client import generate_latest
+
+    from fleetsched.estimator.server import EstimatorMetrics
+
+    metrics = EstimatorMetrics()
+    inventory = member(a_node("n", "4"), *_deployment("web"))
+    inventory.service.observer = metrics.observe_plugin
+    inventory.service.step_observer = metrics.observe_unschedulable_step
+    assert replicas(inventory, CPU1) == 4
+    assert sets(inventory, [component("c", 1, cpu="1")]) == 4
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "web"}
+    assert unschedulable(inventory, ref) == 1
+    assert unschedulable(inventory, {**ref, "name": "nope"}) == 'deployments.apps "default/nope" not found'
+    text = generate_latest(metrics.registry).decode()
+    prefix = "karmada_scheduler_estimator_estimating_"
+    for point in ("estimate_replicas", "estimate_components"):
+        assert (f'{prefix}plugin_extension_point_duration_seconds_count'
+                f'{{estimating_plugin_extension_point="{point}"}} 1.0') in text
+        for plugin in ("NodeResourceEstimator", "ResourceQuotaEstimator"):
+            assert (f'{prefix}plugin_execution_duration_seconds_count{{estimating_plugin="{plugin}",'
+                    f'estimating_plugin_extension_point="{point}"}} 1.0') in text
+    assert f'{prefix}plugin_extension_point_duration_seconds_bucket{{estimating_plugin_extension_point=' \
+           f'"estimate_replicas",le="0.2048"}}' in text  # 0.0001 * 2^11, the 12th bucket
+    execution = [line.split('le="')[1].split('"')[0] for line in text.splitlines()
+                 if line.startswith(f"{prefix}plugin_execution_duration_seconds_bucket")
+                 and 'estimating_plugin="NodeResourceEstimator",estimating_plugin_extension_point='
+                     '"estimate_replicas"' in line]
+    assert len(execution) == 21 and float(execution[0]) == 0.00001 and execution[-1] == "+Inf"
+    assert float(execution[-2]) == pytest.approx(0.00001 * 1.5**19)
+    for step, result, count in (("GetObjectFromCache", "success", 1), ("GetObjectFromCache", "error", 1),
+                                ("GetWorkloadUnschedulablePods", "success", 1)):
+        assert (f'{prefix}algorithm_duration_seconds_count{{result="{result}",step="{step}",'
+                f'type="GetUnschedulableReplicas"}} {count}.0') in text
