@@ -4,11 +4,15 @@ A PropagationPolicy claims a Deployment and the controller creates its ResourceB
 Karmada's name, labels, owner reference, placement and replica requirements; template changes
 reach the binding while the scheduler's ``spec.clusters`` survives; a ClusterPropagationPolicy
 turns a ClusterRole into a ClusterResourceBinding; deleting a policy releases its claims and its
-finalizer, leaving the bindings in place.
+finalizer, leaving the bindings in place; so does a policy change after which a template no longer
+matches. Deletion (§7.12): a deleted template is only forgotten, and with ``--standalone=true`` the
+controller removes Karmada's binding finalizer from its terminating bindings, which no binding
+controller does here. A policy selecting a kind the controller does not watch says so in an Event.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
@@ -41,19 +45,35 @@ class ControllerProcess(SchedulerProcess):
         ]
 
 
-@pytest.fixture
-def controller(control_plane: ControlPlane, tmp_path: Path) -> Iterator[ControllerProcess]:
+@contextlib.contextmanager
+def running_controller(
+    control_plane: ControlPlane, tmp_path: Path, *args: str
+) -> Iterator[ControllerProcess]:
     control_plane.kubectl("create", "namespace", NAMESPACE, check=False)
     process = ControllerProcess(
         kubeconfig=control_plane.kubeconfig,
         log_path=tmp_path / "controller.log",
-        extra_args=("--leader-elect=false",),
+        extra_args=("--leader-elect=false", *args),
     )
     process.start(timeout=90)
     try:
         yield process
     finally:
         process.stop()
+
+
+@pytest.fixture
+def controller(control_plane: ControlPlane, tmp_path: Path) -> Iterator[ControllerProcess]:
+    """As beside Karmada's binding controller: binding finalizers are left to it."""
+    with running_controller(control_plane, tmp_path) as process:
+        yield process
+
+
+@pytest.fixture
+def standalone_controller(control_plane: ControlPlane, tmp_path: Path) -> Iterator[ControllerProcess]:
+    """As the standalone install runs it (manifests/controller: --standalone=true)."""
+    with running_controller(control_plane, tmp_path, "--standalone=true") as process:
+        yield process
 
 
 def get(control_plane: ControlPlane, *args: str) -> dict[str, Any] | None:
@@ -294,3 +314,215 @@ spec:
         what="the user change applies the pending policy change",
         proc=controller,
     )
+
+
+def events_for(control_plane: ControlPlane, name: str, reason: str) -> list[dict[str, Any]]:
+    out = control_plane.kubectl(
+        "get", "events", "-A", "-o", "json", f"--field-selector=involvedObject.name={name},reason={reason}"
+    )
+    return list(json.loads(out)["items"])
+
+
+API = f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  namespace: {NAMESPACE}
+  labels: {{app: api}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: api}}}}
+  template:
+    metadata: {{labels: {{app: api}}}}
+    spec: {{containers: [{{name: api, image: nginx}}]}}
+"""
+
+API_POLICY = f"""
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: api
+  namespace: {NAMESPACE}
+  labels: {{{PP_LABEL}: 33333333-2222-4333-8444-555555555555}}
+spec:
+  resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, name: api}}]
+  placement: {{clusterAffinity: {{clusterNames: [m1]}}}}
+"""
+
+
+def test_standalone_deleted_templates_and_bindings_leave_nothing_terminating(
+    control_plane: ControlPlane, standalone_controller: ControllerProcess
+) -> None:
+    proc = standalone_controller
+    control_plane.apply(API_POLICY)
+    control_plane.apply(API)
+    first = wait_for(
+        control_plane,
+        lambda b: True,
+        "rb",
+        "api-deployment",
+        "-n",
+        NAMESPACE,
+        what="binding creation",
+        proc=proc,
+    )
+    assert first["metadata"]["finalizers"] == ["karmada.io/binding-controller"]
+
+    # The template goes: the controller only forgets it (§7.12). This control plane runs no garbage
+    # collector, so the binding stays, untouched, until something deletes it.
+    control_plane.kubectl("delete", "deployment", "api", "-n", NAMESPACE)
+    wait_until(
+        lambda: '"template_deleted"' in proc.log_tail(200) and "api-deployment" in proc.log_tail(200),
+        timeout=30,
+        message=proc.log_tail,
+    )
+    left = get(control_plane, "rb", "api-deployment", "-n", NAMESPACE)
+    assert left is not None and not left["metadata"].get("deletionTimestamp")
+    assert left["metadata"]["finalizers"] == ["karmada.io/binding-controller"]
+
+    # What the garbage collector does next (tests/e2e/test_story.py runs the real one): delete it.
+    # No binding controller removes Karmada's finalizer here; the standalone controller does.
+    control_plane.kubectl("delete", "rb", "api-deployment", "-n", NAMESPACE, "--wait=false")
+    wait_until(
+        lambda: get(control_plane, "rb", "api-deployment", "-n", NAMESPACE) is None,
+        timeout=60,
+        message=lambda: f"binding left Terminating:\n{proc.log_tail()}",
+    )
+    wait_until(
+        lambda: events_for(control_plane, "api-deployment", "FinalizerRemoved"),
+        timeout=30,
+        message=proc.log_tail,
+    )
+    wait_until(
+        lambda: (
+            proc.metric(
+                "fleetsched_policy_controller_binding_finalizer_removals_total",
+                kind="ResourceBinding",
+                result="removed",
+            )
+            >= 1
+        ),
+        timeout=10,
+        message=proc.log_tail,
+    )
+
+    # A new Deployment of the same name gets a binding of its own.
+    control_plane.apply(API)
+    template = get(control_plane, "deployment", "api", "-n", NAMESPACE)
+    assert template is not None
+    second = wait_for(
+        control_plane,
+        lambda b: True,
+        "rb",
+        "api-deployment",
+        "-n",
+        NAMESPACE,
+        what="binding of the new Deployment",
+        proc=proc,
+    )
+    assert second["metadata"]["ownerReferences"][0]["uid"] == template["metadata"]["uid"]
+    assert second["metadata"]["uid"] != first["metadata"]["uid"]
+
+    # A binding deleted by a user while template and policy exist: gone at once, and recreated
+    # on the next template reconcile (§7.12), here a change to the Deployment.
+    control_plane.kubectl("delete", "rb", "api-deployment", "-n", NAMESPACE, "--wait=false")
+    wait_until(
+        lambda: get(control_plane, "rb", "api-deployment", "-n", NAMESPACE) is None,
+        timeout=60,
+        message=lambda: f"binding left Terminating:\n{proc.log_tail()}",
+    )
+    control_plane.kubectl("scale", "deployment", "api", "-n", NAMESPACE, "--replicas=2")
+    third = wait_for(
+        control_plane,
+        lambda b: b["spec"].get("replicas") == 2,
+        "rb",
+        "api-deployment",
+        "-n",
+        NAMESPACE,
+        what="binding recreated by the template change",
+        proc=proc,
+    )
+    assert third["metadata"]["uid"] != second["metadata"]["uid"]
+    assert third["metadata"]["finalizers"] == ["karmada.io/binding-controller"]
+    assert proc.alive()
+
+
+def test_a_policy_that_stops_matching_releases_template_and_binding(
+    control_plane: ControlPlane, controller: ControllerProcess
+) -> None:
+    policy = f"""
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: tiered
+  namespace: {NAMESPACE}
+  labels: {{{PP_LABEL}: 44444444-2222-4333-8444-555555555555}}
+spec:
+  resourceSelectors: [{{apiVersion: v1, kind: ConfigMap, labelSelector: {{matchLabels: {{tier: a}}}}}}]
+  placement: {{clusterAffinity: {{clusterNames: [m1]}}}}
+"""
+    control_plane.apply(policy)
+    control_plane.apply(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: tiered, namespace: {NAMESPACE}, "
+        "labels: {tier: a}}\ndata: {a: '1'}\n"
+    )
+    wait_for(
+        control_plane,
+        lambda b: PP_LABEL in b["metadata"].get("labels", {}),
+        "rb",
+        "tiered-configmap",
+        "-n",
+        NAMESPACE,
+        what="binding creation",
+        proc=controller,
+    )
+
+    control_plane.apply(policy.replace("tier: a", "tier: b"))
+    binding = wait_for(
+        control_plane,
+        lambda b: PP_LABEL not in (b["metadata"].get("labels") or {}),
+        "rb",
+        "tiered-configmap",
+        "-n",
+        NAMESPACE,
+        what="the binding's release",
+        proc=controller,
+    )
+    assert "propagationpolicy.karmada.io/name" not in (binding["metadata"].get("annotations") or {})
+    assert not binding["metadata"].get("deletionTimestamp"), "released, not deleted (§7.12)"
+    template = get(control_plane, "configmap", "tiered", "-n", NAMESPACE)
+    assert template is not None
+    assert PP_LABEL not in (template["metadata"].get("labels") or {})
+    assert "propagationpolicy.karmada.io/namespace" not in (template["metadata"].get("annotations") or {})
+    assert '"policy_no_longer_matches"' in controller.log_tail(300)
+
+
+def test_a_policy_selecting_an_unwatched_kind_gets_a_warning_event(
+    control_plane: ControlPlane, controller: ControllerProcess
+) -> None:
+    control_plane.apply(
+        f"""
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: widgets
+  namespace: {NAMESPACE}
+  labels: {{{PP_LABEL}: 55555555-2222-4333-8444-555555555555}}
+spec:
+  resourceSelectors:
+  - {{apiVersion: apps/v1, kind: Deployment, name: nothing-by-this-name}}
+  - {{apiVersion: example.io/v1, kind: Widget}}
+"""
+    )
+    wait_until(
+        lambda: events_for(control_plane, "widgets", "ResourceKindNotWatched"),
+        timeout=60,
+        message=controller.log_tail,
+    )
+    (event,) = events_for(control_plane, "widgets", "ResourceKindNotWatched")
+    assert event["type"] == "Warning"
+    assert event["involvedObject"]["kind"] == "PropagationPolicy"
+    assert event["message"].startswith("resourceSelectors[1]: example.io/v1 Widget: not a kind this")
+    assert "--resources" in event["message"]
+    assert controller.alive() and controller._get("/readyz")[0] == 200
