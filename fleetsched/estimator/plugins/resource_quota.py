@@ -153,7 +153,8 @@ def _divide(free: Mapping[str, int], demand: Mapping[str, int]) -> int | None:
         allowed = share if allowed is None else min(allowed, share)
     if allowed is None or allowed > MAX_INT32:
         return None
-    return allowed
+    # Go converts the 64-bit result with int32(): a quota over-used by more than 2^31 requests wraps
+    return (allowed + 2**31) % 2**32 - 2**31
 
 
 class ResourceQuotaEstimator:

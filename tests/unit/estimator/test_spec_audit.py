@@ -358,6 +358,16 @@ def test_quota_free_and_division(hard, used, request_, want) -> None:  # type: i
     assert replicas(inventory, request) == want
 
 
+def test_quota_far_over_used_wraps_like_gos_int32_conversion() -> None:
+    """3.9 Division: results above 2147483647 mean no constraint, others go through Go's int32()."""
+    inventory = quota_member(a_quota("q", "ns", {"memory": "1"}, {"memory": str(2**32 + 5)}))
+    # free = -(2^32 + 4) bytes; / 1 byte -> -(2^32 + 4) -> int32 wraps to -4
+    assert replicas(inventory, {"resourceRequest": {"memory": "1"}, "namespace": "ns"}) == -4
+    inventory = quota_member(a_quota("q", "ns", {"memory": "1"}, {"memory": str(2**31 + 2)}))
+    # -(2^31 + 1) wraps to 2^31 - 1: Go then reports 2147483647 (the pod slots, 1000, are smaller)
+    assert replicas(inventory, {"resourceRequest": {"memory": "1"}, "namespace": "ns"}) == 1000
+
+
 def test_quota_namespaces_and_priority() -> None:
     """3.9 Estimate: only the request namespace's quotas; an empty namespace lists every namespace's."""
     inventory = quota_member(a_quota("q", "ns", {"cpu": "2"}, {"cpu": "0"}),
