@@ -290,3 +290,67 @@ def test_bindings_are_watched_only_when_standalone(standalone: bool) -> None:
     assert {"resourcebindings", "clusterresourcebindings"} <= watched if standalone else not (
         {"resourcebindings", "clusterresourcebindings"} & watched)
     assert "deployments" in watched
+
+
+# ---- a template reconcile never writes to a terminating binding or for a terminating template -----
+
+
+class TemplateWorld:
+    """The reads ``reconcile_template`` makes, answered from memory; any write fails the test."""
+
+    def __init__(self, binding: dict[str, Any] | None) -> None:
+        self.binding = binding
+
+    async def get(self, path: str) -> dict[str, Any]:
+        if self.binding is None or not path.endswith("/resourcebindings/web-deployment"):
+            raise ApiError(404, "NotFound", "not found")
+        return copy.deepcopy(self.binding)
+
+    async def _no_write(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError(f"unexpected write to {path}: {body}")
+
+    create = replace = merge_patch = _no_write
+
+
+def claimed_deployment(**meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web", "namespace": "shop", "uid": "u1", "resourceVersion": "5",
+            "labels": {PP_ID: "id-1"},
+            "annotations": {"propagationpolicy.karmada.io/namespace": "shop",
+                            "propagationpolicy.karmada.io/name": "web"},
+            **meta,
+        },
+        "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
+    }
+
+
+def world_controller(binding: dict[str, Any] | None, template: dict[str, Any]) -> PolicyController:
+    controller = a_controller(TemplateWorld(binding), standalone=True)
+    controller.on_policy_event("PropagationPolicy", "ADDED", {
+        "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "1", "generation": 1,
+                     "labels": {PP_ID: "id-1"}},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]},
+    })
+    controller.on_template_event(KNOWN_RESOURCES["deployments.apps"], "ADDED", template)
+    return controller
+
+
+async def test_a_terminating_binding_is_retried_until_gone_not_written() -> None:
+    from fleetsched.controller.policy_operator import APPLIES
+
+    controller = world_controller(a_binding(finalizers=[]), claimed_deployment())
+    waiting = APPLIES.labels("waiting")._value.get()
+    outcome = await controller.reconcile_template(KNOWN_RESOURCES["deployments.apps"], "shop/web")
+    assert outcome is Outcome.ERROR, "retried with backoff: created afresh once it is gone"
+    assert APPLIES.labels("waiting")._value.get() == waiting + 1
+
+
+async def test_a_terminating_template_gets_no_binding_written() -> None:
+    # Foreground deletion keeps the template until its binding is gone: recreating it would undo
+    # the garbage collector's work.
+    controller = world_controller(None, claimed_deployment(deletionTimestamp=DELETED_AT))
+    outcome = await controller.reconcile_template(KNOWN_RESOURCES["deployments.apps"], "shop/web")
+    assert outcome is Outcome.DONE
