@@ -186,7 +186,8 @@ def answer_requests(service: EstimatorService, requests: list[Mapping[str, Any]]
             answers.append({"error": {"code": exc.code, "message": exc.message}})
             continue
         except Exception as exc:  # a bug fails this request, as the gRPC server answers it
-            print(f"fleetsched estimate: request {len(answers) + 1}: internal error: {exc!r}", file=sys.stderr)
+            print(f"fleetsched estimate: request {len(answers) + 1}: internal error: {exc!r}",
+                  file=sys.stderr)
             answers.append({"error": {"code": "Unknown", "message": f"internal error: {exc}"}})
             continue
         answers.append({key: getattr(response, key)})
