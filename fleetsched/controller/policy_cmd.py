@@ -97,7 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="no Karmada binding controller runs: remove its finalizer (karmada.io/binding-controller, "
         "karmada.io/cluster-resource-binding-controller) from terminating bindings this controller "
         "derived, so deleting a workload deletes its binding. Keep off beside Karmada, whose binding "
-        "controller removes it after cleaning up member clusters (default %(default)s)",
+        "controller removes it after cleaning up member clusters; ignored, with a warning, where the "
+        "control plane serves Karmada's works.work.karmada.io (default %(default)s)",
     )
     parser.add_argument("--kube-api-qps", type=float, default=40.0)
     parser.add_argument("--kube-api-burst", type=int, default=60)

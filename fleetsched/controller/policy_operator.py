@@ -185,6 +185,11 @@ def _policy_qkey(kind: str, key: str) -> str:
     return f"P|{kind}|{key}"
 
 
+def works_served(discovery: Mapping[str, Any]) -> bool:
+    """Whether an APIResourceList (``GET /apis/work.karmada.io/v1alpha1``) lists Karmada's Works."""
+    return any(r.get("name") == "works" for r in discovery.get("resources") or ())
+
+
 def _binding_qkey(kind: str, key: str) -> str:
     return f"B|{kind}|{key}"
 
@@ -265,6 +270,8 @@ class PolicyController:
             self.templates.setdefault(resource.name, ObjectCache())
         self._resources = {r.name: r for r in self.config.resources}
         self.watched_kinds = frozenset((r.api_version, r.kind) for r in self.config.resources)
+        # Off again if the control plane turns out to serve Karmada's Works (``check_standalone``).
+        self.removes_binding_finalizers = self.config.standalone
 
     # ---- readiness ----------------------------------------------------------------------------
 
@@ -296,7 +303,7 @@ class PolicyController:
                     template=key,
                     kind=resource.kind,
                     binding=binding_name((obj.get("metadata") or {}).get("name", ""), resource.kind),
-                    standalone=self.config.standalone,
+                    standalone=self.removes_binding_finalizers,
                 )
             self.queue.forget(_template_qkey(resource, key))
             self._changed_by_karmada.discard(_template_qkey(resource, key))
@@ -345,6 +352,24 @@ class PolicyController:
             self.queue.push(qkey)
 
     # ---- initial sync -------------------------------------------------------------------------
+
+    async def check_standalone(self) -> None:
+        """``standalone`` claims no Karmada binding controller runs. A control plane serving
+        Karmada's Work API (``works.work.karmada.io``, which fleetsched does not install) has one,
+        and it needs the finalizer to delete the Works and the member clusters' copies: leave it."""
+        if not self.removes_binding_finalizers:
+            return
+        try:
+            discovery = await self.client.get(f"/apis/{WORK_GROUP}/v1alpha1")
+        except ApiError:
+            return  # not served: nothing but fleetsched's bindings in work.karmada.io
+        if works_served(discovery):
+            self.removes_binding_finalizers = False
+            log.warning(
+                "standalone_ignored",
+                reason=f"the control plane serves works.{WORK_GROUP}: a Karmada binding controller "
+                "removes the binding finalizers after cleaning up member clusters",
+            )
 
     async def initial_sync(self) -> None:
         for kind, plural in POLICY_PLURALS.items():
@@ -661,7 +686,7 @@ class PolicyController:
     async def reconcile_binding(self, kind: str, key: str) -> Outcome:
         """Standalone: remove Karmada's binding finalizer from a terminating derived binding, as
         Karmada's binding controller does once the Works are gone (there are none here)."""
-        if not self.config.standalone:
+        if not self.removes_binding_finalizers:
             return Outcome.DONE
         path = _binding_path_of_key(kind, key)
         for _ in range(MAX_CONFLICT_RETRIES):
@@ -848,7 +873,7 @@ class PolicyController:
             self._watch_policy(registry, policy_kind, plural)
         for resource in self.config.resources:
             self._watch_template(registry, resource)
-        if self.config.standalone:
+        if self.removes_binding_finalizers:
             for binding_kind, binding_plural in BINDING_PLURALS.items():
                 self._watch_binding(registry, binding_kind, binding_plural)
         return registry
@@ -874,6 +899,7 @@ class PolicyController:
         """Sync, start kopf, election and workers; on ``stop`` finish in-flight work and exit."""
         self.events = self.events or EventRecorder(self.client)
         self.events.start()
+        await self.check_standalone()
         await self.initial_sync()
         kopf_stop = asyncio.Event()
         kopf_task = asyncio.create_task(

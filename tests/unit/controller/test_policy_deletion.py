@@ -354,3 +354,38 @@ async def test_a_terminating_template_gets_no_binding_written() -> None:
     controller = world_controller(None, claimed_deployment(deletionTimestamp=DELETED_AT))
     outcome = await controller.reconcile_template(KNOWN_RESOURCES["deployments.apps"], "shop/web")
     assert outcome is Outcome.DONE
+
+
+# ---- --standalone beside a control plane that serves Karmada's Works -----------------------------
+
+
+class Discovery:
+    def __init__(self, resources: list[str] | None) -> None:
+        self.resources = resources
+
+    async def get(self, path: str) -> dict[str, Any]:
+        assert path == "/apis/work.karmada.io/v1alpha1"
+        if self.resources is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return {"kind": "APIResourceList", "resources": [{"name": n} for n in self.resources]}
+
+
+@pytest.mark.parametrize(
+    ("resources", "removes"),
+    [
+        pytest.param(None, True, id="work.karmada.io/v1alpha1 not served"),
+        pytest.param(["resourcebindings", "clusterresourcebindings"], True,
+                     id="only fleetsched's legacy binding versions"),
+        pytest.param(["works", "resourcebindings"], False, id="Karmada's Works: its binding controller runs"),
+    ],
+)
+async def test_standalone_stands_down_where_karmadas_works_are_served(
+    resources: list[str] | None, removes: bool
+) -> None:
+    controller = a_controller(Discovery(resources), standalone=True)
+    await controller.check_standalone()
+    assert controller.removes_binding_finalizers is removes
+    store = BindingStore(a_binding())
+    controller.client = store  # type: ignore[assignment]
+    await controller.reconcile_binding("ResourceBinding", "shop/web-deployment")
+    assert bool(store.patches) is removes
