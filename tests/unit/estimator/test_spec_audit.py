@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetsched.api.quantity import parse_quantity
 from fleetsched.estimator import estimate_cmd, handlers, wire
@@ -617,3 +619,81 @@ def test_plugin_and_step_metrics_are_karmadas() -> None:
                                 ("GetWorkloadUnschedulablePods", "success", 1)):
         assert (f'{prefix}algorithm_duration_seconds_count{{result="{result}",step="{step}",'
                 f'type="GetUnschedulableReplicas"}} {count}.0') in text
+
+
+# ------------------------------------------------------------ 3.6-3.8: a literal first fit, side by side
+Part = tuple[int, int, bool]  # (replicas, millicores per replica, tolerates the taint)
+
+
+def _literal_first_fit(nodes: list[tuple[str, int, int, bool]], components: list[Part],
+                       assumed: list[list[Part]]) -> tuple[int, list[int], list[int]]:
+    """Spec 3.6 read literally. nodes: (name, free millicores, free slots, tainted) in name order.
+    Returns the sets that fit after the assumed entries, and the free cpu and slots the assumed entries
+    left (what the replica path of 3.7 divides)."""
+    cpu = [n[1] for n in nodes]
+    pods = [n[2] for n in nodes]
+
+    def max_divided(i: int, demand: int) -> int:
+        return pods[i] if demand <= 0 else min(pods[i], cpu[i] // demand)
+
+    def place_set(parts: list[Part]) -> bool:
+        for replicas_, demand, tolerant in parts:
+            remaining = replicas_
+            for i, node in enumerate(nodes):
+                if remaining <= 0:
+                    break
+                if node[3] and not tolerant:
+                    continue
+                k = max_divided(i, demand)
+                if k == 0:
+                    continue
+                take = min(k, remaining)
+                cpu[i] = max(cpu[i] - take * demand, 0)
+                pods[i] = max(pods[i] - take, 0)
+                remaining -= take
+            if remaining > 0:
+                return False
+        return True
+
+    for entry in assumed:
+        if entry:
+            place_set(entry)
+    cpu_after, pods_after = list(cpu), list(pods)
+    if all(r <= 0 for r, _, _ in components):
+        return 2147483647, cpu_after, pods_after
+    count = 0
+    while place_set(components):
+        count += 1
+    return count, cpu_after, pods_after
+
+
+PART = st.tuples(st.integers(0, 3), st.sampled_from([0, 250, 1000, 1500]), st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(node_specs=st.lists(st.tuples(st.sampled_from([0, 500, 1000, 2500, 4000]), st.integers(0, 6),
+                                     st.booleans()), min_size=1, max_size=6),
+       parts=st.lists(PART, min_size=1, max_size=3),
+       assumed=st.lists(st.lists(PART, max_size=2), max_size=2))
+def test_component_sets_and_assumptions_equal_a_literal_first_fit(node_specs, parts, assumed) -> None:  # type: ignore[no-untyped-def]
+    """3.6-3.8 with the overcommit gate on: whole sets first-fit in node order after the assumed entries;
+    3.7: the replica path divides what the assumed entries left."""
+    nodes = [(f"n{i}", cpu, slots, tainted) for i, (cpu, slots, tainted) in enumerate(node_specs)]
+    objects = [a_node(name, f"{cpu}m", pods=str(slots), taints=[("t", "", "NoSchedule")] if tainted else [])
+               for name, cpu, slots, tainted in nodes]
+    inventory = member(*objects, overcommit=True)
+
+    def as_component(index: int, part: Part) -> dict[str, Any]:
+        count, milli, tolerant = part
+        requirements: dict[str, Any] = {"resourceRequest": {"cpu": f"{milli}m"}}
+        if tolerant:
+            requirements["nodeClaim"] = {"tolerations": [{"key": "t", "operator": "Exists"}]}
+        return {"name": f"c{index}", "replicas": count, "replicaRequirements": requirements}
+
+    workloads = [{"namespace": "default", "components": [as_component(i, p) for i, p in enumerate(entry)]}
+                 for entry in assumed]
+    want_sets, free_cpu, free_pods = _literal_first_fit(nodes, parts, assumed)
+    assert sets(inventory, [as_component(i, p) for i, p in enumerate(parts)], assumed=workloads) == want_sets
+    want = sum(min(cpu // 250, slots) for node, cpu, slots in zip(nodes, free_cpu, free_pods, strict=True)
+               if not node[3])
+    assert replicas(inventory, {"resourceRequest": {"cpu": "250m"}}, assumed=workloads) == want
