@@ -1,14 +1,13 @@
-"""The ``policy.karmada.io/applied-placement`` annotation: Go's encoding and Go's equality.
+"""Comparing a placement with the ``policy.karmada.io/applied-placement`` annotation, as Go does.
 
-Karmada writes the annotation with ``encoding/json`` (struct field order, ``omitempty``) and later
-compares it with the binding's placement after decoding both into Go structs and running
-``reflect.DeepEqual`` (spec/scheduler.md §3.4 item 1, §15). Two consequences matter and are kept
-here: an absent scalar equals its zero value, but an absent (nil) list or map differs from an
+Karmada compares the annotation with the binding's placement after decoding both into Go structs
+and running ``reflect.DeepEqual`` (spec/scheduler.md §3.4 item 1). Two consequences matter and are
+kept here: an absent scalar equals its zero value, but an absent (nil) list or map differs from an
 explicitly empty one, and a nil pointer differs from a pointer to an empty struct.
 
 ``canonical`` decodes a JSON-shaped placement the way Go would (unknown keys dropped, zero values
-filled, nil kept apart from empty); ``encode`` writes a canonical value the way Go would.
-Pure: dicts in, dicts and text out.
+filled, nil kept apart from empty). Writing the annotation is the core's job
+(``fleetsched.scheduler.outcome.applied_placement_json``). Pure: dicts in, dicts and bools out.
 """
 
 from __future__ import annotations
@@ -18,8 +17,8 @@ from typing import Any
 
 # Field kinds: "str" / "int" scalars (absent == zero), "int*" pointer to a scalar,
 # ("list", elem), ("map",), ("ptr", struct), ("struct", struct) embedded by value,
-# ("inline", struct) fields flattened into the parent. A trailing "!" on a name means "always
-# written" (no omitempty).
+# ("inline", struct) fields flattened into the parent. A trailing "!" marks a field Go writes
+# even when empty (no omitempty); it decodes like any other.
 _Schema = list[tuple[str, Any]]
 
 _REQUIREMENT: _Schema = [("key!", "str"), ("operator!", "str"), ("values", ("list", "str"))]
@@ -111,63 +110,6 @@ def canonical(placement: dict[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(placement, dict):
         return None
     return _decode_struct(PLACEMENT, placement)
-
-
-def _is_empty(kind: Any, value: Any) -> bool:
-    if isinstance(kind, list):
-        return False  # structs are never "empty" for omitempty
-    if kind == "str":
-        return value == ""
-    if kind == "int":
-        return value == 0
-    if kind == "int*":
-        return value is None
-    tag = kind[0]
-    if tag in ("list", "map"):
-        return not value
-    if tag == "ptr":
-        return value is None
-    return False  # structs are never "empty" for omitempty
-
-
-def _encode_value(kind: Any, value: Any) -> Any:
-    if isinstance(kind, list):
-        return _encode_struct(kind, value)
-    if kind in ("str", "int", "int*"):
-        return value
-    tag = kind[0]
-    if tag == "list":
-        return None if value is None else [_encode_value(kind[1], v) for v in value]
-    if tag == "map":
-        return None if value is None else {k: value[k] for k in sorted(value)}
-    if tag in ("ptr", "struct"):
-        return None if value is None else _encode_struct(kind[1], value)
-    raise ValueError(f"unknown kind {kind!r}")
-
-
-def _encode_struct(schema: _Schema, value: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, kind in schema:
-        if isinstance(kind, tuple) and kind[0] == "inline":
-            out.update(_encode_struct(kind[1], value))
-            continue
-        always = name.endswith("!")
-        key = name.rstrip("!")
-        item = value.get(key)
-        if not always and _is_empty(kind, item):
-            continue
-        out[key] = _encode_value(kind, item)
-    return out
-
-
-def encode(placement: dict[str, Any] | None) -> str:
-    """The annotation text Karmada writes for this (JSON-shaped) placement."""
-    value = canonical(placement)
-    if value is None:
-        return "null"
-    text = json.dumps(_encode_struct(PLACEMENT, value), separators=(",", ":"), ensure_ascii=False)
-    # Go's encoding/json escapes HTML-significant characters.
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _term_named(placement: dict[str, Any], name: str) -> dict[str, Any] | None:

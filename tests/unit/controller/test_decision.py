@@ -16,7 +16,7 @@ from fleetsched.controller.decision import (
     passes_filter,
     should_schedule,
 )
-from fleetsched.controller.placement_json import encode
+from fleetsched.scheduler.outcome import applied_placement_json as encode
 
 DIVIDED = {
     "clusterAffinity": {"clusterNames": ["m1", "m2"]},

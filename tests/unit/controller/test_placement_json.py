@@ -1,4 +1,4 @@
-"""The applied-placement annotation: Go's encoding and Go's DeepEqual semantics (spec §3.4, §15)."""
+"""The applied-placement annotation as the core writes it (§15) and as §3.4 compares it (Go's DeepEqual)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from fleetsched.controller.placement_json import canonical, encode, placement_changed
+from fleetsched.controller.placement_json import canonical, placement_changed
+from fleetsched.scheduler.outcome import applied_placement_json as encode
 
 PLACEMENT = {
     "replicaScheduling": {
@@ -19,7 +20,6 @@ PLACEMENT = {
         "labelSelector": {"matchLabels": {"b": "2", "a": "<1>"}},
     },
     "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 2, "minGroups": 0}],
-    "unknownField": 3,
 }
 
 
@@ -59,6 +59,10 @@ def test_explicit_empty_list_differs_from_absent_list() -> None:
     with_empty = {"clusterAffinity": {"clusterNames": []}}
     assert canonical(with_empty) != canonical({"clusterAffinity": {}})
     assert placement_changed(with_empty, encode(with_empty), "")
+
+
+def test_unknown_fields_are_ignored_as_go_decoding_ignores_them() -> None:
+    assert not placement_changed({**PLACEMENT, "unknownField": 3}, encode(PLACEMENT), "")
 
 
 def test_zero_scalars_equal_absent_ones() -> None:
