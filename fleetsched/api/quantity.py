@@ -31,6 +31,7 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "
 _DECIMAL_SUFFIX = {exp: suffix for suffix, exp in _DECIMAL.items()}
 _BINARY_SUFFIX = {power: suffix for suffix, power in _BINARY.items()}
 _NANO = 10**9
+_MAX_EXPONENT = 1000
 
 _PATTERN = re.compile(
     r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
@@ -124,7 +125,11 @@ def parse_quantity(text: str | int | float) -> Quantity:
     elif suffix in _DECIMAL:
         value, fmt = number * Fraction(10) ** _DECIMAL[suffix], Format.DECIMAL_SI
     else:
-        value, fmt = number * Fraction(10) ** int(suffix[1:]), Format.DECIMAL_EXPONENT
+        exponent = int(suffix[1:])
+        if abs(exponent) > _MAX_EXPONENT:
+            # Exact arithmetic on 10**999999999 would take minutes; no resource amount is that large.
+            raise QuantityError(f"quantity {text!r} has an exponent out of range (at most ±{_MAX_EXPONENT})")
+        value, fmt = number * Fraction(10) ** exponent, Format.DECIMAL_EXPONENT
     # Kubernetes keeps no precision finer than nano units: ParseQuantity rounds away from zero.
     if (value * _NANO).denominator != 1:
         value = Fraction(_round_away_from_zero(value * _NANO), _NANO)

@@ -95,3 +95,9 @@ def test_a_binary_amount_below_one_is_decimal() -> None:
     small = parse_quantity("0.0001Ki")
     assert small.format is Format.DECIMAL_SI
     assert small.value_exact == Fraction(1024, 10**4)
+
+
+def test_a_huge_exponent_is_refused_quickly() -> None:
+    with pytest.raises(QuantityError, match="exponent out of range"):
+        parse_quantity("1e999999999")
+    assert parse_quantity("1e18").value() == 10**18
