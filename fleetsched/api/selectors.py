@@ -14,14 +14,13 @@ bindings is parsed once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 from fleetsched.api.cluster import Cluster
-from fleetsched.api.meta import LabelSelector, NodeSelectorRequirement
+from fleetsched.api.meta import LabelSelector
 from fleetsched.api.policy import ClusterAffinity, FieldSelector, ResourceSelector
+from fleetsched.labels import Requirement, compile_requirement, is_label_value, is_qualified_name, zones_match
 
 __all__ = [
     "PRIORITY_LABEL_SELECTOR",
@@ -39,74 +38,10 @@ __all__ = [
     "selector_priority",
 ]
 
-_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_INT64_RE = re.compile(r"^[+-]?[0-9]+$")
-
-
-def is_valid_label_key(key: str) -> bool:
-    """A qualified name: optional DNS-subdomain prefix (≤253) and '/', then a name of ≤63 chars."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _NAME_RE.match(name) is not None
-
-
-def is_valid_label_value(value: str) -> bool:
-    return value == "" or (len(value) <= 63 and _NAME_RE.match(value) is not None)
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    """One parsed requirement (labels.Requirement). ``operator`` is one of In, NotIn, Exists,
-    DoesNotExist, Gt, Lt."""
-
-    key: str
-    operator: str
-    values: frozenset[str]
-    bound: int = 0
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        op = self.operator
-        if op == "In":
-            value = labels.get(self.key)
-            return value is not None and value in self.values
-        if op == "NotIn":
-            value = labels.get(self.key)
-            return value is None or value not in self.values
-        if op == "Exists":
-            return self.key in labels
-        if op == "DoesNotExist":
-            return self.key not in labels
-        value = labels.get(self.key)
-        if value is None or not _INT64_RE.match(value):
-            return False
-        number = int(value)
-        return number > self.bound if op == "Gt" else number < self.bound
-
-
-def _requirement(
-    key: str, operator: str, values: Sequence[str], *, allow_compare: bool
-) -> Requirement | None:
-    """Parse one requirement like labels.NewRequirement; None when Kubernetes would report an error."""
-    if not is_valid_label_key(key):
-        return None
-    bound = 0
-    if operator in ("In", "NotIn"):
-        if not values:
-            return None
-    elif operator in ("Exists", "DoesNotExist"):
-        if values:
-            return None
-    elif operator in ("Gt", "Lt") and allow_compare:
-        if len(values) != 1 or not _INT64_RE.match(values[0]):
-            return None
-        bound = int(values[0])
-    else:
-        return None
-    if not all(is_valid_label_value(v) for v in values):
-        return None
-    return Requirement(key, operator, frozenset(values), bound)
+# Label syntax and requirement semantics live in fleetsched.labels, shared with the scheduling core
+# and the estimator; these names stay for the API's callers.
+is_valid_label_key = is_qualified_name
+is_valid_label_value = is_label_value
 
 
 _LabelSelectorKey = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str, tuple[str, ...]], ...]]
@@ -117,13 +52,13 @@ def _compile(frozen: _LabelSelectorKey) -> tuple[Requirement, ...] | None:
     match_labels, match_expressions = frozen
     requirements: list[Requirement] = []
     for key, value in match_labels:
-        parsed = _requirement(key, "In", (value,), allow_compare=False)
+        parsed = compile_requirement(key, "In", (value,), allow_compare=False)
         if parsed is None:
             return None
         requirements.append(parsed)
     for key, operator, values in match_expressions:
         # metav1.LabelSelectorAsSelector accepts only the four set-based operators.
-        parsed = _requirement(key, operator, values, allow_compare=False)
+        parsed = compile_requirement(key, operator, values, allow_compare=False)
         if parsed is None:
             return None
         requirements.append(parsed)
@@ -154,19 +89,6 @@ def label_selector_matches(selector: LabelSelector, labels: Mapping[str, str] | 
     return requirements_match(requirements, labels or {})
 
 
-def _zones_match(expr: NodeSelectorRequirement, zones: Sequence[str]) -> bool:
-    values = expr.values or ()
-    if expr.operator == "In":
-        return bool(zones) and any(zone in values for zone in zones)
-    if expr.operator == "NotIn":
-        return not any(zone in values for zone in zones)
-    if expr.operator == "Exists":
-        return bool(zones)
-    if expr.operator == "DoesNotExist":
-        return not zones
-    return False
-
-
 def field_selector_matches(field_selector: FieldSelector, cluster: Cluster) -> bool:
     """Karmada's cluster field selector: ``zone`` against the zone list, every other key as a label
     requirement over ``{provider, region}`` (Gt/Lt allowed, as node-selector operators)."""
@@ -180,10 +102,12 @@ def field_selector_matches(field_selector: FieldSelector, cluster: Cluster) -> b
         fields["region"] = spec.region
     for expr in field_selector.match_expressions or ():
         if expr.key == "zone":
-            if not _zones_match(expr, zones):
+            if not zones_match(expr.operator, expr.values or (), zones):
                 return False
             continue
-        parsed = _requirement(expr.key, expr.operator, tuple(expr.values or ()), allow_compare=True)
+        parsed = compile_requirement(
+            expr.key, expr.operator, tuple(expr.values or ()), allow_compare=True
+        )
         if parsed is None or not parsed.matches(fields):
             return False
     return True

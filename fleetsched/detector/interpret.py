@@ -7,7 +7,6 @@ Pure: reads the template's raw dict, never changes it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -16,6 +15,7 @@ from typing import Any
 from fleetsched.api.meta import NodeSelector, Toleration
 from fleetsched.api.quantity import Format, Quantity, parse_quantity
 from fleetsched.api.work import NodeClaim, ReplicaRequirements
+from fleetsched.labels import is_qualified_name
 
 __all__ = [
     "InterpretError",
@@ -32,8 +32,6 @@ EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
 _BINARY_NAMES = (MEMORY, EPHEMERAL_STORAGE)
 
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 _POD_TEMPLATE_KINDS = {
     ("apps/v1", "Deployment"),
@@ -52,13 +50,6 @@ class InterpretError(ValueError):
         super().__init__(f"{path}: {reason}")
 
 
-def _is_qualified_name(value: str) -> bool:
-    prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME.match(name) is not None
-
-
 def _is_prefixed_native(name: str) -> bool:
     return "kubernetes.io/" in name
 
@@ -70,7 +61,7 @@ def _is_native(name: str) -> bool:
 def _is_extended(name: str) -> bool:
     if _is_native(name) or name.startswith("requests."):
         return False
-    return _is_qualified_name("requests." + name)
+    return is_qualified_name("requests." + name)
 
 
 def is_scalar_resource_name(name: str) -> bool:

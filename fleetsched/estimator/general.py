@@ -10,40 +10,28 @@ the cluster and the per-replica request.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from fractions import Fraction
 
 from fleetsched.api.quantity import Format, Quantity
+from fleetsched.labels import is_qualified_name
 from fleetsched.scheduler.types import MAX_INT32, ClusterInfo, Component, ReplicaRequirements
 
 __all__ = ["GeneralEstimator", "estimate_cluster", "estimate_component_sets", "is_scalar_resource"]
 
 NAME = "general-estimator"
 MODEL_NODE_PODS = 110
-_QUALIFIED_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class _ModelError(Exception):
     """The model path cannot answer; the summary path is used instead."""
 
 
-def _qualified(name: str) -> bool:
-    parts = name.split("/")
-    if len(parts) > 2:
-        return False
-    if len(parts) == 2 and (not parts[0] or len(parts[0]) > 253 or not _DNS_SUBDOMAIN_RE.match(parts[0])):
-        return False
-    last = parts[-1]
-    return 0 < len(last) <= 63 and bool(_QUALIFIED_RE.match(last))
-
-
 def is_scalar_resource(name: str) -> bool:
     """Kubernetes' IsScalarResourceName: extended, hugepages-, *kubernetes.io/*, attachable-volumes-."""
     if name.startswith("hugepages-") or "kubernetes.io/" in name or name.startswith("attachable-volumes-"):
         return True
-    return "/" in name and not name.startswith("requests.") and _qualified("requests." + name)
+    return "/" in name and not name.startswith("requests.") and is_qualified_name("requests." + name)
 
 
 def _to_int32(n: int) -> int:

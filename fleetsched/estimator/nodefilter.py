@@ -12,12 +12,12 @@ same answer for all nodes at once from indexes, reusing :func:`compile_requireme
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fleetsched import labels as label_rules
 from fleetsched.estimator.model import NodeClaim, NodeSelectorRequirement, NodeSelectorTerm, Toleration
-from fleetsched.estimator.resources import is_qualified_name
+from fleetsched.labels import Requirement, parse_int64, tolerates
 
 __all__ = [
     "UNSCHEDULABLE_TAINT",
@@ -32,10 +32,6 @@ __all__ = [
     "tolerates_all",
 ]
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_INT64_TEXT = re.compile(r"^[+-]?[0-9]+$")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 _FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
@@ -49,67 +45,16 @@ class Taint:
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 
-def parse_int64(text: str) -> int | None:
-    """Go's strconv.ParseInt(text, 10, 64), or None when it would fail."""
-    if not _INT64_TEXT.match(text):
-        return None
-    number = int(text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
-
-
-def _valid_label_value(value: str) -> bool:
-    return len(value) <= 63 and bool(_LABEL_VALUE.match(value))
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledRequirement:
-    """A validated requirement: ``operator`` is one of the six, ``bound`` is set for Gt/Lt."""
-
-    key: str
-    operator: str
-    values: frozenset[str]
-    bound: int = 0
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        op = self.operator
-        if op == "In":
-            return self.key in labels and labels[self.key] in self.values
-        if op == "NotIn":
-            return self.key not in labels or labels[self.key] not in self.values
-        if op == "Exists":
-            return self.key in labels
-        if op == "DoesNotExist":
-            return self.key not in labels
-        if self.key not in labels:
-            return False
-        number = parse_int64(labels[self.key])
-        if number is None:
-            return False
-        return number > self.bound if op == "Gt" else number < self.bound
+# Label requirements follow Kubernetes' rules, shared with the scheduler in fleetsched.labels; unlike a
+# labelSelector, a node-selector term accepts Gt/Lt (estimator.md section 3.4).
+CompiledRequirement = Requirement
 
 
 def compile_requirement(requirement: NodeSelectorRequirement) -> CompiledRequirement | None:
     """A label requirement as Kubernetes' labels.NewRequirement accepts it, or None when it is invalid."""
-    op, values = requirement.operator, requirement.values
-    if op not in _OPERATORS or not is_qualified_name(requirement.key):
-        return None
-    bound = 0
-    if op in ("In", "NotIn"):
-        if not values:
-            return None
-    elif op in ("Exists", "DoesNotExist"):
-        if values:
-            return None
-    else:
-        if len(values) != 1:
-            return None
-        parsed = parse_int64(values[0])
-        if parsed is None:
-            return None
-        bound = parsed
-    if not all(_valid_label_value(v) for v in values):
-        return None
-    return CompiledRequirement(requirement.key, op, frozenset(values), bound)
+    return label_rules.compile_requirement(
+        requirement.key, requirement.operator, requirement.values, allow_compare=True
+    )
 
 
 def compile_field_requirement(requirement: NodeSelectorRequirement) -> CompiledRequirement | None:
@@ -143,17 +88,6 @@ def field_matches(requirement: CompiledRequirement, node_name: str) -> bool:
     actual = node_name if requirement.key == "metadata.name" else ""
     (wanted,) = requirement.values
     return actual == wanted if requirement.operator == "In" else actual != wanted
-
-
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator in ("", "Equal"):
-        return toleration.value == taint.value
-    # Exists tolerates any value; the comparison operators (Gt/Lt) never tolerate here.
-    return toleration.operator == "Exists"
 
 
 def tolerates_all(tolerations: Sequence[Toleration], taints: Sequence[Taint], unschedulable: bool) -> bool:

@@ -8,12 +8,12 @@ name (``storage``, ``foo``, ``requests.cpu``) is ignored by the node math.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
 from fleetsched.api.quantity import Quantity, parse_quantity
+from fleetsched.labels import is_qualified_name
 
 __all__ = [
     "CPU",
@@ -36,22 +36,6 @@ PODS = "pods"
 
 _REQUESTS_PREFIX = "requests."
 _NATIVE_PREFIX = "kubernetes.io/"
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def is_qualified_name(value: str) -> bool:
-    """Kubernetes IsQualifiedName: ``[prefix/]name``, prefix a DNS subdomain, name up to 63 characters."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            return False
-    else:
-        return False
-    return bool(name) and len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
 
 
 @lru_cache(maxsize=4096)
