@@ -9,8 +9,6 @@ by the server itself.
 from __future__ import annotations
 
 import copy
-import datetime
-import ipaddress
 import json
 import os
 import signal
@@ -26,10 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from fleetsched.testing.pki import CertificateAuthority, write_private
 
 __all__ = ["CPP_LABEL", "PP_LABEL", "WebhookProcess", "a_policy", "a_review", "body", "free_port",
            "make_certificates"]
@@ -44,47 +39,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
-    path.chmod(0o600)
-
-
 def make_certificates(directory: Path, *, dns_names: tuple[str, ...] = ("localhost", *SERVICE_NAMES),
                       ips: tuple[str, ...] = ("127.0.0.1", "::1")) -> Path:
     """Write ca.crt, ca.key, tls.crt and tls.key into ``directory``; return the CA file."""
     directory.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fleetsched-webhook-test-ca")])
-    not_before = now - datetime.timedelta(minutes=5)
-    not_after = now + datetime.timedelta(days=365)
-    usage = x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                          key_encipherment=False, data_encipherment=False, key_agreement=False,
-                          encipher_only=False, decipher_only=False)
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(not_before).not_valid_after(not_after)
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(usage, critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
-    authority = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, SERVICE_NAMES[0])]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(not_before).not_valid_after(not_after)
-            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(authority, critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    (directory / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    _write_key(directory / "ca.key", ca_key)
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    _write_key(directory / "tls.key", key)
+    ca = CertificateAuthority.create("fleetsched-webhook-test-ca")
+    cert, key = ca.issue(SERVICE_NAMES[0], dns_names=dns_names, ip_addresses=ips, server=True)
+    (directory / "ca.crt").write_bytes(ca.cert_pem)
+    write_private(directory / "ca.key", ca.key_pem)
+    (directory / "tls.crt").write_bytes(cert)
+    write_private(directory / "tls.key", key)
     return directory / "ca.crt"
 
 

@@ -1,7 +1,7 @@
 """A real Kubernetes control plane (etcd + kube-apiserver) on loopback, for tests and for people.
 
 What this module owns: finding the binaries (``KUBEBUILDER_ASSETS`` or ``hack/envtest.sh``), a
-throwaway PKI made with ``cryptography``, starting etcd and kube-apiservers on free ports, an admin
+throwaway PKI (``fleetsched.testing.pki``), starting etcd and kube-apiservers on free ports, an admin
 kubeconfig, readiness checks, applying ``crds/``, optional kube-controller-manager (garbage
 collection and namespace deletion), and tearing all of it down. Extra kube-apiservers ("member
 clusters", or fresh isolated control planes) share the one etcd under distinct ``--etcd-prefix``.
@@ -19,8 +19,6 @@ import argparse
 import atexit
 import base64
 import contextlib
-import datetime
-import ipaddress
 import json
 import os
 import shutil
@@ -39,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from fleetsched.testing.pki import CertificateAuthority, pem_key, write_private
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRDS_DIR = REPO_ROOT / "crds"
@@ -144,91 +142,6 @@ def _tail(path: Path, lines: int = 30) -> str:
 # PKI
 
 
-def _pem_cert(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-@dataclass(frozen=True)
-class CertificateAuthority:
-    """A throwaway ECDSA CA that issues serving and client certificates."""
-
-    key: ec.EllipticCurvePrivateKey
-    cert: x509.Certificate
-
-    @classmethod
-    def create(cls, common_name: str) -> CertificateAuthority:
-        key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        now = datetime.datetime.now(datetime.UTC)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=7))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                    key_encipherment=False, data_encipherment=False, key_agreement=False,
-                    encipher_only=False, decipher_only=False,
-                ),
-                critical=True,
-            )
-            .sign(key, hashes.SHA256())
-        )
-        return cls(key=key, cert=cert)
-
-    @property
-    def cert_pem(self) -> bytes:
-        return _pem_cert(self.cert)
-
-    def issue(
-        self,
-        common_name: str,
-        *,
-        organizations: Sequence[str] = (),
-        dns_names: Sequence[str] = (),
-        ip_addresses: Sequence[str] = (),
-        server: bool = False,
-    ) -> tuple[bytes, bytes]:
-        """Issue a certificate; returns (cert PEM, key PEM). CN = user, O = groups for clients."""
-        key = ec.generate_private_key(ec.SECP256R1())
-        attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
-        attributes += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-        now = datetime.datetime.now(datetime.UTC)
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name(attributes))
-            .issuer_name(self.cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=7))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.ExtendedKeyUsage(
-                    [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
-                ),
-                critical=False,
-            )
-        )
-        sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
-        sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(self.key, hashes.SHA256())
-        return _pem_cert(cert), _pem_key(key)
-
-
 @dataclass(frozen=True)
 class Pki:
     """Every certificate and key a control plane needs, written under ``directory``."""
@@ -267,11 +180,10 @@ class Pki:
             "admin.crt": admin_cert,
             "admin.key": admin_key,
             "sa.pub": sa_public,
-            "sa.key": _pem_key(sa_key),
+            "sa.key": pem_key(sa_key),
         }
         for name, data in files.items():
-            (directory / name).write_bytes(data)
-            (directory / name).chmod(0o600)
+            write_private(directory / name, data)
         return cls(
             directory=directory,
             serving_ca=directory / "serving-ca.crt",
