@@ -242,6 +242,33 @@ def _stop_process(proc: subprocess.Popen[bytes], *, grace: float = 10.0) -> None
         _LIVE_PROCESSES.discard(proc)
 
 
+def _check_running(proc: subprocess.Popen[bytes] | None, what: str, log_path: Path) -> None:
+    """Raise with the end of the log when a server process has already exited."""
+    assert proc is not None
+    if proc.poll() is not None:
+        log = _tail(log_path)
+        raise ControlPlaneUnavailable(f"{what} exited with {proc.returncode}\n--- {log_path}:\n{log}")
+
+
+def _start_on_free_ports(
+    launch: Callable[[], subprocess.Popen[bytes]], ready: Callable[[], None], log_path: Path, *, gave_up: str
+) -> None:
+    """``launch`` a server on freshly picked loopback ports and wait until ``ready`` returns. A free port
+    can be taken by someone else before the server binds it, so a start that timed out on "address
+    already in use" is tried again (three times in all); any other failure is reported with the log."""
+    for _attempt in range(3):
+        process = launch()
+        try:
+            ready()
+            return
+        except TimeoutError as exc:
+            _stop_process(process)
+            log = _tail(log_path)
+            if "address already in use" not in log:
+                raise ControlPlaneUnavailable(f"{exc}\n--- {log_path}:\n{log}") from exc
+    raise ControlPlaneUnavailable(gave_up)
+
+
 @dataclass
 class Etcd:
     """One etcd member on free loopback ports, data in a temporary directory, no fsync."""
@@ -261,7 +288,8 @@ class Etcd:
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        for _attempt in range(3):
+
+        def launch() -> subprocess.Popen[bytes]:
             self.client_port, peer_port = free_port(), free_port()
             self.process = _start_process(
                 [
@@ -279,22 +307,17 @@ class Etcd:
                 ],
                 self.log_path,
             )
-            try:
-                wait_until(self._healthy, timeout=START_TIMEOUT, message="etcd did not become healthy")
-                return
-            except TimeoutError as exc:
-                _stop_process(self.process)
-                if "address already in use" not in _tail(self.log_path):
-                    log = _tail(self.log_path)
-                    raise ControlPlaneUnavailable(f"{exc}\n--- {self.log_path}:\n{log}") from exc
-        raise ControlPlaneUnavailable(f"etcd could not find free ports; see {self.log_path}")
+            return self.process
+
+        def ready() -> None:
+            wait_until(self._healthy, timeout=START_TIMEOUT, message="etcd did not become healthy")
+
+        _start_on_free_ports(
+            launch, ready, self.log_path, gave_up=f"etcd could not find free ports; see {self.log_path}"
+        )
 
     def _healthy(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise ControlPlaneUnavailable(
-                f"etcd exited with {self.process.returncode}\n--- {self.log_path}:\n{_tail(self.log_path)}"
-            )
+        _check_running(self.process, "etcd", self.log_path)
         with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
             return b'"health":"true"' in response.read()
 
@@ -358,28 +381,25 @@ class APIServer:
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        for _attempt in range(3):
+
+        def launch() -> subprocess.Popen[bytes]:
             self.port = free_port()
             self._write_kubeconfig()
             self.process = _start_process(self.argv(), self.log_path)
-            try:
-                wait_until(
-                    self._ready, timeout=START_TIMEOUT, interval=0.25,
-                    message=f"kube-apiserver {self.name} did not become ready",
-                )
-                wait_until(
-                    lambda: self.get("/api/v1/namespaces/default") == 200, timeout=30,
-                    message=f"namespace default never appeared in {self.name}",
-                )
-                return
-            except TimeoutError as exc:
-                _stop_process(self.process)
-                if "address already in use" not in _tail(self.log_path):
-                    log = _tail(self.log_path)
-                    raise ControlPlaneUnavailable(f"{exc}\n--- {self.log_path}:\n{log}") from exc
-        raise ControlPlaneUnavailable(
-            f"kube-apiserver {self.name} could not find a free port; see {self.log_path}"
-        )
+            return self.process
+
+        def ready() -> None:
+            wait_until(
+                self._ready, timeout=START_TIMEOUT, interval=0.25,
+                message=f"kube-apiserver {self.name} did not become ready",
+            )
+            wait_until(
+                lambda: self.get("/api/v1/namespaces/default") == 200, timeout=30,
+                message=f"namespace default never appeared in {self.name}",
+            )
+
+        gave_up = f"kube-apiserver {self.name} could not find a free port; see {self.log_path}"
+        _start_on_free_ports(launch, ready, self.log_path, gave_up=gave_up)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -421,12 +441,7 @@ class APIServer:
         return json.loads(payload) if payload else {}
 
     def _ready(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise ControlPlaneUnavailable(
-                f"kube-apiserver {self.name} exited with {self.process.returncode}\n"
-                f"--- {self.log_path}:\n{_tail(self.log_path)}"
-            )
+        _check_running(self.process, f"kube-apiserver {self.name}", self.log_path)
         return self.get("/readyz") == 200
 
     def _write_kubeconfig(self) -> None:
@@ -532,10 +547,7 @@ class ControllerManager:
             self.log_path,
         )
         time.sleep(0.5)
-        if self.process.poll() is not None:
-            raise ControlPlaneUnavailable(
-                f"kube-controller-manager exited with {self.process.returncode}\n{_tail(self.log_path)}"
-            )
+        _check_running(self.process, "kube-controller-manager", self.log_path)
 
     def stop(self) -> None:
         if self.process is not None:
