@@ -10,7 +10,7 @@ Must not do I/O.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -90,6 +90,16 @@ class FilterContext:
     is_workload: bool
     # Other ResourceBindings with their targets; read only by the gated workload (anti-)affinity plugins.
     peers: tuple[PeerBinding, ...] = ()
+
+    def group_peers(self, group_of: Callable[[PeerBinding], str], group: str) -> Iterator[PeerBinding]:
+        """The other bindings of ``group`` (as ``group_of`` reads a binding's group) in this binding's
+        namespace, shared by WorkloadAffinity and WorkloadAntiAffinity (§5.7). The binding itself is
+        told apart by its generated name, as Karmada does."""
+        namespace, own_name = self.binding.namespace, self.binding.generated_name()
+        return (
+            peer for peer in self.peers
+            if group_of(peer) == group and peer.namespace == namespace and peer.name != own_name
+        )
 
 
 @runtime_checkable

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from fleetsched.scheduler.framework import FilterContext, Result
-from fleetsched.scheduler.types import ClusterInfo
+from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 
 NAME = "WorkloadAffinity"
 REASON = "ResourceBinding with the same affinity group does not target this cluster"
+
+
+def _affinity_group(peer: PeerBinding) -> str:
+    return peer.affinity_group
 
 
 class WorkloadAffinity:
@@ -20,14 +24,7 @@ class WorkloadAffinity:
         group = binding.affinity_group
         if not group or cluster.name in ctx.target_names:
             return Result.success()
-        own_name = binding.generated_name()
-        for peer in ctx.peers:
-            if (
-                peer.affinity_group == group
-                and peer.namespace == binding.namespace
-                and peer.name != own_name
-                and peer.targets
-                and cluster.name not in peer.targets
-            ):
+        for peer in ctx.group_peers(_affinity_group, group):
+            if peer.targets and cluster.name not in peer.targets:
                 return Result.unschedulable(REASON)
         return Result.success()

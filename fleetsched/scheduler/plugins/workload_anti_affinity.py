@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from fleetsched.scheduler.framework import FilterContext, Result
-from fleetsched.scheduler.types import ClusterInfo
+from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 
 NAME = "WorkloadAntiAffinity"
 REASON = "cluster already has workload with the same anti-affinity group"
+
+
+def _anti_affinity_group(peer: PeerBinding) -> str:
+    return peer.anti_affinity_group
 
 
 class WorkloadAntiAffinity:
@@ -20,13 +24,7 @@ class WorkloadAntiAffinity:
         group = binding.anti_affinity_group
         if not group or cluster.name in ctx.target_names:
             return Result.success()
-        own_name = binding.generated_name()
-        for peer in ctx.peers:
-            if (
-                peer.anti_affinity_group == group
-                and peer.namespace == binding.namespace
-                and peer.name != own_name
-                and cluster.name in peer.targets
-            ):
+        for peer in ctx.group_peers(_anti_affinity_group, group):
+            if cluster.name in peer.targets:
                 return Result.unschedulable(REASON)
         return Result.success()

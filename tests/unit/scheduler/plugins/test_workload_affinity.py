@@ -90,3 +90,15 @@ def test_gate_registers_the_plugins_and_they_filter() -> None:
     assert {t.name for t in gated.clusters or ()} == {"m2"}
     default = Scheduler().schedule(binding, a_binding().status(), snapshot)
     assert {t.name for t in default.clusters or ()} == {"m1", "m2"}
+
+
+def test_group_peers_is_the_one_peer_lookup_both_plugins_use() -> None:
+    peers = (
+        PEER,
+        replace(PEER, name="cache-deployment", affinity_group="app=other"),
+        replace(PEER, namespace="other"),
+        replace(PEER, name="web-deployment"),
+    )
+    ctx = _ctx(peers, group="app=shop", anti="app=shop")
+    assert list(ctx.group_peers(lambda p: p.affinity_group, "app=shop")) == [PEER]
+    assert list(ctx.group_peers(lambda p: p.anti_affinity_group, "app=shop")) == [PEER, peers[1]]
