@@ -387,7 +387,7 @@ async def main_async(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bindings", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=32)
     parser.add_argument("--concurrency", type=int, default=32, help="client requests in flight")
     parser.add_argument("--profile", help="run the scheduler under cProfile, writing stats to this file")
     args = parser.parse_args()

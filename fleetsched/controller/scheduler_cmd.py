@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only bindings whose spec.schedulerName matches are scheduled (default %(default)s)",
     )
     parser.add_argument(
-        "--workers", type=int, default=16, help="concurrent scheduling workers (default %(default)s)"
+        "--workers", type=int, default=32, help="concurrent scheduling workers (default %(default)s)"
     )
     parser.add_argument(
         "--kube-api-qps",
