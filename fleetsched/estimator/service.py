@@ -7,8 +7,9 @@ form) into node-table and store updates. Pure: no grpc, no Kubernetes client.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -135,6 +136,7 @@ def apply_pod(table: NodeTable, obj: Mapping[str, Any]) -> None:
 Observer = Callable[[str | None, str, float], None]
 ESTIMATE_REPLICAS = "estimate_replicas"
 ESTIMATE_COMPONENTS = "estimate_components"
+_Plugin = NodeResourceEstimator | ResourceQuotaEstimator
 # GetUnschedulableReplicas steps of the algorithm-latency metric; (step, ok, seconds)
 StepObserver = Callable[[str, bool, float], None]
 STEP_GET_OBJECT = "GetObjectFromCache"
@@ -166,39 +168,38 @@ class EstimatorService:
         return EstimateContext(assumed_workloads=tuple(assumed))
 
     def max_available_replicas(self, request: MaxAvailableReplicasRequest) -> int:
-        self._check_cluster(request.cluster)
-        if self.table.num_nodes() == 0:
-            return 0
-        ctx = self._context(request.assumed_workloads)
-        start = time.perf_counter()
-        results = [self._run(plugin.name, ESTIMATE_REPLICAS, plugin.estimate_replicas, ctx,
-                             request.replica_requirements)
-                   for plugin in (self._node_resource, self._resource_quota)]
-        self._observe(None, ESTIMATE_REPLICAS, start)
-        merged = combine(results)
-        if merged.code is Code.UNSCHEDULABLE:
-            return 0
-        if merged.code is Code.ERROR:
-            raise EstimatorError("failed to estimate replicas: estimate replica plugins fails with "
-                                 f"[{' '.join(merged.reasons)}]")
-        return merged.value
+        requirements = request.replica_requirements
+        return self._estimate(
+            request.cluster, request.assumed_workloads, ESTIMATE_REPLICAS,
+            lambda plugin, ctx: plugin.estimate_replicas(ctx, requirements),
+            failure="failed to estimate replicas: estimate replica plugins fails with",
+        )
 
     def max_available_component_sets(self, request: MaxAvailableComponentSetsRequest) -> int:
-        self._check_cluster(request.cluster)
+        components, namespace = request.components, request.namespace
+        return self._estimate(
+            request.cluster, request.assumed_workloads, ESTIMATE_COMPONENTS,
+            lambda plugin, ctx: plugin.estimate_components(ctx, components, namespace),
+            failure="failed to estimate component sets: estimate components plugins fails with",
+        )
+
+    def _estimate(self, cluster: str, assumed: Iterable[Any], extension_point: str,
+                  call: Callable[[_Plugin, EstimateContext], PluginResult], *, failure: str) -> int:
+        """One extension point over both plugins (spec 3.2, 3.10): no nodes answers 0, the merged
+        result's Unschedulable answers 0, its Error fails the RPC with ``failure`` and the reasons."""
+        self._check_cluster(cluster)
         if self.table.num_nodes() == 0:
             return 0
-        ctx = self._context(request.assumed_workloads)
+        ctx = self._context(assumed)
         start = time.perf_counter()
-        results = [self._run(plugin.name, ESTIMATE_COMPONENTS, plugin.estimate_components, ctx,
-                             request.components, request.namespace)
+        results = [self._run(plugin.name, extension_point, call, plugin, ctx)
                    for plugin in (self._node_resource, self._resource_quota)]
-        self._observe(None, ESTIMATE_COMPONENTS, start)
+        self._observe(None, extension_point, start)
         merged = combine(results)
         if merged.code is Code.UNSCHEDULABLE:
             return 0
         if merged.code is Code.ERROR:
-            raise EstimatorError("failed to estimate component sets: estimate components plugins fails with "
-                                 f"[{' '.join(merged.reasons)}]")
+            raise EstimatorError(f"{failure} [{' '.join(merged.reasons)}]")
         return merged.value
 
     def get_unschedulable_replicas(self, request: UnschedulableReplicasRequest,
@@ -206,24 +207,24 @@ class EstimatorService:
         self._check_cluster(request.cluster)
         if request.resource is None:
             raise EstimatorError("resource is nil")
-        start = time.perf_counter()
-        try:
+        with self._step(STEP_GET_OBJECT):
             workload = self.workloads.get(request.resource)
-        except EstimatorError:
-            self._step(STEP_GET_OBJECT, False, start)
-            raise
-        self._step(STEP_GET_OBJECT, True, start)
+        with self._step(STEP_UNSCHEDULABLE_PODS):
+            return unschedulable_pods_of(self.workloads, workload, request.resource,
+                                         request.unschedulable_threshold_ns, now or datetime.now(UTC))
+
+    @contextlib.contextmanager
+    def _step(self, step: str) -> Iterator[None]:
+        """Time one step for the algorithm-latency metric; an EstimatorError counts it as failed."""
         start = time.perf_counter()
         try:
-            count = unschedulable_pods_of(self.workloads, workload, request.resource,
-                                          request.unschedulable_threshold_ns, now or datetime.now(UTC))
+            yield
         except EstimatorError:
-            self._step(STEP_UNSCHEDULABLE_PODS, False, start)
+            self._observe_step(step, False, start)
             raise
-        self._step(STEP_UNSCHEDULABLE_PODS, True, start)
-        return count
+        self._observe_step(step, True, start)
 
-    def _step(self, step: str, ok: bool, start: float) -> None:
+    def _observe_step(self, step: str, ok: bool, start: float) -> None:
         if self.step_observer is not None:
             self.step_observer(step, ok, time.perf_counter() - start)
 
