@@ -152,7 +152,6 @@ class SchedulerOperator:
     own_generation: dict[str, int] = field(default_factory=dict)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
-    _stopping: bool = False
 
     # ---- readiness --------------------------------------------------------------------------
 
