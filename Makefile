@@ -1,4 +1,4 @@
-.PHONY: simulate test lint local-up crds proto
+.PHONY: simulate test lint local-up crds proto cli-docs bench
 
 # Quick start 1: install and schedule the shipped example fleet offline.
 simulate:
@@ -12,3 +12,21 @@ test:
 
 lint:
 	.venv/bin/ruff check fleetsched tests bench hack
+
+# A real etcd + kube-apiserver on loopback with crds/ applied, in the foreground; prints the KUBECONFIG.
+local-up:
+	hack/local-up.sh
+
+# Regenerate what is generated from the code (tests fail when these drift).
+crds:
+	.venv/bin/python hack/gen_crds.py
+proto:
+	.venv/bin/python hack/gen_proto.py
+cli-docs:
+	.venv/bin/python hack/gen_cli_docs.py
+
+# Benchmarks print figures; they assert nothing.
+bench:
+	.venv/bin/python bench/core.py
+	.venv/bin/python bench/estimator.py
+	.venv/bin/python bench/webhook.py
