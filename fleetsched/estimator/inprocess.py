@@ -10,13 +10,14 @@ counts for them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetsched.estimator import handlers, wire
 from fleetsched.estimator.inventory import MemberInventory
 from fleetsched.estimator.model import EstimatorError
 from fleetsched.estimator.pb import estimator_pb2
+from fleetsched.estimator.service import EstimatorService
 
 __all__ = [
     "MEMBER_CLUSTER_ANNOTATION",
@@ -93,28 +94,37 @@ class InventoryEstimator:
 
     def max_available_replicas(self, clusters: Sequence[Any], replica_requirements: Any) -> list[int]:
         requirements = requirements_json(replica_requirements)
-        out = []
-        for cluster in clusters:
-            name = cluster_name(cluster)
-            inventory = self.inventories.get(name)
-            if inventory is None:
-                out.append(UNAUTHENTIC_REPLICA)
-                continue
+
+        def request(name: str) -> Any:
             raw: dict[str, Any] = {"cluster": name}
             if requirements is not None:
                 raw["replicaRequirements"] = requirements
-            message = estimator_pb2.MaxAvailableReplicasRequest.FromString(
+            return estimator_pb2.MaxAvailableReplicasRequest.FromString(
                 wire.replicas_request_to_pb(raw).SerializeToString())
-            try:
-                out.append(handlers.max_available_replicas(inventory.service, message).maxReplicas)
-            except EstimatorError:
-                out.append(UNAUTHENTIC_REPLICA)
-        return out
 
+        def answer(service: EstimatorService, message: Any) -> int:
+            return int(handlers.max_available_replicas(service, message).maxReplicas)
+
+        return self._each_cluster(clusters, request, answer)
 
     def max_available_component_sets(self, clusters: Sequence[Any], components: Sequence[Any]) -> list[int]:
         parts = [component_json(c) for c in components]
         namespace = next((ns for ns in (_requirements_namespace(c) for c in components) if ns), "")
+
+        def request(name: str) -> Any:
+            message = wire.component_sets_request_to_pb({"cluster": name, "components": parts,
+                                                         "namespace": namespace})
+            return estimator_pb2.MaxAvailableComponentSetsRequest.FromString(message.SerializeToString())
+
+        def answer(service: EstimatorService, message: Any) -> int:
+            return int(handlers.max_available_component_sets(service, message).maxSets)
+
+        return self._each_cluster(clusters, request, answer)
+
+    def _each_cluster(self, clusters: Sequence[Any], request: Callable[[str], Any],
+                      answer: Callable[[EstimatorService, Any], int]) -> list[int]:
+        """One answer per cluster, in order, asked over the wire form as a remote estimator would be;
+        UNAUTHENTIC_REPLICA where the cluster has no inventory or its estimator refuses the request."""
         out = []
         for cluster in clusters:
             name = cluster_name(cluster)
@@ -122,11 +132,9 @@ class InventoryEstimator:
             if inventory is None:
                 out.append(UNAUTHENTIC_REPLICA)
                 continue
-            request = wire.component_sets_request_to_pb({"cluster": name, "components": parts,
-                                                         "namespace": namespace})
-            message = estimator_pb2.MaxAvailableComponentSetsRequest.FromString(request.SerializeToString())
+            message = request(name)
             try:
-                out.append(handlers.max_available_component_sets(inventory.service, message).maxSets)
+                out.append(answer(inventory.service, message))
             except EstimatorError:
                 out.append(UNAUTHENTIC_REPLICA)
         return out
