@@ -7,11 +7,12 @@ condition mapping. Overflow tiers inside a term are handled by ``assign.py``. Pu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fleetsched.scheduler.errors import FitError, SchedulingError
 from fleetsched.scheduler.outcome import SUCCESS_MESSAGE, Condition, GroupAttempt, ScheduleResult
-from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
+from fleetsched.scheduler.types import BindingStatus, SchedulingBinding, TargetCluster
 
 if TYPE_CHECKING:
     from fleetsched.scheduler.pipeline import Scheduler, Snapshot
@@ -60,28 +61,30 @@ def schedule_binding(
     terms = binding.placement.cluster_affinities
     attempts: list[GroupAttempt] = []
 
+    def scheduled(targets: Sequence[TargetCluster], affinity_name: str | None) -> ScheduleResult:
+        return ScheduleResult(
+            binding.key, condition_for(None), tuple(targets), affinity_name, True, mode, strategy,
+            tuple(attempts),
+        )
+
+    def failed(error: SchedulingError) -> ScheduleResult:
+        # §3.6: a FitError clears spec.clusters (an empty result is written); any other error writes
+        # only the condition.
+        cleared = isinstance(error, FitError)
+        return ScheduleResult(
+            binding.key, condition_for(error), () if cleared else None, None, cleared, mode, strategy,
+            tuple(attempts),
+        )
+
     if terms is None:
         # §3.6 single-affinity path.
         try:
             out = scheduler.run_algorithm(binding, status, snapshot, status.scheduler_observing_affinity_name)
-        except AttemptFailed as failed:
-            attempts.append(failed.attempt)
-            err = failed.error
-            cleared = isinstance(err, FitError)
-            return ScheduleResult(
-                binding.key,
-                condition_for(err),
-                () if cleared else None,
-                None,
-                cleared,
-                mode,
-                strategy,
-                tuple(attempts),
-            )
+        except AttemptFailed as attempt_failed:
+            attempts.append(attempt_failed.attempt)
+            return failed(attempt_failed.error)
         attempts.append(out.attempt)
-        return ScheduleResult(
-            binding.key, condition_for(None), tuple(out.targets), None, True, mode, strategy, tuple(attempts)
-        )
+        return scheduled(out.targets, None)
 
     # §3.7 ordered scheduling groups.
     first_error: SchedulingError | None = None
@@ -90,25 +93,13 @@ def schedule_binding(
         term_status = BindingStatus(name, status.last_scheduled_time)
         try:
             out = scheduler.run_algorithm(binding, term_status, snapshot, name)
-        except AttemptFailed as failed:
-            attempts.append(failed.attempt)
-            first_error = first_error or failed.error
+        except AttemptFailed as attempt_failed:
+            attempts.append(attempt_failed.attempt)
+            first_error = first_error or attempt_failed.error
             continue
         attempts.append(out.attempt)
-        return ScheduleResult(
-            binding.key, condition_for(None), tuple(out.targets), name, True, mode, strategy, tuple(attempts)
-        )
+        return scheduled(out.targets, name)
     if first_error is None:
         # An empty (non-nil) clusterAffinities list: Karmada reports success and writes nothing.
         return ScheduleResult(binding.key, condition_for(None), None, None, False, mode, strategy, ())
-    cleared = isinstance(first_error, FitError)
-    return ScheduleResult(
-        binding.key,
-        condition_for(first_error),
-        () if cleared else None,
-        None,
-        cleared,
-        mode,
-        strategy,
-        tuple(attempts),
-    )
+    return failed(first_error)
