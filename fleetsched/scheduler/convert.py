@@ -9,7 +9,7 @@ Raises ``ConversionError`` naming the field path on malformed input.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from fleetsched.api.quantity import Quantity, QuantityError, parse_quantity
@@ -91,6 +91,13 @@ def _int(value: Any, path: str, *, bits: int = 32) -> int:
     return value
 
 
+def _objects(value: Any, path: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """Each object of a list with its own field path (``path[i]``), for errors that name the field."""
+    for i, item in enumerate(_list(value, path)):
+        item_path = f"{path}[{i}]"
+        yield _map(item, item_path), item_path
+
+
 def _strs(value: Any, path: str) -> tuple[str, ...]:
     return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
 
@@ -132,18 +139,14 @@ def _time(value: Any, path: str) -> dt.datetime | None:
 
 
 def _requirements(value: Any, path: str) -> tuple[LabelRequirement, ...]:
-    out = []
-    for i, item in enumerate(_list(value, path)):
-        p = f"{path}[{i}]"
-        m = _map(item, p)
-        out.append(
-            LabelRequirement(
-                _str(m.get("key"), f"{p}.key"),
-                _str(m.get("operator"), f"{p}.operator"),
-                _strs(m.get("values"), f"{p}.values"),
-            )
+    return tuple(
+        LabelRequirement(
+            _str(m.get("key"), f"{p}.key"),
+            _str(m.get("operator"), f"{p}.operator"),
+            _strs(m.get("values"), f"{p}.values"),
         )
-    return tuple(out)
+        for m, p in _objects(value, path)
+    )
 
 
 def _label_selector(value: Any, path: str) -> LabelSelector | None:
@@ -173,19 +176,15 @@ def _affinity(m: Mapping[str, Any], path: str) -> ClusterAffinity:
 
 
 def _tolerations(value: Any, path: str) -> tuple[Toleration, ...]:
-    out = []
-    for i, item in enumerate(_list(value, path)):
-        p = f"{path}[{i}]"
-        m = _map(item, p)
-        out.append(
-            Toleration(
-                _str(m.get("key"), f"{p}.key"),
-                _str(m.get("operator"), f"{p}.operator"),
-                _str(m.get("value"), f"{p}.value"),
-                _str(m.get("effect"), f"{p}.effect"),
-            )
+    return tuple(
+        Toleration(
+            _str(m.get("key"), f"{p}.key"),
+            _str(m.get("operator"), f"{p}.operator"),
+            _str(m.get("value"), f"{p}.value"),
+            _str(m.get("effect"), f"{p}.effect"),
         )
-    return tuple(out)
+        for m, p in _objects(value, path)
+    )
 
 
 def placement_from_dict(value: Any, path: str = "spec.placement") -> Placement | None:
@@ -200,37 +199,26 @@ def placement_from_dict(value: Any, path: str = "spec.placement") -> Placement |
     terms: tuple[AffinityTerm, ...] | None = None
     if m.get("clusterAffinities") is not None:
         items = []
-        for i, item in enumerate(_list(m["clusterAffinities"], f"{path}.clusterAffinities")):
-            p = f"{path}.clusterAffinities[{i}]"
-            t = _map(item, p)
+        for t, p in _objects(m["clusterAffinities"], f"{path}.clusterAffinities"):
             overflow = None
             if t.get("overflowAffinities") is not None:
                 overflow = tuple(
-                    OverflowTerm(
-                        _str(
-                            _map(o, f"{p}.overflowAffinities[{j}]").get("affinityName"),
-                            f"{p}.overflowAffinities[{j}].affinityName",
-                        ),
-                        _affinity(_map(o, f"{p}.overflowAffinities[{j}]"), f"{p}.overflowAffinities[{j}]"),
-                    )
-                    for j, o in enumerate(_list(t["overflowAffinities"], f"{p}.overflowAffinities"))
+                    OverflowTerm(_str(o.get("affinityName"), f"{q}.affinityName"), _affinity(o, q))
+                    for o, q in _objects(t["overflowAffinities"], f"{p}.overflowAffinities")
                 )
             items.append(
                 AffinityTerm(_str(t.get("affinityName"), f"{p}.affinityName"), _affinity(t, p), overflow)
             )
         terms = tuple(items)
-    spreads = []
-    for i, item in enumerate(_list(m.get("spreadConstraints"), f"{path}.spreadConstraints")):
-        p = f"{path}.spreadConstraints[{i}]"
-        s = _map(item, p)
-        spreads.append(
-            SpreadConstraint(
-                _str(s.get("spreadByField"), f"{p}.spreadByField"),
-                _str(s.get("spreadByLabel"), f"{p}.spreadByLabel"),
-                _int(s.get("maxGroups"), f"{p}.maxGroups", bits=64),
-                _int(s.get("minGroups"), f"{p}.minGroups", bits=64),
-            )
+    spreads = [
+        SpreadConstraint(
+            _str(s.get("spreadByField"), f"{p}.spreadByField"),
+            _str(s.get("spreadByLabel"), f"{p}.spreadByLabel"),
+            _int(s.get("maxGroups"), f"{p}.maxGroups", bits=64),
+            _int(s.get("minGroups"), f"{p}.minGroups", bits=64),
         )
+        for s, p in _objects(m.get("spreadConstraints"), f"{path}.spreadConstraints")
+    ]
     replica_scheduling = None
     if m.get("replicaScheduling") is not None:
         p = f"{path}.replicaScheduling"
@@ -238,18 +226,13 @@ def placement_from_dict(value: Any, path: str = "spec.placement") -> Placement |
         wp = None
         if rs.get("weightPreference") is not None:
             wpm = _map(rs["weightPreference"], f"{p}.weightPreference")
-            rules = []
-            for i, item in enumerate(
-                _list(wpm.get("staticWeightList"), f"{p}.weightPreference.staticWeightList")
-            ):
-                q = f"{p}.weightPreference.staticWeightList[{i}]"
-                r = _map(item, q)
-                rules.append(
-                    StaticWeightRule(
-                        _affinity(_map(r.get("targetCluster"), f"{q}.targetCluster"), f"{q}.targetCluster"),
-                        _int(r.get("weight"), f"{q}.weight", bits=64),
-                    )
+            rules = [
+                StaticWeightRule(
+                    _affinity(_map(r.get("targetCluster"), f"{q}.targetCluster"), f"{q}.targetCluster"),
+                    _int(r.get("weight"), f"{q}.weight", bits=64),
                 )
+                for r, q in _objects(wpm.get("staticWeightList"), f"{p}.weightPreference.staticWeightList")
+            ]
             wp = WeightPreference(
                 tuple(rules), _str(wpm.get("dynamicWeight"), f"{p}.weightPreference.dynamicWeight")
             )
@@ -297,33 +280,22 @@ def binding_from_dict(obj: Mapping[str, Any]) -> SchedulingBinding:
     md = _map(obj.get("metadata"), "metadata")
     spec = _map(obj.get("spec"), "spec")
     res = _map(spec.get("resource"), "spec.resource")
-    clusters = []
-    for i, item in enumerate(_list(spec.get("clusters"), "spec.clusters")):
-        t = _map(item, f"spec.clusters[{i}]")
-        clusters.append(
-            TargetCluster(
-                _str(t.get("name"), f"spec.clusters[{i}].name"),
-                _int(t.get("replicas"), f"spec.clusters[{i}].replicas"),
-            )
+    clusters = [
+        TargetCluster(_str(t.get("name"), f"{p}.name"), _int(t.get("replicas"), f"{p}.replicas"))
+        for t, p in _objects(spec.get("clusters"), "spec.clusters")
+    ]
+    components = [
+        Component(
+            _str(c.get("name"), f"{p}.name"),
+            _int(c.get("replicas"), f"{p}.replicas"),
+            _replica_requirements(c.get("replicaRequirements"), f"{p}.replicaRequirements"),
         )
-    components = []
-    for i, item in enumerate(_list(spec.get("components"), "spec.components")):
-        p = f"spec.components[{i}]"
-        c = _map(item, p)
-        components.append(
-            Component(
-                _str(c.get("name"), f"{p}.name"),
-                _int(c.get("replicas"), f"{p}.replicas"),
-                _replica_requirements(c.get("replicaRequirements"), f"{p}.replicaRequirements"),
-            )
-        )
+        for c, p in _objects(spec.get("components"), "spec.components")
+    ]
     groups = _map(spec.get("workloadAffinityGroups"), "spec.workloadAffinityGroups")
     evicting = tuple(
-        _str(
-            _map(t, f"spec.gracefulEvictionTasks[{i}]").get("fromCluster"),
-            f"spec.gracefulEvictionTasks[{i}].fromCluster",
-        )
-        for i, t in enumerate(_list(spec.get("gracefulEvictionTasks"), "spec.gracefulEvictionTasks"))
+        _str(t.get("fromCluster"), f"{p}.fromCluster")
+        for t, p in _objects(spec.get("gracefulEvictionTasks"), "spec.gracefulEvictionTasks")
     )
     return SchedulingBinding(
         kind=kind,
@@ -365,8 +337,7 @@ def peer_from_dict(obj: Mapping[str, Any]) -> PeerBinding:
             groups.get("antiAffinityGroup"), "spec.workloadAffinityGroups.antiAffinityGroup"
         ),
         targets=frozenset(
-            _str(_map(t, f"spec.clusters[{i}]").get("name"), f"spec.clusters[{i}].name")
-            for i, t in enumerate(_list(spec.get("clusters"), "spec.clusters"))
+            _str(t.get("name"), f"{p}.name") for t, p in _objects(spec.get("clusters"), "spec.clusters")
         ),
     )
 
@@ -389,41 +360,26 @@ def cluster_from_dict(obj: Mapping[str, Any]) -> ClusterInfo:
         str(k): _str(v, f"metadata.labels.{k}") for k, v in _map(md.get("labels"), "metadata.labels").items()
     }
     zones = _strs(spec.get("zones"), "spec.zones")
-    taints = []
-    for i, item in enumerate(_list(spec.get("taints"), "spec.taints")):
-        p = f"spec.taints[{i}]"
-        t = _map(item, p)
-        taints.append(
-            Taint(
-                _str(t.get("key"), f"{p}.key"),
-                _str(t.get("value"), f"{p}.value"),
-                _str(t.get("effect"), f"{p}.effect"),
-            )
+    taints = [
+        Taint(
+            _str(t.get("key"), f"{p}.key"),
+            _str(t.get("value"), f"{p}.value"),
+            _str(t.get("effect"), f"{p}.effect"),
         )
+        for t, p in _objects(spec.get("taints"), "spec.taints")
+    ]
     apis: set[tuple[str, str]] = set()
-    for i, item in enumerate(_list(status.get("apiEnablements"), "status.apiEnablements")):
-        p = f"status.apiEnablements[{i}]"
-        e = _map(item, p)
+    for e, p in _objects(status.get("apiEnablements"), "status.apiEnablements"):
         gv = _str(e.get("groupVersion"), f"{p}.groupVersion")
-        for j, r in enumerate(_list(e.get("resources"), f"{p}.resources")):
-            apis.add((gv, _str(_map(r, f"{p}.resources[{j}]").get("kind"), f"{p}.resources[{j}].kind")))
+        for r, q in _objects(e.get("resources"), f"{p}.resources"):
+            apis.add((gv, _str(r.get("kind"), f"{q}.kind")))
     summary = None
     if status.get("resourceSummary") is not None:
         p = "status.resourceSummary"
         s = _map(status["resourceSummary"], p)
         modelings = tuple(
-            (
-                _int(
-                    _map(m, f"{p}.allocatableModelings[{i}]").get("grade"),
-                    f"{p}.allocatableModelings[{i}].grade",
-                ),
-                _int(
-                    _map(m, f"{p}.allocatableModelings[{i}]").get("count"),
-                    f"{p}.allocatableModelings[{i}].count",
-                    bits=64,
-                ),
-            )
-            for i, m in enumerate(_list(s.get("allocatableModelings"), f"{p}.allocatableModelings"))
+            (_int(m.get("grade"), f"{q}.grade"), _int(m.get("count"), f"{q}.count", bits=64))
+            for m, q in _objects(s.get("allocatableModelings"), f"{p}.allocatableModelings")
         )
         summary = ResourceSummary(
             allocatable=_quantities(s.get("allocatable"), f"{p}.allocatable"),
@@ -431,22 +387,21 @@ def cluster_from_dict(obj: Mapping[str, Any]) -> ClusterInfo:
             allocating=_quantities(s.get("allocating"), f"{p}.allocating"),
             allocatable_modelings=modelings,
         )
-    models = []
-    for i, item in enumerate(_list(spec.get("resourceModels"), "spec.resourceModels")):
-        p = f"spec.resourceModels[{i}]"
-        m = _map(item, p)
-        ranges = []
-        for j, r in enumerate(_list(m.get("ranges"), f"{p}.ranges")):
-            q = f"{p}.ranges[{j}]"
-            rm = _map(r, q)
-            ranges.append(
+    models = [
+        ResourceModel(
+            # ranges before grade: the first bad field reported is the one it always was
+            ranges=tuple(
                 (
-                    _str(rm.get("name"), f"{q}.name"),
-                    _quantity(rm.get("min", 0), f"{q}.min"),
-                    _quantity(rm.get("max", 0), f"{q}.max"),
+                    _str(r.get("name"), f"{q}.name"),
+                    _quantity(r.get("min", 0), f"{q}.min"),
+                    _quantity(r.get("max", 0), f"{q}.max"),
                 )
-            )
-        models.append(ResourceModel(_int(m.get("grade"), f"{p}.grade"), tuple(ranges)))
+                for r, q in _objects(m.get("ranges"), f"{p}.ranges")
+            ),
+            grade=_int(m.get("grade"), f"{p}.grade"),
+        )
+        for m, p in _objects(spec.get("resourceModels"), "spec.resourceModels")
+    ]
     return ClusterInfo(
         name=_str(md.get("name"), "metadata.name"),
         labels=labels,

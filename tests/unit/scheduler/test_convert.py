@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,43 @@ def test_malformed_bindings_name_the_field(raw: dict, path: str) -> None:
         binding_from_dict(raw)
     assert info.value.path == path
     assert str(info.value).startswith(path + ": ")
+
+
+@pytest.mark.parametrize(
+    ("convert", "raw", "path"),
+    [
+        pytest.param(binding_from_dict, {"spec": {"clusters": [{"name": "a"}, "b"]}}, "spec.clusters[1]",
+                     id="a list item must be an object"),
+        pytest.param(
+            binding_from_dict,
+            {"spec": {"placement": {"clusterAffinities": [
+                {"affinityName": "a"},
+                {"affinityName": "b", "overflowAffinities": [{"affinityName": "c"}, {"affinityName": 1}]},
+            ]}}},
+            "spec.placement.clusterAffinities[1].overflowAffinities[1].affinityName",
+            id="nested list items",
+        ),
+        pytest.param(
+            binding_from_dict,
+            {"spec": {"placement": {"replicaScheduling": {"weightPreference": {"staticWeightList": [
+                {"targetCluster": {}, "weight": 1},
+                {"targetCluster": {"clusterNames": [2]}, "weight": 1},
+            ]}}}}},
+            "spec.placement.replicaScheduling.weightPreference.staticWeightList[1].targetCluster.clusterNames[0]",
+            id="a list inside a list item",
+        ),
+        pytest.param(cluster_from_dict, {"status": {"apiEnablements": [
+            {"groupVersion": "v1", "resources": [{"kind": "Pod"}, {"kind": 3}]}]}},
+            "status.apiEnablements[0].resources[1].kind", id="api enablements"),
+        pytest.param(cluster_from_dict, {"spec": {"resourceModels": [
+            {"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": "x"}]}]}},
+            "spec.resourceModels[0].ranges[0].max", id="resource model ranges"),
+        pytest.param(cluster_from_dict, {"status": {"resourceSummary": {"allocatableModelings": [
+            {"grade": 0, "count": 1}, {"grade": 1, "count": "2"}]}}},
+            "status.resourceSummary.allocatableModelings[1].count", id="allocatable modelings"),
+    ],
+)
+def test_malformed_list_items_name_their_index(convert: Any, raw: dict, path: str) -> None:
+    with pytest.raises(ConversionError) as info:
+        convert(raw)
+    assert info.value.path == path
