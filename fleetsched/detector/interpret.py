@@ -15,7 +15,7 @@ from typing import Any
 from fleetsched.api.meta import NodeSelector, Toleration
 from fleetsched.api.quantity import Format, Quantity, parse_quantity
 from fleetsched.api.work import NodeClaim, ReplicaRequirements
-from fleetsched.labels import is_qualified_name
+from fleetsched.estimator.resources import is_scalar_resource
 
 __all__ = [
     "InterpretError",
@@ -41,6 +41,10 @@ _POD_TEMPLATE_KINDS = {
 }
 
 
+# Kubernetes' IsScalarResourceName; one copy, shared with the estimators.
+is_scalar_resource_name = is_scalar_resource
+
+
 class InterpretError(ValueError):
     """A template field the interpreter needs has the wrong shape; ``path`` names it."""
 
@@ -48,30 +52,6 @@ class InterpretError(ValueError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
-
-
-def _is_prefixed_native(name: str) -> bool:
-    return "kubernetes.io/" in name
-
-
-def _is_native(name: str) -> bool:
-    return "/" not in name or _is_prefixed_native(name)
-
-
-def _is_extended(name: str) -> bool:
-    if _is_native(name) or name.startswith("requests."):
-        return False
-    return is_qualified_name("requests." + name)
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """Kubernetes' IsScalarResourceName: extended, hugepages, prefixed native, attachable volumes."""
-    return (
-        _is_extended(name)
-        or name.startswith("hugepages-")
-        or _is_prefixed_native(name)
-        or name.startswith("attachable-volumes-")
-    )
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from fleetsched.api.quantity import Format, Quantity
-from fleetsched.labels import is_qualified_name
+from fleetsched.estimator.resources import is_scalar_resource
 from fleetsched.scheduler.types import MAX_INT32, ClusterInfo, Component, ReplicaRequirements
 
 __all__ = ["GeneralEstimator", "estimate_cluster", "estimate_component_sets", "is_scalar_resource"]
@@ -25,13 +25,6 @@ MODEL_NODE_PODS = 110
 
 class _ModelError(Exception):
     """The model path cannot answer; the summary path is used instead."""
-
-
-def is_scalar_resource(name: str) -> bool:
-    """Kubernetes' IsScalarResourceName: extended, hugepages-, *kubernetes.io/*, attachable-volumes-."""
-    if name.startswith("hugepages-") or "kubernetes.io/" in name or name.startswith("attachable-volumes-"):
-        return True
-    return "/" in name and not name.startswith("requests.") and is_qualified_name("requests." + name)
 
 
 def _to_int32(n: int) -> int:

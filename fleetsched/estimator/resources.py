@@ -48,6 +48,8 @@ def is_extended_resource(name: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def is_scalar_resource(name: str) -> bool:
+    """Kubernetes' IsScalarResourceName: extended, ``hugepages-``, ``*kubernetes.io/*``,
+    ``attachable-volumes-``. The one copy: the general estimator and the interpreter use it too."""
     return (is_extended_resource(name) or name.startswith("hugepages-") or _NATIVE_PREFIX in name
             or name.startswith("attachable-volumes-"))
 
