@@ -40,9 +40,11 @@ __all__ = [
     "zones_match",
 ]
 
-_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_INT64_RE = re.compile(r"^[+-]?[0-9]+$")
+# Matched with fullmatch: Python's '$' also matches before a final newline, Go's does not, so "a\n" is
+# neither a valid label value nor an int64 there.
+_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_INT64_RE = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -50,19 +52,19 @@ def is_qualified_name(key: str) -> bool:
     """Kubernetes IsQualifiedName: ``[prefix/]name``, prefix a DNS subdomain (≤253), name ≤63 characters."""
     prefix, slash, name = key.rpartition("/")
     # A second '/' lands in the prefix, which the subdomain pattern then refuses.
-    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix)):
         return False
-    return 0 < len(name) <= 63 and _NAME_RE.match(name) is not None
+    return 0 < len(name) <= 63 and _NAME_RE.fullmatch(name) is not None
 
 
 def is_label_value(value: str) -> bool:
     """Kubernetes IsValidLabelValue: empty, or ≤63 characters of the name alphabet."""
-    return value == "" or (len(value) <= 63 and _NAME_RE.match(value) is not None)
+    return value == "" or (len(value) <= 63 and _NAME_RE.fullmatch(value) is not None)
 
 
 def parse_int64(text: str) -> int | None:
     """Go's ``strconv.ParseInt(text, 10, 64)``, or None where it fails (not decimal, or out of range)."""
-    if not _INT64_RE.match(text):
+    if not _INT64_RE.fullmatch(text):
         return None
     number = int(text)
     return number if _INT64_MIN <= number <= _INT64_MAX else None

@@ -11,7 +11,14 @@ from fleetsched.api.selectors import label_selector_matches as api_matches
 from fleetsched.estimator.model import NodeSelectorRequirement, Toleration
 from fleetsched.estimator.nodefilter import Taint as NodeTaint
 from fleetsched.estimator.nodefilter import compile_requirement as node_requirement
-from fleetsched.labels import compile_requirement, is_qualified_name, parse_int64, tolerates, zones_match
+from fleetsched.labels import (
+    compile_requirement,
+    is_label_value,
+    is_qualified_name,
+    parse_int64,
+    tolerates,
+    zones_match,
+)
 from fleetsched.scheduler import matching, types
 
 
@@ -29,6 +36,7 @@ from fleetsched.scheduler import matching, types
         ("", None),
         ("0x10", None),
         (" 1", None),
+        ("5\n", None),  # Python's '$' would accept the newline; Go's ParseInt does not
     ],
 )
 def test_parse_int64_is_go_parseint_base_10(text: str, expected: int | None) -> None:
@@ -38,10 +46,18 @@ def test_parse_int64_is_go_parseint_base_10(text: str, expected: int | None) -> 
 @pytest.mark.parametrize(
     ("key", "valid"),
     [("a", True), ("example.com/a", True), ("a/b/c", False), ("/a", False), ("Example.com/a", False),
-     ("a" * 63, True), ("a" * 64, False), ("", False), ("-a", False)],
+     ("a" * 63, True), ("a" * 64, False), ("", False), ("-a", False), ("a\n", False), ("x.io\n/a", False)],
 )
 def test_qualified_name(key: str, valid: bool) -> None:
     assert is_qualified_name(key) is valid
+
+
+def test_a_trailing_newline_is_not_a_label_value() -> None:
+    assert is_label_value("a") and is_label_value("")
+    assert not is_label_value("a\n")
+    assert compile_requirement("k", "In", ("a\n",), allow_compare=False) is None
+    gt = compile_requirement("n", "Gt", ("3",), allow_compare=True)
+    assert gt is not None and not gt.matches({"n": "5\n"})
 
 
 def test_gt_lt_only_where_comparisons_are_allowed() -> None:
