@@ -28,7 +28,7 @@ from typing import Any
 import kopf
 import structlog
 
-from fleetsched.controller import decision, metrics
+from fleetsched.controller import decision, metrics, runtime
 from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key
 from fleetsched.controller.events import (
     NORMAL,
@@ -41,8 +41,10 @@ from fleetsched.controller.events import (
     success_message,
 )
 from fleetsched.controller.kube import ApiError, Connection, KubeClient
-from fleetsched.controller.leader import ApiLeaseStore, LeaderElectionConfig, LeaderElector
-from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding, SchedulingQueue
+from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
+from fleetsched.controller.runtime import ControllerRuntime
+from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
 from fleetsched.controller.writer import compute_patches, explanation, observed_generation_patch
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
 from fleetsched.scheduler.convert import (
@@ -62,10 +64,6 @@ CLUSTER_GROUP, CLUSTER_VERSION = "cluster.karmada.io", "v1alpha1"
 RB, CRB = "ResourceBinding", "ClusterResourceBinding"
 PLURALS = {RB: "resourcebindings", CRB: "clusterresourcebindings"}
 MAX_CONFLICT_RETRIES = 5
-
-
-class NotLeader(Exception):
-    """Leadership was lost before a write; the key goes back to the queue."""
 
 
 def binding_path(kind: str, key: str, *, status: bool = False) -> str:
@@ -97,44 +95,8 @@ class OperatorConfig:
     graceful_timeout: float = 20.0
 
 
-class _NoProgressStorage(kopf.ProgressStorage):
-    """kopf state is never persisted: there is nothing to persist for raw event handlers."""
-
-    def fetch(self, **_: Any) -> Any:
-        return None
-
-    def store(self, **_: Any) -> None:
-        return None
-
-    def purge(self, **_: Any) -> None:
-        return None
-
-    def touch(self, **_: Any) -> None:
-        return None
-
-    def clear(self, *, essence: Any) -> Any:
-        return essence
-
-
-class _NoDiffBaseStorage(kopf.DiffBaseStorage):
-    """No diff base either: raw event handlers never look at diffs, so none is built.
-
-    kopf's default ``build()`` deep-copies every object on every watch event; with no change
-    handlers registered the result is never used (it was 13% of the operator's CPU in the bench).
-    """
-
-    def build(self, **_: Any) -> Any:
-        return {}
-
-    def fetch(self, **_: Any) -> Any:
-        return None
-
-    def store(self, **_: Any) -> None:
-        return None
-
-
 @dataclass
-class SchedulerOperator:
+class SchedulerOperator(ControllerRuntime):
     client: KubeClient
     connection: Connection
     scheduler: Scheduler
@@ -153,18 +115,10 @@ class SchedulerOperator:
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
 
-    # ---- readiness --------------------------------------------------------------------------
+    worker_key_field = "binding"
+    runtime_log = log
 
-    @property
-    def is_leader(self) -> bool:
-        return self.elector is None or self.elector.is_leader
-
-    def ready(self) -> tuple[bool, str]:
-        if not self.synced.is_set():
-            return False, "caches not synced"
-        if not self.is_leader:
-            return False, "not the leader"
-        return True, "ok"
+    # ---- lifecycle helpers ----------------------------------------------------------------------
 
     @staticmethod
     def _take_signals_back(stop: asyncio.Event) -> None:
@@ -283,32 +237,12 @@ class SchedulerOperator:
 
     # ---- workers ------------------------------------------------------------------------------
 
-    async def run_worker(self, index: int) -> None:
-        while True:
-            if self.elector is not None and not self.elector.leading.is_set():
-                await self.elector.leading.wait()
-            try:
-                entry = await self.queue.pop()
-            except QueueClosed:
-                return
-            task = asyncio.current_task()
-            assert task is not None
-            self._in_flight.add(task)
-            try:
-                outcome = await self.process(entry)
-            except NotLeader:
-                self.queue.done(entry, Outcome.DONE)
-                self.queue.push(entry.key)
-                continue
-            except Exception as exc:  # a bug must not kill the worker
-                log.exception("worker_error", binding=entry.key, error=repr(exc))
-                outcome = Outcome.ERROR
-            finally:
-                self._in_flight.discard(task)
-            if outcome is not Outcome.DONE:
-                metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_SCHEDULE_ATTEMPT_FAILURE).inc()
-            self.queue.done(entry, outcome)
-            self._update_queue_gauges()
+    def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
+        if outcome is not Outcome.DONE:
+            metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_SCHEDULE_ATTEMPT_FAILURE).inc()
+
+    def on_done(self) -> None:
+        self._update_queue_gauges()
 
     def _update_queue_gauges(self) -> None:
         sizes = self.queue.sizes()
@@ -474,10 +408,6 @@ class SchedulerOperator:
             }
         raise AssertionError("unreachable")
 
-    def _ensure_leader(self) -> None:
-        if not self.is_leader:
-            raise NotLeader
-
     def _store_response(self, kind: str, response: dict[str, Any]) -> None:
         if response.get("metadata"):
             response.setdefault("kind", kind)
@@ -517,20 +447,7 @@ class SchedulerOperator:
     # ---- kopf wiring ----------------------------------------------------------------------------
 
     def kopf_registry(self) -> kopf.OperatorRegistry:
-        registry = kopf.OperatorRegistry()
-        connection = self.connection
-
-        @kopf.on.login(registry=registry)
-        def login(**_: Any) -> kopf.ConnectionInfo:
-            return kopf.ConnectionInfo(
-                server=connection.server,
-                ca_path=connection.ca_path,
-                insecure=connection.insecure,
-                certificate_path=connection.certificate_path,
-                private_key_path=connection.private_key_path,
-                token=connection.token,
-                scheme="Bearer" if connection.token else None,
-            )
+        registry = runtime.kopf_registry(self.connection)
 
         # Async handlers run on the event loop; kopf would send sync ones to a thread pool per event.
         @kopf.on.event(WORK_GROUP, WORK_VERSION, "resourcebindings", registry=registry)
@@ -549,22 +466,7 @@ class SchedulerOperator:
 
     @staticmethod
     def kopf_settings() -> kopf.OperatorSettings:
-        settings = kopf.OperatorSettings()
-        settings.persistence.progress_storage = _NoProgressStorage()
-        settings.persistence.diffbase_storage = _NoDiffBaseStorage()
-        settings.posting.enabled = False
-        settings.peering.standalone = True
-        settings.peering.mandatory = False
-        settings.watching.connect_timeout = 10
-        settings.watching.server_timeout = 300
-        settings.watching.client_timeout = 330
-        settings.watching.inactivity_timeout = 360
-        settings.batching.batch_window = 0.001
-        settings.networking.request_timeout = 60
-        settings.scanning.disabled = True
-        # kopf would SIGKILL the process if its tasks ended without the stop flag; we stop it ourselves.
-        settings.process.ultimate_exiting_timeout = None
-        return settings
+        return runtime.kopf_settings()
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -606,53 +508,19 @@ class SchedulerOperator:
             [asyncio.ensure_future(kopf_ready.wait()), kopf_task], return_when=asyncio.FIRST_COMPLETED
         )
         self._take_signals_back(stop)
-        tasks: list[asyncio.Task[Any]] = [
-            asyncio.create_task(self.queue.run_flushers(), name="queue-flushers")
-        ]
-        if self.config.leader_election is not None:
-            store = ApiLeaseStore(
-                self.client, self.config.leader_election.namespace, self.config.leader_election.name
-            )
-            self.elector = LeaderElector(
-                config=self.config.leader_election,
-                store=store,
-                on_started_leading=lambda: metrics.LEADER.set(1),
-                on_stopped_leading=lambda: metrics.LEADER.set(0),
-            )
-            tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
-        else:
+        if self.config.leader_election is None:
             metrics.LEADER.set(1)
-        workers = [
-            asyncio.create_task(self.run_worker(i), name=f"worker-{i}") for i in range(self.config.workers)
-        ]
+        tasks, workers = self.start_background(
+            on_started_leading=lambda: metrics.LEADER.set(1),
+            on_stopped_leading=lambda: metrics.LEADER.set(0),
+        )
         stop_wait = asyncio.create_task(stop.wait())
         await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
         watch_failed = kopf_task.done() and not stop.is_set()
         if watch_failed:
             error = kopf_task.exception() if not kopf_task.cancelled() else None
             log.error("watching_stopped", error=repr(error))
-        log.info("shutting_down", in_flight=len(self._in_flight))
-        # Finish in-flight writes: no new keys are handed out, busy workers complete their binding.
-        self.queue.close()
-        busy = [task for task in workers if task in self._in_flight]
-        for task in workers:
-            if task not in self._in_flight:
-                task.cancel()  # idle, or a standby waiting for leadership
-        if busy:
-            await asyncio.wait(busy, timeout=self.config.graceful_timeout)
-        for task in workers:
-            task.cancel()
-        await self.events.flush(2.0)
-        if self.elector is not None:
-            await self.elector.release()
-        for task in tasks:
-            task.cancel()
-        kopf_stop.set()
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
-            await asyncio.wait_for(kopf_task, 10)
-        await self.events.stop()
-        stop_wait.cancel()
-        for task in [*tasks, *workers]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.shutdown(
+            workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
+        )
         return 1 if watch_failed else 0

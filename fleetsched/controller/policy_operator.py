@@ -34,12 +34,11 @@ from pydantic import ValidationError
 
 from fleetsched.api.load import ResourceTemplate
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
-from fleetsched.controller import metrics
+from fleetsched.controller import metrics, runtime
 from fleetsched.controller.cache import ObjectCache, object_key
 from fleetsched.controller.events import NORMAL, WARNING, EventRecorder, InvolvedObject
 from fleetsched.controller.kube import ApiError, Connection, KubeClient
-from fleetsched.controller.leader import ApiLeaseStore, LeaderElectionConfig, LeaderElector
-from fleetsched.controller.operator import SchedulerOperator
+from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.controller.policy import (
     OWNER_UID_MISMATCH,
     WriteAction,
@@ -52,7 +51,9 @@ from fleetsched.controller.policy import (
     template_changed,
     unwatched_selectors,
 )
-from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding, SchedulingQueue
+from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
+from fleetsched.controller.runtime import ControllerRuntime
+from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
 from fleetsched.detector import FeatureGates, binding_name, build_binding, claim_of, derive, implicit_priority
 from fleetsched.detector import constants as keys
 
@@ -164,10 +165,6 @@ class PolicyControllerConfig:
     standalone: bool = False
 
 
-class NotLeader(Exception):
-    """Leadership was lost before a write; the key goes back to the queue."""
-
-
 class _NotFound(Exception):
     """The object of a write is gone; for a release that means nothing is left to release."""
 
@@ -248,7 +245,7 @@ class _ParsedPolicies:
 
 
 @dataclass
-class PolicyController:
+class PolicyController(ControllerRuntime):
     client: KubeClient
     connection: Connection
     config: PolicyControllerConfig = field(default_factory=PolicyControllerConfig)
@@ -272,19 +269,6 @@ class PolicyController:
         self.watched_kinds = frozenset((r.api_version, r.kind) for r in self.config.resources)
         # Off again if the control plane turns out to serve Karmada's Works (``check_standalone``).
         self.removes_binding_finalizers = self.config.standalone
-
-    # ---- readiness ----------------------------------------------------------------------------
-
-    @property
-    def is_leader(self) -> bool:
-        return self.elector is None or self.elector.is_leader
-
-    def ready(self) -> tuple[bool, str]:
-        if not self.synced.is_set():
-            return False, "caches not synced"
-        if not self.is_leader:
-            return False, "not the leader"
-        return True, "ok"
 
     # ---- watch events -------------------------------------------------------------------------
 
@@ -392,30 +376,6 @@ class PolicyController:
         )
 
     # ---- workers ------------------------------------------------------------------------------
-
-    async def run_worker(self, index: int) -> None:
-        while True:
-            if self.elector is not None and not self.elector.leading.is_set():
-                await self.elector.leading.wait()
-            try:
-                entry = await self.queue.pop()
-            except QueueClosed:
-                return
-            task = asyncio.current_task()
-            assert task is not None
-            self._in_flight.add(task)
-            try:
-                outcome = await self.process(entry)
-            except NotLeader:
-                self.queue.done(entry, Outcome.DONE)
-                self.queue.push(entry.key)
-                continue
-            except Exception as exc:  # a bug must not kill the worker
-                log.exception("worker_error", key=entry.key, error=repr(exc))
-                outcome = Outcome.ERROR
-            finally:
-                self._in_flight.discard(task)
-            self.queue.done(entry, outcome)
 
     async def process(self, entry: QueuedBinding) -> Outcome:
         kind, name, key = entry.key.split("|", 2)
@@ -834,10 +794,6 @@ class PolicyController:
 
     # ---- helpers ------------------------------------------------------------------------------
 
-    def _ensure_leader(self) -> None:
-        if not self.is_leader:
-            raise NotLeader
-
     def _event(self, template: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         if self.events is None:
             return
@@ -854,21 +810,7 @@ class PolicyController:
     # ---- kopf wiring --------------------------------------------------------------------------
 
     def kopf_registry(self) -> kopf.OperatorRegistry:
-        registry = kopf.OperatorRegistry()
-        connection = self.connection
-
-        @kopf.on.login(registry=registry)
-        def login(**_: Any) -> kopf.ConnectionInfo:
-            return kopf.ConnectionInfo(
-                server=connection.server,
-                ca_path=connection.ca_path,
-                insecure=connection.insecure,
-                certificate_path=connection.certificate_path,
-                private_key_path=connection.private_key_path,
-                token=connection.token,
-                scheme="Bearer" if connection.token else None,
-            )
-
+        registry = runtime.kopf_registry(self.connection)
         for policy_kind, plural in POLICY_PLURALS.items():
             self._watch_policy(registry, policy_kind, plural)
         for resource in self.config.resources:
@@ -905,42 +847,16 @@ class PolicyController:
         kopf_task = asyncio.create_task(
             kopf.operator(
                 registry=self.kopf_registry(),
-                settings=SchedulerOperator.kopf_settings(),
+                settings=runtime.kopf_settings(),
                 clusterwide=True,
                 standalone=True,
                 stop_flag=kopf_stop,
             ),
             name="kopf",
         )
-        tasks: list[asyncio.Task[Any]] = [
-            asyncio.create_task(self.queue.run_flushers(), name="queue-flushers")
-        ]
-        if self.config.leader_election is not None:
-            store = ApiLeaseStore(
-                self.client, self.config.leader_election.namespace, self.config.leader_election.name
-            )
-            self.elector = LeaderElector(config=self.config.leader_election, store=store)
-            tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
-        workers = [
-            asyncio.create_task(self.run_worker(i), name=f"worker-{i}") for i in range(self.config.workers)
-        ]
+        tasks, workers = self.start_background()
         stop_wait = asyncio.create_task(stop.wait())
         await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
-        log.info("shutting_down", in_flight=len(self._in_flight))
-        self.queue.close()
-        await asyncio.wait(workers, timeout=self.config.graceful_timeout)
-        for task in workers:
-            task.cancel()
-        await self.events.flush(2.0)
-        if self.elector is not None:
-            await self.elector.release()
-        for task in tasks:
-            task.cancel()
-        kopf_stop.set()
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
-            await asyncio.wait_for(kopf_task, 10)
-        await self.events.stop()
-        stop_wait.cancel()
-        for task in [*tasks, *workers]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.shutdown(
+            workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
+        )

@@ -1,0 +1,243 @@
+"""What the scheduler operator and the policy controller run the same way.
+
+Both are kopf raw-event watchers feeding a ``SchedulingQueue`` drained by N workers, where only
+the Lease holder's workers write. This module holds that machinery once:
+
+* ``ControllerRuntime``: leadership/readiness, the worker loop (a lost Lease puts the key back,
+  a bug never kills a worker), in-flight tracking, starting the leader election and the graceful
+  shutdown (finish in-flight work, flush Events, release the Lease, stop kopf);
+* kopf wiring: the login handler from our ``Connection`` and the settings that keep kopf from
+  writing anything onto watched objects.
+
+The concrete controller is a dataclass providing ``queue``, ``synced``, ``elector``, ``events``,
+``config`` (with ``leader_election`` and ``graceful_timeout``), ``client``, ``_in_flight`` and
+``process(entry)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+import structlog
+
+from fleetsched.controller.kube import Connection
+from fleetsched.controller.leader import ApiLeaseStore, LeaderElector
+from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding
+
+log = structlog.get_logger("fleetsched.controller")
+
+
+class NotLeader(Exception):
+    """Leadership was lost before a write; the key goes back to the queue."""
+
+
+class _NoProgressStorage(kopf.ProgressStorage):
+    """kopf state is never persisted: there is nothing to persist for raw event handlers."""
+
+    def fetch(self, **_: Any) -> Any:
+        return None
+
+    def store(self, **_: Any) -> None:
+        return None
+
+    def purge(self, **_: Any) -> None:
+        return None
+
+    def touch(self, **_: Any) -> None:
+        return None
+
+    def clear(self, *, essence: Any) -> Any:
+        return essence
+
+
+class _NoDiffBaseStorage(kopf.DiffBaseStorage):
+    """No diff base either: raw event handlers never look at diffs, so none is built.
+
+    kopf's default ``build()`` deep-copies every object on every watch event; with no change
+    handlers registered the result is never used (it was 13% of the operator's CPU in the bench).
+    """
+
+    def build(self, **_: Any) -> Any:
+        return {}
+
+    def fetch(self, **_: Any) -> Any:
+        return None
+
+    def store(self, **_: Any) -> None:
+        return None
+
+
+def kopf_settings() -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.persistence.progress_storage = _NoProgressStorage()
+    settings.persistence.diffbase_storage = _NoDiffBaseStorage()
+    settings.posting.enabled = False
+    settings.peering.standalone = True
+    settings.peering.mandatory = False
+    settings.watching.connect_timeout = 10
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.inactivity_timeout = 360
+    settings.batching.batch_window = 0.001
+    settings.networking.request_timeout = 60
+    settings.scanning.disabled = True
+    # kopf would SIGKILL the process if its tasks ended without the stop flag; we stop it ourselves.
+    settings.process.ultimate_exiting_timeout = None
+    return settings
+
+
+def kopf_registry(connection: Connection) -> kopf.OperatorRegistry:
+    """A registry whose only handler so far logs kopf in with ``connection``."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return kopf.ConnectionInfo(
+            server=connection.server,
+            ca_path=connection.ca_path,
+            insecure=connection.insecure,
+            certificate_path=connection.certificate_path,
+            private_key_path=connection.private_key_path,
+            token=connection.token,
+            scheme="Bearer" if connection.token else None,
+        )
+
+    return registry
+
+
+class ControllerRuntime:
+    """Mixin for the controllers' dataclasses; see the module docstring for what it expects."""
+
+    # the log field naming a queue key in ``worker_error``, and the logger of the worker/shutdown lines
+    worker_key_field = "key"
+    runtime_log: Any = log
+
+    queue: Any
+    synced: asyncio.Event
+    elector: LeaderElector | None
+    events: Any
+    config: Any
+    client: Any
+    _in_flight: set[asyncio.Task[Any]]
+
+    async def process(self, entry: QueuedBinding) -> Outcome:
+        raise NotImplementedError
+
+    def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
+        """Called after each key is done (metrics)."""
+
+    # ---- leadership -----------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.synced.is_set():
+            return False, "caches not synced"
+        if not self.is_leader:
+            return False, "not the leader"
+        return True, "ok"
+
+    def _ensure_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeader
+
+    # ---- workers --------------------------------------------------------------------------------
+
+    async def run_worker(self, index: int) -> None:
+        while True:
+            if self.elector is not None and not self.elector.leading.is_set():
+                await self.elector.leading.wait()
+            try:
+                entry = await self.queue.pop()
+            except QueueClosed:
+                return
+            task = asyncio.current_task()
+            assert task is not None
+            self._in_flight.add(task)
+            try:
+                outcome = await self.process(entry)
+            except NotLeader:
+                self.queue.done(entry, Outcome.DONE)
+                self.queue.push(entry.key)
+                continue
+            except Exception as exc:  # a bug must not kill the worker
+                fields = {self.worker_key_field: entry.key, "error": repr(exc)}
+                self.runtime_log.exception("worker_error", **fields)
+                outcome = Outcome.ERROR
+            finally:
+                self._in_flight.discard(task)
+            self.after_outcome(entry, outcome)
+            self.queue.done(entry, outcome)
+            self.on_done()
+
+    def on_done(self) -> None:
+        """Called after ``queue.done`` (queue gauges)."""
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def start_background(
+        self,
+        *,
+        on_started_leading: Callable[[], None] | None = None,
+        on_stopped_leading: Callable[[], None] | None = None,
+    ) -> tuple[list[asyncio.Task[Any]], list[asyncio.Task[Any]]]:
+        """Start the queue's flushers, the leader election (when configured) and the workers;
+        returns (background tasks, worker tasks)."""
+        tasks: list[asyncio.Task[Any]] = [
+            asyncio.create_task(self.queue.run_flushers(), name="queue-flushers")
+        ]
+        election = self.config.leader_election
+        if election is not None:
+            store = ApiLeaseStore(self.client, election.namespace, election.name)
+            kwargs: dict[str, Any] = {}
+            if on_started_leading is not None:
+                kwargs["on_started_leading"] = on_started_leading
+            if on_stopped_leading is not None:
+                kwargs["on_stopped_leading"] = on_stopped_leading
+            self.elector = LeaderElector(config=election, store=store, **kwargs)
+            tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
+        workers = [
+            asyncio.create_task(self.run_worker(i), name=f"worker-{i}") for i in range(self.config.workers)
+        ]
+        return tasks, workers
+
+    async def shutdown(
+        self,
+        *,
+        workers: list[asyncio.Task[Any]],
+        tasks: list[asyncio.Task[Any]],
+        kopf_stop: asyncio.Event,
+        kopf_task: asyncio.Task[Any],
+        stop_wait: asyncio.Task[Any],
+    ) -> None:
+        """Finish in-flight writes (no new keys are handed out, busy workers complete their key),
+        flush Events, release the Lease, stop kopf and the background tasks."""
+        self.runtime_log.info("shutting_down", in_flight=len(self._in_flight))
+        self.queue.close()
+        busy = [task for task in workers if task in self._in_flight]
+        for task in workers:
+            if task not in self._in_flight:
+                task.cancel()  # idle, or a standby waiting for leadership
+        if busy:
+            await asyncio.wait(busy, timeout=self.config.graceful_timeout)
+        for task in workers:
+            task.cancel()
+        await self.events.flush(2.0)
+        if self.elector is not None:
+            await self.elector.release()
+        for task in tasks:
+            task.cancel()
+        kopf_stop.set()
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+            await asyncio.wait_for(kopf_task, 10)
+        await self.events.stop()
+        stop_wait.cancel()
+        for task in [*tasks, *workers]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
