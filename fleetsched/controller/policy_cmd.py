@@ -9,26 +9,19 @@ install without Karmada's binding controller (the manifests turn it on; beside K
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import os
-import signal
-import socket
-import uuid
 
 import structlog
-from aiohttp import web
 
-from fleetsched.controller import logs
-from fleetsched.controller.kube import KubeClient, load_connection
-from fleetsched.controller.leader import LeaderElectionConfig
+from fleetsched.controller import command
+from fleetsched.controller.http import start_endpoints, stop_endpoints
+from fleetsched.controller.kube import load_connection
 from fleetsched.controller.policy_operator import (
     DEFAULT_RESOURCES,
     KNOWN_RESOURCES,
     PolicyController,
     PolicyControllerConfig,
 )
-from fleetsched.controller.scheduler_cmd import _bool, _duration, _http_app, _split_address
 from fleetsched.detector import FeatureGates
 
 log = structlog.get_logger("fleetsched.controller")
@@ -90,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--standalone",
-        type=_bool,
+        type=command.boolean,
         nargs="?",
         const=True,
         default=False,
@@ -100,40 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "controller removes it after cleaning up member clusters; ignored, with a warning, where the "
         "control plane serves Karmada's works.work.karmada.io (default %(default)s)",
     )
-    parser.add_argument("--kube-api-qps", type=float, default=40.0)
-    parser.add_argument("--kube-api-burst", type=int, default=60)
-    parser.add_argument("--leader-elect", type=_bool, nargs="?", const=True, default=True)
-    parser.add_argument("--leader-elect-resource-name", default="fleetsched-controller")
-    parser.add_argument("--leader-elect-resource-namespace", default="karmada-system")
-    parser.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0)
-    parser.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0)
-    parser.add_argument("--leader-elect-retry-period", type=_duration, default=2.0)
-    parser.add_argument("--metrics-bind-address", default=":8081", help="'0' disables (default %(default)s)")
-    parser.add_argument(
-        "--health-probe-bind-address", default=":10358", help="'0' disables (default %(default)s)"
-    )
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    command.add_kube_api_arguments(parser, qps=40.0, burst=60)
+    command.add_leader_election_arguments(parser, resource_name="fleetsched-controller")
+    command.add_serving_arguments(parser, metrics=":8081", health=":10358")
 
 
 async def _serve(args: argparse.Namespace) -> int:
     connection = load_connection(args.kubeconfig)
-    client = KubeClient(
-        connection,
-        qps=args.kube_api_qps,
-        burst=args.kube_api_burst,
-        user_agent="fleetsched-controller",
-        field_manager="fleetsched-controller",
-    )
-    election = None
-    if args.leader_elect:
-        election = LeaderElectionConfig(
-            name=args.leader_elect_resource_name,
-            namespace=args.leader_elect_resource_namespace,
-            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
-            lease_duration=args.leader_elect_lease_duration,
-            renew_deadline=args.leader_elect_renew_deadline,
-            retry_period=args.leader_elect_retry_period,
-        )
+    client = command.kube_client(connection, args, agent="fleetsched-controller")
     skipped = tuple(filter(None, (p.strip() for p in args.skipped_propagating_namespaces.split(","))))
     controller = PolicyController(
         client=client,
@@ -143,36 +110,16 @@ async def _serve(args: argparse.Namespace) -> int:
             workers=max(args.workers, 1),
             gates=args.feature_gates,
             skipped_namespaces=skipped,
-            leader_election=election,
+            leader_election=command.leader_election(args),
             standalone=args.standalone,
         ),
     )
-    runners: list[web.AppRunner] = []
-    health_address = _split_address(args.health_probe_bind_address)
-    metrics_address = _split_address(args.metrics_bind_address)
-    if health_address is not None and health_address == metrics_address:
-        groups = [(health_address, True, True)]
-    else:
-        groups = [
-            (a, h, m)
-            for a, h, m in ((health_address, True, False), (metrics_address, False, True))
-            if a is not None
-        ]
-    for address, health, metrics_enabled in groups:
-        runner = web.AppRunner(
-            _http_app(controller, health=health, metrics_enabled=metrics_enabled),  # type: ignore[arg-type]
-            access_log=None,
-        )
-        await runner.setup()
-        await web.TCPSite(runner, address[0], address[1]).start()
-        runners.append(runner)
-        log.info(
-            "http_listening", address=f"{address[0]}:{address[1]}", health=health, metrics=metrics_enabled
-        )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    runners = await start_endpoints(
+        controller.ready,
+        health_probe_bind_address=args.health_probe_bind_address,
+        metrics_bind_address=args.metrics_bind_address,
+    )
+    stop = command.stop_on_signals()
     log.info(
         "controller_starting",
         resources=list(args.resources),
@@ -184,17 +131,11 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         await controller.run(stop)
     finally:
-        for runner in runners:
-            with contextlib.suppress(Exception):
-                await runner.cleanup()
+        await stop_endpoints(runners)
         await client.close()
     log.info("controller_stopped")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    logs.configure(args.log_level)
-    try:
-        return asyncio.run(_serve(args))
-    except KeyboardInterrupt:
-        return 0
+    return command.run_command(_serve, args)

@@ -14,47 +14,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
-import signal
-import socket
-import uuid
 from typing import Any
 
 import structlog
-from aiohttp import web
 
-from fleetsched.controller import logs, metrics
+from fleetsched.controller import command
 from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
-from fleetsched.controller.kube import KubeClient, load_connection
-from fleetsched.controller.leader import LeaderElectionConfig
+from fleetsched.controller.http import start_endpoints, stop_endpoints
+from fleetsched.controller.kube import load_connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
 
 log = structlog.get_logger("fleetsched.scheduler")
-
-
-def _duration(text: str) -> float:
-    """Go-style durations as Karmada's flags use (``3s``, ``500ms``, ``1m``); bare numbers are seconds."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    for suffix in ("ms", "s", "m", "h"):
-        if text.endswith(suffix):
-            try:
-                return float(text[: -len(suffix)]) * units[suffix]
-            except ValueError:
-                break
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 3s, 500ms)") from None
-
-
-def _bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (use true or false)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,26 +40,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, default=32, help="concurrent scheduling workers (default %(default)s)"
     )
-    parser.add_argument(
-        "--kube-api-qps",
-        type=float,
-        default=500.0,
-        help="client-side QPS limit for API writes; 0 disables (default %(default)s)",
-    )
-    parser.add_argument(
-        "--kube-api-burst", type=int, default=1000, help="burst for --kube-api-qps (default %(default)s)"
-    )
+    command.add_kube_api_arguments(parser, qps=500.0, burst=1000)
     parser.add_argument(
         "--plugins",
         default="*",
         help="scheduler plugins: '*' all in-tree, '-Name' disables one (default %(default)s)",
     )
     parser.add_argument(
-        "--enable-empty-workload-propagation", type=_bool, nargs="?", const=True, default=False
+        "--enable-empty-workload-propagation", type=command.boolean, nargs="?", const=True, default=False
     )
     parser.add_argument(
         "--enable-scheduler-estimator",
-        type=_bool,
+        type=command.boolean,
         nargs="?",
         const=True,
         default=False,
@@ -96,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--scheduler-estimator-timeout",
-        type=_duration,
+        type=command.duration,
         default=3.0,
         help="deadline for one binding's estimator calls (default 3s)",
     )
@@ -111,63 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--scheduler-estimator-service-prefix", default="karmada-scheduler-estimator")
     parser.add_argument("--scheduler-estimator-service-namespace", default="karmada-system")
-    parser.add_argument(
-        "--leader-elect",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=True,
-        help="use a coordination.k8s.io Lease so only one replica schedules (default true)",
-    )
-    parser.add_argument("--leader-elect-resource-name", default="fleetsched-scheduler")
-    parser.add_argument("--leader-elect-resource-namespace", default="karmada-system")
-    parser.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0)
-    parser.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0)
-    parser.add_argument("--leader-elect-retry-period", type=_duration, default=2.0)
-    parser.add_argument("--metrics-bind-address", default=":8080", help="'0' disables (default %(default)s)")
-    parser.add_argument(
-        "--health-probe-bind-address", default=":10351", help="'0' disables (default %(default)s)"
-    )
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-
-
-def _split_address(address: str) -> tuple[str, int] | None:
-    if address in ("0", ""):
-        return None
-    host, _, port = address.rpartition(":")
-    return (host or "0.0.0.0"), int(port)
-
-
-def _http_app(operator: SchedulerOperator, *, health: bool, metrics_enabled: bool) -> web.Application:
-    app = web.Application()
-
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def readyz(_: web.Request) -> web.Response:
-        ok, why = operator.ready()
-        return web.Response(text=why, status=200 if ok else 503)
-
-    async def metrics_handler(_: web.Request) -> web.Response:
-        return web.Response(body=metrics.exposition(), content_type="text/plain", charset="utf-8")
-
-    if health:
-        app.router.add_get("/healthz", healthz)
-        app.router.add_get("/readyz", readyz)
-    if metrics_enabled:
-        app.router.add_get("/metrics", metrics_handler)
-    return app
+    command.add_leader_election_arguments(parser, resource_name="fleetsched-scheduler")
+    command.add_serving_arguments(parser, metrics=":8080", health=":10351")
 
 
 async def _serve(args: argparse.Namespace) -> int:
     connection = load_connection(args.kubeconfig)
-    client = KubeClient(
-        connection,
-        qps=args.kube_api_qps,
-        burst=args.kube_api_burst,
-        user_agent="fleetsched-scheduler",
-        field_manager="fleetsched-scheduler",
-    )
+    client = command.kube_client(connection, args, agent="fleetsched-scheduler")
     from fleetsched.scheduler import Scheduler, Settings
     from fleetsched.scheduler.framework import PluginSelectionError
 
@@ -199,17 +112,6 @@ async def _serve(args: argparse.Namespace) -> int:
         log.error("invalid_flag", flag="--plugins", error=str(exc))
         await client.close()
         return 2
-    election = None
-    if args.leader_elect:
-        identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-        election = LeaderElectionConfig(
-            name=args.leader_elect_resource_name,
-            namespace=args.leader_elect_resource_namespace,
-            identity=identity,
-            lease_duration=args.leader_elect_lease_duration,
-            renew_deadline=args.leader_elect_renew_deadline,
-            retry_period=args.leader_elect_retry_period,
-        )
     operator = SchedulerOperator(
         client=client,
         connection=connection,
@@ -217,36 +119,18 @@ async def _serve(args: argparse.Namespace) -> int:
         run_core=run_core,
         accurate=accurate,
         config=OperatorConfig(
-            scheduler_name=args.scheduler_name, workers=max(args.workers, 1), leader_election=election
+            scheduler_name=args.scheduler_name,
+            workers=max(args.workers, 1),
+            leader_election=command.leader_election(args),
         ),
     )
 
-    runners: list[web.AppRunner] = []
-    health_address = _split_address(args.health_probe_bind_address)
-    metrics_address = _split_address(args.metrics_bind_address)
-    if health_address is not None and health_address == metrics_address:
-        groups = [(health_address, True, True)]
-    else:
-        groups = [
-            (a, h, m)
-            for a, h, m in ((health_address, True, False), (metrics_address, False, True))
-            if a is not None
-        ]
-    for address, health, metrics_enabled in groups:
-        runner = web.AppRunner(
-            _http_app(operator, health=health, metrics_enabled=metrics_enabled), access_log=None
-        )
-        await runner.setup()
-        await web.TCPSite(runner, address[0], address[1]).start()
-        runners.append(runner)
-        log.info(
-            "http_listening", address=f"{address[0]}:{address[1]}", health=health, metrics=metrics_enabled
-        )
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    runners = await start_endpoints(
+        operator.ready,
+        health_probe_bind_address=args.health_probe_bind_address,
+        metrics_bind_address=args.metrics_bind_address,
+    )
+    stop = command.stop_on_signals()
     log.info(
         "scheduler_starting",
         scheduler_name=args.scheduler_name,
@@ -257,9 +141,7 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         code = await operator.run(stop)
     finally:
-        for runner in runners:
-            with contextlib.suppress(Exception):
-                await runner.cleanup()
+        await stop_endpoints(runners)
         await client.close()
         if accurate is not None:
             accurate.close()
@@ -268,8 +150,4 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logs.configure(args.log_level)
-    try:
-        return asyncio.run(_serve(args))
-    except KeyboardInterrupt:
-        return 0
+    return command.run_command(_serve, args)

@@ -1,0 +1,122 @@
+"""Command-line pieces ``fleetsched scheduler`` and ``fleetsched controller`` share.
+
+Flag value types as Karmada's flags take them (Go durations, ``--flag``/``--flag=false``
+booleans), the common flags (API QPS/burst, leader election, metrics and probe addresses, log
+level), the Lease configuration from them, and the process lifecycle: JSON logs, SIGTERM/SIGINT
+setting a stop event, Ctrl-C exiting 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import socket
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fleetsched.controller import logs
+from fleetsched.controller.kube import Connection, KubeClient
+from fleetsched.controller.leader import LeaderElectionConfig
+
+
+def duration(text: str) -> float:
+    """Go-style durations as Karmada's flags use (``3s``, ``500ms``, ``1m``); bare numbers are seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    for suffix in ("ms", "s", "m", "h"):
+        if text.endswith(suffix):
+            try:
+                return float(text[: -len(suffix)]) * units[suffix]
+            except ValueError:
+                break
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 3s, 500ms)") from None
+
+
+def boolean(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (use true or false)")
+
+
+def add_kube_api_arguments(parser: argparse.ArgumentParser, *, qps: float, burst: int) -> None:
+    parser.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=qps,
+        help="client-side QPS limit for API writes; 0 disables (default %(default)s)",
+    )
+    parser.add_argument(
+        "--kube-api-burst", type=int, default=burst, help="burst for --kube-api-qps (default %(default)s)"
+    )
+
+
+def add_leader_election_arguments(parser: argparse.ArgumentParser, *, resource_name: str) -> None:
+    parser.add_argument(
+        "--leader-elect",
+        type=boolean,
+        nargs="?",
+        const=True,
+        default=True,
+        help="use a coordination.k8s.io Lease so only one replica is active (default true)",
+    )
+    parser.add_argument("--leader-elect-resource-name", default=resource_name)
+    parser.add_argument("--leader-elect-resource-namespace", default="karmada-system")
+    parser.add_argument("--leader-elect-lease-duration", type=duration, default=15.0)
+    parser.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0)
+    parser.add_argument("--leader-elect-retry-period", type=duration, default=2.0)
+
+
+def add_serving_arguments(parser: argparse.ArgumentParser, *, metrics: str, health: str) -> None:
+    """Metrics and probe addresses, then the log level."""
+    parser.add_argument("--metrics-bind-address", default=metrics, help="'0' disables (default %(default)s)")
+    parser.add_argument(
+        "--health-probe-bind-address", default=health, help="'0' disables (default %(default)s)"
+    )
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+
+def leader_election(args: argparse.Namespace) -> LeaderElectionConfig | None:
+    """The Lease settings from the leader election flags; None with ``--leader-elect=false``."""
+    if not args.leader_elect:
+        return None
+    return LeaderElectionConfig(
+        name=args.leader_elect_resource_name,
+        namespace=args.leader_elect_resource_namespace,
+        identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
+
+
+def kube_client(connection: Connection, args: argparse.Namespace, *, agent: str) -> KubeClient:
+    """The API client for writes, limited by ``--kube-api-qps``/``--kube-api-burst``."""
+    return KubeClient(
+        connection, qps=args.kube_api_qps, burst=args.kube_api_burst, user_agent=agent, field_manager=agent
+    )
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM or SIGINT (call inside the running loop)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def run_command(
+    serve: Callable[[argparse.Namespace], Coroutine[Any, Any, int]], args: argparse.Namespace
+) -> int:
+    logs.configure(args.log_level)
+    try:
+        return asyncio.run(serve(args))
+    except KeyboardInterrupt:
+        return 0
