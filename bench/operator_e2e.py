@@ -22,7 +22,7 @@ import argparse
 import asyncio
 import copy
 import datetime as dt
-import json
+import os
 import statistics
 import sys
 import tempfile
@@ -34,6 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import orjson  # noqa: E402
 import yaml  # noqa: E402
 
 from fleetsched.controller.kube import ApiError, KubeClient, load_connection  # noqa: E402
@@ -101,7 +102,11 @@ async def create_clusters(client: KubeClient, clusters: list[dict[str, Any]]) ->
 
 
 async def plain_client_rates(
-    client: KubeClient, clusters: list[dict[str, Any]], bindings: list[dict[str, Any]], concurrency: int
+    client: KubeClient,
+    clusters: list[dict[str, Any]],
+    bindings: list[dict[str, Any]],
+    concurrency: int,
+    meters: tuple[CpuMeter, CpuMeter],
 ) -> tuple[float, float, int]:
     """Bindings/s of a plain client sending the operator's writes, results computed beforehand.
 
@@ -144,9 +149,11 @@ async def plain_client_rates(
         sent = await write(obj, patches)
         writes += sent
 
+    meters[0].start()
     started = time.perf_counter()
     await run_pool([lambda o=o, p=p: write_counted(o, p) for o, p in plans], concurrency)
     writes_only = len(plans) / (time.perf_counter() - started)
+    meters[0].stop()
 
     # (b) create, then the two writes, per binding
     namespace = "bench-plain-create"
@@ -164,9 +171,11 @@ async def plain_client_rates(
             obj, compute_patches(obj, rendered, explain=explanation(precomputed[doc["metadata"]["name"]]))
         )
 
+    meters[1].start()
     started = time.perf_counter()
     await run_pool([lambda d=d: create_and_write(d) for d in docs], concurrency)
     with_create = len(docs) / (time.perf_counter() - started)
+    meters[1].stop()
     return writes_only, with_create, writes
 
 
@@ -187,7 +196,7 @@ async def watch_scheduled(
         )
         async with session.get(url, timeout=None) as response:
             async for line in response.content:
-                event = json.loads(line)
+                event = orjson.loads(line)
                 obj = event["object"]
                 resource_version = obj["metadata"].get("resourceVersion", resource_version)
                 if event["type"] not in ("ADDED", "MODIFIED"):
@@ -201,6 +210,59 @@ async def watch_scheduled(
                         outcome[name] = condition.get("reason", "")
                 if len(seen) == len(names):
                     return
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds each process of the run spends between ``start()`` and ``stop()``."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.used: dict[str, float] = {}
+        self._start: dict[str, float] = {}
+        self._wall = 0.0
+        self.wall = 0.0
+
+    def start(self) -> None:
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self._wall = time.perf_counter()
+
+    def stop(self) -> None:
+        self.wall = time.perf_counter() - self._wall
+        self.used = {name: cpu_seconds(pid) - self._start[name] for name, pid in self.pids.items()}
+
+    def line(self, count: int) -> str:
+        per = ", ".join(f"{name} {1000 * used / count:.1f}" for name, used in self.used.items())
+        busy = sum(self.used.values()) / self.wall if self.wall else 0.0
+        return f"CPU ms per binding: {per}; these processes kept {busy:.2f} of {os.cpu_count()} cores busy"
+
+
+def plane_pids(plane: ControlPlane) -> dict[str, int]:
+    assert plane.apiserver.process is not None and plane.etcd.process is not None
+    return {
+        "kube-apiserver": plane.apiserver.process.pid,
+        "etcd": plane.etcd.process.pid,
+        "bench": os.getpid(),
+    }
+
+
+async def wait_idle(pid: int, *, quiet: float = 0.05, interval: float = 0.5, limit: float = 120.0) -> float:
+    """Wait until ``pid`` uses less than ``quiet`` CPU seconds per ``interval`` (its start-up work,
+    e.g. kopf listing the baseline's bindings, is over); returns the seconds waited."""
+    started = time.perf_counter()
+    before = cpu_seconds(pid)
+    while time.perf_counter() - started < limit:
+        await asyncio.sleep(interval)
+        now = cpu_seconds(pid)
+        if now - before < quiet:
+            break
+        before = now
+    return time.perf_counter() - started
 
 
 def peak_rss_mib(pid: int) -> tuple[float, float]:
@@ -262,7 +324,9 @@ async def operator_run(
     )
     proc.start(timeout=120)
     assert proc.process is not None
+    settle = await wait_idle(proc.process.pid)
     idle_rss = peak_rss_mib(proc.process.pid)[1]
+    meter = CpuMeter({**plane_pids(plane), "scheduler": proc.process.pid})
     try:
         docs = [in_namespace(b, namespace) for b in bindings]
         names = {d["metadata"]["name"] for d in docs}
@@ -279,6 +343,7 @@ async def operator_run(
             created[doc["metadata"]["name"]] = time.perf_counter()
 
         requests_before = await apiserver_requests(client)
+        meter.start()
         first = time.perf_counter()
         await run_pool([lambda d=d: create(d) for d in docs], args.concurrency)
         creation_done = time.perf_counter()
@@ -293,6 +358,7 @@ async def operator_run(
                     file=sys.stderr,
                 )
         last = max(seen.values())
+        meter.stop()
         requests_after = await apiserver_requests(client)
         requests = {
             k: v - requests_before.get(k, 0)
@@ -305,6 +371,7 @@ async def operator_run(
         attempts = proc.metric("karmada_scheduler_schedule_attempts_total")
         cpu = proc.metric("process_cpu_seconds_total")
         algorithm = proc.metric("karmada_scheduler_scheduling_algorithm_duration_seconds_sum")
+        gc_seconds = proc.metric("fleetsched_python_gc_seconds_total")
         return {
             "rate": len(seen) / (last - first),
             "done": len(seen),
@@ -320,14 +387,18 @@ async def operator_run(
             "requests": requests,
             "cpu": cpu,
             "algorithm": algorithm,
+            "gc": gc_seconds,
             "elapsed": last - first,
             "outcomes": dict(sorted(Counter(outcome.values()).items())),
+            "meter": meter,
+            "settle": settle,
         }
     finally:
         proc.stop()
 
 
 async def main_async(args: argparse.Namespace) -> int:
+    load_before = os.getloadavg()
     clusters, bindings = load_fleet(args.bindings)
     workdir = Path(tempfile.mkdtemp(prefix="fleetsched-bench-"))
     print(f"starting etcd + kube-apiserver in {workdir} ...", file=sys.stderr)
@@ -336,8 +407,9 @@ async def main_async(args: argparse.Namespace) -> int:
     try:
         await create_clusters(client, clusters)
         print(f"{len(clusters)} clusters created; plain-client baseline ...", file=sys.stderr)
+        meters = (CpuMeter(plane_pids(plane)), CpuMeter(plane_pids(plane)))
         plain_rate, plain_create_rate, plain_writes = await plain_client_rates(
-            client, clusters, bindings, args.concurrency
+            client, clusters, bindings, args.concurrency, meters
         )
         print("operator run ...", file=sys.stderr)
         op = await operator_run(client, plane, bindings, args, workdir)
@@ -347,24 +419,31 @@ async def main_async(args: argparse.Namespace) -> int:
     n = len(bindings)
     print(
         f"operator e2e: {n} bindings over {len(clusters)} Clusters, real kube-apiserver, "
-        f"{args.workers} workers"
+        f"{args.workers} workers; load average before "
+        + "/".join(f"{x:.2f}" for x in load_before)
+        + ", after "
+        + "/".join(f"{x:.2f}" for x in os.getloadavg())
     )
     print(
         f"  plain client, the same {plain_writes} writes, {args.concurrency} in flight:"
         f"        {plain_rate:8.1f} bindings/s"
     )
+    print(f"    {meters[0].line(n)}")
     print(f"  plain client, create + the same writes per binding:  {plain_create_rate:8.1f} bindings/s")
+    print(f"    {meters[1].line(n)}")
     print(f"  bindings created at                          {op['creation_rate']:8.1f} bindings/s")
     print(
         f"  operator, creation -> Scheduled condition:        {op['rate']:8.1f} bindings/s "
         f"({100 * op['rate'] / plain_rate:.0f}% of plain writes only, "
         f"{100 * op['rate'] / plain_create_rate:.0f}% of plain create + writes)"
     )
+    print(f"    {op['meter'].line(n)}")
     print(
         f"  latency creation -> Scheduled condition:  p50 {op['p50'] * 1000:7.0f} ms"
         f"   p99 {op['p99'] * 1000:7.0f} ms   max {op['max'] * 1000:7.0f} ms"
     )
     print(
+        f"  scheduler start-up work (kopf listing the baseline's bindings) waited out: {op['settle']:.1f} s\n"
         f"  scheduler RSS: idle {op['idle_rss']:.0f} MiB, peak {op['peak_rss']:.0f} MiB, "
         f"end {op['rss']:.0f} MiB"
     )
@@ -372,7 +451,7 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"  INCOMPLETE: only {op['done']} of {n} bindings got a Scheduled condition")
     print(
         f"  scheduler CPU {op['cpu']:.1f} s over {op['elapsed']:.1f} s wall, of which the scheduling core "
-        f"{op['algorithm']:.1f} s"
+        f"{op['algorithm']:.1f} s, Python's garbage collector {op['gc']:.1f} s"
     )
     busiest = sorted(op["requests"].items(), key=lambda kv: -kv[1])[:8]
     print("  apiserver requests during the operator run: " + ", ".join(f"{k} {v:.0f}" for k, v in busiest))

@@ -11,7 +11,6 @@ It must not know about bindings or scheduling.
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 import time
 from collections.abc import Mapping
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
 
 JsonObject = dict[str, Any]
 
@@ -149,7 +149,7 @@ class KubeClient:
             headers=headers,
             connector=aiohttp.TCPConnector(ssl=context, limit=100, keepalive_timeout=60),
             timeout=aiohttp.ClientTimeout(total=60, connect=10),
-            json_serialize=lambda o: json.dumps(o, separators=(",", ":")),
+            json_serialize=lambda o: orjson.dumps(o).decode(),
         )
 
     async def close(self) -> None:
@@ -168,14 +168,17 @@ class KubeClient:
         query = dict(params or {})
         if self.field_manager and method in ("POST", "PUT", "PATCH"):
             query.setdefault("fieldManager", self.field_manager)
-        data = None if body is None else json.dumps(body, separators=(",", ":"))
+        # orjson: bindings are several KiB of JSON each way, and stdlib json was a tenth of the
+        # operator's CPU in the bench.
+        data = None if body is None else orjson.dumps(body)
         headers = {"Content-Type": content_type} if data is not None else None
         async with self._session.request(
             method, self.connection.server + path, data=data, params=query, headers=headers
         ) as response:
-            text = await response.text()
-            payload: Any = json.loads(text) if text and text[0] in "{[" else {}
+            raw = await response.read()
+            payload: Any = orjson.loads(raw) if raw[:1] in (b"{", b"[") else {}
             if response.status >= 400:
+                text = raw.decode("utf-8", "replace")
                 reason = payload.get("reason", "") if isinstance(payload, dict) else ""
                 message = payload.get("message", text) if isinstance(payload, dict) else text
                 raise ApiError(response.status, reason or response.reason or "", message, payload)

@@ -24,6 +24,12 @@ disable_created_metrics()
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
+GC_SECONDS = Counter(
+    "fleetsched_python_gc_seconds_total",
+    "Time spent in Python's cyclic garbage collector, by generation",
+    ["generation"],
+    registry=REGISTRY,
+)
 
 
 def _exponential(start: float, factor: float, count: int) -> list[float]:

@@ -227,6 +227,7 @@ class SchedulerOperator(ControllerRuntime):
             # Karmada dials every cluster's estimator at start; a failure is retried later.
             clusters = [o["metadata"]["name"] for o in self.clusters]
             self._background(asyncio.to_thread(self.accurate.connect, clusters))
+        runtime.settle_gc()
         self.synced.set()
         log.info(
             "caches_synced",

@@ -368,6 +368,7 @@ class PolicyController(ControllerRuntime):
                 continue
             for obj in items:
                 self.on_template_event(resource, None, obj)
+        runtime.settle_gc()
         self.synced.set()
         log.info(
             "caches_synced",

@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import json
+import time
 from collections.abc import Callable
 from typing import Any
 
 import kopf
+import orjson
 import structlog
 
+from fleetsched.controller import metrics
 from fleetsched.controller.kube import Connection
 from fleetsched.controller.leader import ApiLeaseStore, LeaderElector
 from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding
@@ -72,6 +77,7 @@ class _NoDiffBaseStorage(kopf.DiffBaseStorage):
 
 
 def kopf_settings() -> kopf.OperatorSettings:
+    use_fast_json_in_kopf()
     settings = kopf.OperatorSettings()
     settings.persistence.progress_storage = _NoProgressStorage()
     settings.persistence.diffbase_storage = _NoDiffBaseStorage()
@@ -88,6 +94,33 @@ def kopf_settings() -> kopf.OperatorSettings:
     # kopf would SIGKILL the process if its tasks ended without the stop flag; we stop it ourselves.
     settings.process.ultimate_exiting_timeout = None
     return settings
+
+
+class _OrjsonForKopf:
+    """What kopf's API module uses of ``json`` (``json.loads`` on each watch-stream line), by orjson.
+
+    kopf parses every watch event with the stdlib; with three events per binding that was most of
+    the operator's JSON time. Only ``loads`` is called there; ``dumps`` is kept for completeness.
+    """
+
+    loads = staticmethod(orjson.loads)
+    dumps = staticmethod(json.dumps)
+    JSONDecodeError = orjson.JSONDecodeError
+
+
+def use_fast_json_in_kopf() -> bool:
+    """Point kopf's watch-stream parsing at orjson; False (no change) if kopf's layout differs."""
+    try:
+        from kopf._cogs.clients import api
+    except ImportError:
+        return False
+    current = getattr(api, "json", None)
+    if current is _OrjsonForKopf:
+        return True
+    if current is not json:
+        return False
+    api.json = _OrjsonForKopf  # type: ignore[assignment]
+    return True
 
 
 def kopf_registry(connection: Connection) -> kopf.OperatorRegistry:
@@ -107,6 +140,41 @@ def kopf_registry(connection: Connection) -> kopf.OperatorRegistry:
         )
 
     return registry
+
+
+# Young-generation threshold while running: the caches hold many thousands of parsed JSON objects
+# (no reference cycles among them), so the stdlib default of 700 allocations ran a collection every
+# few watch events, and each full collection walked the whole cache.
+GC_THRESHOLDS = (50_000, 20, 20)
+_gc_started: dict[int, float] = {}
+_gc_tuning = {"enabled": False}
+
+
+def enable_gc_tuning() -> None:
+    """Let ``settle_gc`` act (the commands do; library use and tests keep Python's defaults)."""
+    _gc_tuning["enabled"] = True
+
+
+def _time_gc(phase: str, info: dict[str, Any]) -> None:
+    if phase == "start":
+        _gc_started[0] = time.perf_counter()
+    elif 0 in _gc_started:
+        metrics.GC_SECONDS.labels(str(info.get("generation", ""))).inc(
+            time.perf_counter() - _gc_started.pop(0)
+        )
+
+
+def settle_gc() -> None:
+    """After the initial sync: what is cached now is long-lived, so move it out of the collector's
+    sight (``gc.freeze``; reference counting still frees it when replaced), and collect rarely.
+    The collector's time is exported as ``fleetsched_python_gc_seconds_total``."""
+    if _time_gc not in gc.callbacks:
+        gc.callbacks.append(_time_gc)
+    if not _gc_tuning["enabled"]:
+        return
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 class ControllerRuntime:
