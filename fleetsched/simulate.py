@@ -13,7 +13,7 @@ import argparse
 import datetime as dt
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from fleetsched.scheduler.convert import (
@@ -142,6 +142,42 @@ def merge_bindings(
         seen.add(key)
         out.append(b)
     return out, notes
+
+
+def unknown_target_notes(bindings: Sequence[Mapping[str, Any]], cluster_names: Set[str]) -> list[str]:
+    """One note per previous target that names no Cluster of the input.
+
+    Not an error: Karmada meets the same when a member was removed, and simply re-places those
+    replicas. But a typo looks the same, so the user hears about it.
+    """
+    notes = []
+    for b in bindings:
+        kind, namespace, name = _binding_key(b)
+        ref = f"{namespace}/{name}" if namespace else name
+        for i, target in enumerate((b.get("spec") or {}).get("clusters") or []):
+            if target.get("name") not in cluster_names:
+                notes.append(
+                    f"{kind} {ref}: spec.clusters[{i}].name: {target.get('name')!r} is not a Cluster of the "
+                    "input; treated as a removed cluster (its replicas are placed again)"
+                )
+    return notes
+
+
+def _check_inventory_clusters(loaded: Any, cluster_names: Set[str]) -> None:
+    """Nodes assigned to a member cluster the input does not define are a mistake, not a what-if."""
+    from fleetsched.api.load import LoadError
+    from fleetsched.estimator.inprocess import MEMBER_CLUSTER_ANNOTATION, member_cluster_of
+
+    for item in loaded.objects:
+        if getattr(item.obj, "kind", None) != "Node":
+            continue
+        name = member_cluster_of(item.obj.raw)
+        if name and name not in cluster_names:
+            raise LoadError(
+                f"unknown cluster {name!r}: no Cluster of that name in the input",
+                source=item.source,
+                path=f"metadata.annotations[{MEMBER_CLUSTER_ANNOTATION}]",
+            )
 
 
 def simulate_objects(
@@ -276,17 +312,19 @@ def run(args: argparse.Namespace) -> int:
         scheduler = Scheduler(settings=settings)
         loaded = load_files(args.files)
         # Nodes (and Pods) of member clusters in the input make those clusters node-accurate.
+        cluster_names = {c.metadata.name for c in loaded.clusters}
         if loaded.nodes:  # imported only then: it brings numpy along
             from fleetsched.estimator.inprocess import InventoryEstimator, inventories_from_objects
 
             inventories = inventories_from_objects(loaded.nodes, loaded.pods)
+            _check_inventory_clusters(loaded, cluster_names)
             if inventories:
                 scheduler = Scheduler(settings=settings, estimators=[InventoryEstimator(inventories)])
         clusters = [_dump(c) for c in loaded.clusters]
         explicit = [_dump(b) for b in loaded.bindings]
         derived = [_dump(b) if hasattr(b, "model_dump") else dict(b) for b in _derive_bindings(loaded)]
         bindings, notes = merge_bindings(explicit, derived)
-        for note in notes:
+        for note in [*notes, *unknown_target_notes(bindings, cluster_names)]:
             print(f"fleetsched simulate: note: {note}", file=sys.stderr)
         progress = None
         if sys.stderr.isatty() and len(bindings) > 50:

@@ -26,6 +26,7 @@ __all__ = [
     "cluster_name",
     "component_json",
     "inventories_from_objects",
+    "member_cluster_of",
     "requirements_json",
 ]
 
@@ -140,6 +141,14 @@ class InventoryEstimator:
         return out
 
 
+def member_cluster_of(obj: Mapping[str, Any]) -> str:
+    """The member cluster an object of the input names (annotation first, then label), or ""."""
+    meta = obj.get("metadata") or {}
+    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    cluster = annotations.get(MEMBER_CLUSTER_ANNOTATION) or labels.get(MEMBER_CLUSTER_ANNOTATION)
+    return str(cluster) if cluster else ""
+
+
 def inventories_from_objects(nodes: Iterable[Mapping[str, Any]],
                              pods: Iterable[Mapping[str, Any]] = ()) -> dict[str, MemberInventory]:
     """Group Nodes by the ``fleetsched.io/member-cluster`` annotation (or label); a Pod goes with its own
@@ -147,18 +156,14 @@ def inventories_from_objects(nodes: Iterable[Mapping[str, Any]],
     by_cluster: dict[str, list[Mapping[str, Any]]] = {}
     node_cluster: dict[str, str] = {}
     for node in nodes:
-        meta = node.get("metadata") or {}
-        cluster = (meta.get("annotations") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
-            or (meta.get("labels") or {}).get(MEMBER_CLUSTER_ANNOTATION)
+        cluster = member_cluster_of(node)
         if not cluster:
             continue
-        by_cluster.setdefault(str(cluster), []).append(node)
-        node_cluster[str(meta.get("name", ""))] = str(cluster)
+        by_cluster.setdefault(cluster, []).append(node)
+        node_cluster[str((node.get("metadata") or {}).get("name", ""))] = cluster
     for pod in pods:
-        meta = pod.get("metadata") or {}
-        cluster = (meta.get("annotations") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
-            or (meta.get("labels") or {}).get(MEMBER_CLUSTER_ANNOTATION) \
-            or node_cluster.get(str((pod.get("spec") or {}).get("nodeName") or ""))
-        if cluster and str(cluster) in by_cluster:
-            by_cluster[str(cluster)].append(pod)
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        cluster = member_cluster_of(pod) or node_cluster.get(node_name, "")
+        if cluster in by_cluster:
+            by_cluster[cluster].append(pod)
     return {cluster: MemberInventory(cluster, objects) for cluster, objects in by_cluster.items()}

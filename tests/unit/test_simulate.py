@@ -294,3 +294,35 @@ def test_merge_bindings_keys_on_kind_namespace_and_name() -> None:
     assert merged == [crb] and notes == [
         "ClusterResourceBinding x is given in the input and also derived from a policy; using the given one"
     ]
+
+
+def test_a_previous_target_that_is_no_cluster_is_noted_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    binding = yaml.safe_load(BINDINGS.split("---")[0])
+    binding["spec"]["clusters"] = [{"name": "m1", "replicas": 2}, {"name": "gone", "replicas": 2}]
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(binding))
+    code, out, err = _run(capsys, str(tmp_path / "fleet.yaml"), str(tmp_path / "b.yaml"), "-o", "json")
+    assert code == 0
+    assert "ResourceBinding default/web: spec.clusters[1].name: 'gone' is not a Cluster of the input" in err
+    placed = {t["name"]: t["replicas"] for t in json.loads(out)["items"][0]["spec"]["clusters"]}
+    assert "gone" not in placed and sum(placed.values()) == 4
+
+
+def test_nodes_of_an_unknown_member_cluster_are_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "annotations": {"fleetsched.io/member-cluster": "m9"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump(node))
+    code, out, err = _run(capsys, str(tmp_path / "fleet.yaml"), str(tmp_path / "nodes.yaml"))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "nodes.yaml: document 1" in err and "unknown cluster 'm9'" in err
+    assert "metadata.annotations[fleetsched.io/member-cluster]" in err
