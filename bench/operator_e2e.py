@@ -348,7 +348,8 @@ async def operator_run(
             created[doc["metadata"]["name"]] = time.perf_counter()
 
         requests_before = await apiserver_requests(client)
-        gc_before = proc.metric("fleetsched_python_gc_seconds_total")
+        gc_before = {g: proc.metric("fleetsched_python_gc_seconds_total", generation=g) for g in "012"}
+        gc_runs_before = {g: proc.metric("python_gc_collections_total", generation=g) for g in "012"}
         meter.start()
         first = time.perf_counter()
         await run_pool([lambda d=d: create(d) for d in docs], args.concurrency)
@@ -377,7 +378,12 @@ async def operator_run(
         attempts = proc.metric("karmada_scheduler_schedule_attempts_total")
         cpu = proc.metric("process_cpu_seconds_total")
         algorithm = proc.metric("karmada_scheduler_scheduling_algorithm_duration_seconds_sum")
-        gc_seconds = proc.metric("fleetsched_python_gc_seconds_total") - gc_before
+        gc_seconds = {
+            g: proc.metric("fleetsched_python_gc_seconds_total", generation=g) - gc_before[g] for g in "012"
+        }
+        gc_runs = {
+            g: proc.metric("python_gc_collections_total", generation=g) - gc_runs_before[g] for g in "012"
+        }
         return {
             "rate": len(seen) / (last - first),
             "done": len(seen),
@@ -394,6 +400,7 @@ async def operator_run(
             "cpu": cpu,
             "algorithm": algorithm,
             "gc": gc_seconds,
+            "gc_runs": gc_runs,
             "elapsed": last - first,
             "outcomes": dict(sorted(Counter(outcome.values()).items())),
             "meter": meter,
@@ -457,7 +464,8 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"  INCOMPLETE: only {op['done']} of {n} bindings got a Scheduled condition")
     print(
         f"  scheduler CPU {op['cpu']:.1f} s over {op['elapsed']:.1f} s wall, of which the scheduling core "
-        f"{op['algorithm']:.1f} s; Python's garbage collector {op['gc']:.2f} s during the run"
+        f"{op['algorithm']:.1f} s; Python's garbage collector during the run "
+        + ", ".join(f"gen{g} {v:.2f} s in {op['gc_runs'][g]:.0f} runs" for g, v in op["gc"].items())
     )
     busiest = sorted(op["requests"].items(), key=lambda kv: -kv[1])[:8]
     print("  apiserver requests during the operator run: " + ", ".join(f"{k} {v:.0f}" for k, v in busiest))

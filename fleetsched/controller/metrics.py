@@ -12,6 +12,7 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
+    GCCollector,
     Histogram,
     PlatformCollector,
     ProcessCollector,
@@ -24,6 +25,7 @@ disable_created_metrics()
 REGISTRY = CollectorRegistry(auto_describe=True)
 ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
 GC_SECONDS = Counter(
     "fleetsched_python_gc_seconds_total",
     "Time spent in Python's cyclic garbage collector, by generation",
