@@ -53,8 +53,7 @@ def bench_file(path: Path, *, repeat: int) -> None:
     )
     for round_no in range(1, repeat + 1):
         # A fresh scheduler, snapshot and compiled-selector cache per round: nothing carried over.
-        matching.compile_affinity.cache_clear()
-        matching._requirement_valid.cache_clear()
+        matching.clear_caches()
         scheduler = Scheduler()
         snapshot = Snapshot(
             cluster_from_dict(c.model_dump(mode="python", by_alias=True, exclude_unset=True))

@@ -21,7 +21,14 @@ from fleetsched.scheduler.types import (
     LabelSelector,
 )
 
-__all__ = ["cluster_matches", "compile_affinity", "label_selector_matches", "requirements_match", "tolerates"]
+__all__ = [
+    "clear_caches",
+    "cluster_matches",
+    "compile_affinity",
+    "label_selector_matches",
+    "requirements_match",
+    "tolerates",
+]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -107,3 +114,9 @@ def compile_affinity(affinity: ClusterAffinity) -> Callable[[ClusterInfo], bool]
         return True
 
     return matches
+
+
+def clear_caches() -> None:
+    """Forget every compiled selector (benchmarks start each round cold)."""
+    compile_affinity.cache_clear()
+    _compile.cache_clear()
