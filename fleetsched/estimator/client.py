@@ -292,6 +292,11 @@ class AccurateEstimatorClient:
         """One call per cluster, all at once, under one deadline; raise if any failed."""
         deadline = time.monotonic() + self.config.timeout
         stubs, failures = self._stubs(clusters, deadline)
+        if failures:
+            # One failed cluster discards the whole answer (Karmada), so calling the others is wasted
+            # work; worse, a dial that used up the deadline would make their calls fail spuriously.
+            log.warning("accurate_estimator_failed", method=method, failures=failures)
+            raise EstimatorUnavailable(failures)
         calls = {}
         for cluster, stub in stubs.items():
             remaining = max(deadline - time.monotonic(), 0.001)
