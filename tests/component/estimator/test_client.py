@@ -93,7 +93,9 @@ def test_a_hanging_estimator_costs_one_timeout_and_discards_the_answer(
 
 def test_an_absent_estimator_fails_fast_and_discards_the_answer(start: Callable[..., StartedServer]) -> None:
     a = start("member-a", [node("n1")])
-    client = _client({"member-a": a.address, "member-gone": f"127.0.0.1:{_free_port()}"}, timeout=1.0)
+    # A generous deadline: a dial of the absent cluster would take all of it, failing fast takes ~nothing,
+    # so the bound below tells the two apart even on a loaded machine.
+    client = _client({"member-a": a.address, "member-gone": f"127.0.0.1:{_free_port()}"}, timeout=2.0)
     try:
         with pytest.raises(EstimatorUnavailable) as failure:
             client.max_available_replicas(["member-a", "member-gone"], None)
@@ -101,7 +103,7 @@ def test_an_absent_estimator_fails_fast_and_discards_the_answer(start: Callable[
         began = time.monotonic()
         with pytest.raises(EstimatorUnavailable):
             client.max_available_replicas(["member-gone"], None)
-        assert time.monotonic() - began < 0.5
+        assert time.monotonic() - began < 1.0
     finally:
         client.close()
     assert set(failure.value.failures) == {"member-gone"}
@@ -110,7 +112,7 @@ def test_an_absent_estimator_fails_fast_and_discards_the_answer(start: Callable[
 def test_an_estimator_that_comes_up_later_is_redialed_in_the_background(
         start: Callable[..., StartedServer]) -> None:
     address = f"127.0.0.1:{_free_port()}"
-    client = AccurateEstimatorClient(EstimatorClientConfig(addresses={"late": address}, timeout=1.0,
+    client = AccurateEstimatorClient(EstimatorClientConfig(addresses={"late": address}, timeout=2.0,
                                                            redial_after=0.1))
     try:
         assert set(client.connect(["late"])) == {"late"}
@@ -122,7 +124,7 @@ def test_an_estimator_that_comes_up_later_is_redialed_in_the_background(
             try:
                 answer = client.max_available_replicas(["late"], {"resourceRequest": {"cpu": "1"}})
             except EstimatorUnavailable:
-                assert time.monotonic() - began < 0.5  # failing fast while the redial runs
+                assert time.monotonic() - began < 1.0  # failing fast (a dial would take 2 s)
                 time.sleep(0.1)
     finally:
         client.close()
