@@ -14,17 +14,11 @@ import structlog
 from aiohttp import web
 
 from fleetsched.controller import metrics
+from fleetsched.flags import parse_bind_address as split_address
 
 log = structlog.get_logger("fleetsched.controller")
 
 Address = tuple[str, int]
-
-
-def split_address(address: str) -> Address | None:
-    if address in ("0", ""):
-        return None
-    host, _, port = address.rpartition(":")
-    return (host or "0.0.0.0"), int(port)
 
 
 def http_app(

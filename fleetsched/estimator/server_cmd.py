@@ -31,6 +31,7 @@ from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.plugins.resource_quota import QuotaStore
 from fleetsched.estimator.server import EstimatorMetrics, ServerTLS, SyncState, serve
 from fleetsched.estimator.service import EstimatorService, FeatureGates, parse_feature_gates
+from fleetsched.flags import parse_bind_address
 
 __all__ = ["add_arguments", "run"]
 
@@ -65,13 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", help="debug, info, warning or error")
 
 
-def _split_address(address: str) -> tuple[str, int] | None:
-    if address in ("0", ""):
-        return None
-    host, _, port = address.rpartition(":")
-    return (host or "0.0.0.0", int(port))
-
-
 def _validate(args: argparse.Namespace) -> list[str]:
     problems = []
     if not args.cluster_name:
@@ -84,7 +78,7 @@ def _validate(args: argparse.Namespace) -> list[str]:
         problems.append("--grpc-auth-cert-file and --grpc-auth-key-file: give both or neither")
     for flag in ("metrics_bind_address", "health_probe_bind_address"):
         try:
-            _split_address(getattr(args, flag))
+            parse_bind_address(getattr(args, flag))
         except ValueError:
             problems.append(f"--{flag.replace('_', '-')}: {getattr(args, flag)!r} is not host:port")
     return problems
@@ -115,12 +109,12 @@ async def _probes(args: argparse.Namespace, state: SyncState,
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     listeners: dict[tuple[str, int], web.Application] = {}
-    health = _split_address(args.health_probe_bind_address)
+    health = parse_bind_address(args.health_probe_bind_address)
     if health is not None:
         app = listeners.setdefault(health, web.Application())
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/readyz", readyz)
-    metrics_address = _split_address(args.metrics_bind_address)
+    metrics_address = parse_bind_address(args.metrics_bind_address)
     if metrics_address is not None:
         app = listeners.setdefault(metrics_address, web.Application())
         app.router.add_get("/metrics", metrics_handler)

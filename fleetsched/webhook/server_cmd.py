@@ -19,6 +19,7 @@ from pathlib import Path
 import structlog
 from aiohttp import web
 
+from fleetsched.flags import parse_bind_address
 from fleetsched.webhook import review, server
 
 log = structlog.get_logger("fleetsched.webhook")
@@ -65,16 +66,6 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
             raise ValueError(f"--feature-gates: unknown gate {name!r} (known: {', '.join(KNOWN_GATES)})")
         gates[name] = value.lower() == "true"
     return gates
-
-
-def parse_bind_address(text: str) -> tuple[str, int] | None:
-    """``:8080`` -> ("0.0.0.0", 8080); ``0`` -> disabled."""
-    if text in ("0", ""):
-        return None
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"bind address {text!r} is not HOST:PORT, :PORT or 0")
-    return (host.strip("[]") or "0.0.0.0", int(port))
 
 
 def _configure_logging(level: str) -> None:
