@@ -16,7 +16,6 @@ instead of being overwritten; the caller then retries from a fresh read. Pure.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,12 +47,10 @@ def explanation(result: ScheduleResult) -> str:
     """
     groups = []
     for attempt in result.attempts:
-        rejected = Counter(
-            v.plugin or ("Deleting" if v.deleting else "?") for v in attempt.verdicts if not v.feasible
-        )
+        summary = attempt.summary
         group: dict[str, Any] = {
-            "feasible": sum(1 for v in attempt.verdicts if v.feasible),
-            "rejected": dict(sorted(rejected.items())),
+            "feasible": summary.feasible,
+            "rejected": dict(summary.rejected),
             "selected": list(attempt.selected),
         }
         if attempt.affinity_name:

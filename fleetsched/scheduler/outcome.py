@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +67,27 @@ class ClusterNumbers:
 
 
 @dataclass(frozen=True, slots=True)
+class FilterSummary:
+    """Counts of the filter verdicts of one attempt: feasible clusters, and rejected clusters by the
+    first plugin that rejected them (``Deleting`` for clusters being deleted), sorted by plugin."""
+
+    feasible: int
+    rejected: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, verdicts: Iterable[ClusterVerdict]) -> FilterSummary:
+        feasible = 0
+        rejected: dict[str, int] = {}
+        for v in verdicts:
+            if v.feasible:
+                feasible += 1
+            else:
+                label = v.plugin or ("Deleting" if v.deleting else "?")
+                rejected[label] = rejected.get(label, 0) + 1
+        return cls(feasible, tuple(sorted(rejected.items())))
+
+
+@dataclass(frozen=True, slots=True)
 class GroupAttempt:
     """One run of the algorithm for one affinity term (or the only placement affinity)."""
 
@@ -82,11 +103,20 @@ class GroupAttempt:
     verdicts_factory: Callable[[], tuple[ClusterVerdict, ...]] | None = field(
         default=None, compare=False, repr=False
     )
+    summary_factory: Callable[[], FilterSummary] | None = field(default=None, compare=False, repr=False)
 
     @property
     def verdicts(self) -> tuple[ClusterVerdict, ...]:
         """Every cluster's filter verdict, in snapshot order (built on demand)."""
         return self.verdicts_factory() if self.verdicts_factory is not None else ()
+
+    @property
+    def summary(self) -> FilterSummary:
+        """How many clusters passed the filters and how many each plugin rejected, without building
+        a verdict per cluster (what the live scheduler's explanation annotation records)."""
+        if self.summary_factory is not None:
+            return self.summary_factory()
+        return FilterSummary.of(self.verdicts)
 
     @property
     def numbers(self) -> tuple[ClusterNumbers, ...]:

@@ -28,7 +28,13 @@ from fleetsched.scheduler.framework import (
     ScorePlugin,
 )
 from fleetsched.scheduler.matching import cluster_matches
-from fleetsched.scheduler.outcome import ClusterNumbers, ClusterVerdict, GroupAttempt, ScheduleResult
+from fleetsched.scheduler.outcome import (
+    ClusterNumbers,
+    ClusterVerdict,
+    FilterSummary,
+    GroupAttempt,
+    ScheduleResult,
+)
 from fleetsched.scheduler.select import order_key, select_clusters
 from fleetsched.scheduler.types import (
     MAX_INT32,
@@ -108,6 +114,27 @@ class _FilterOutcome:
     score_vectors: tuple[tuple[str, list[int]], ...]
     feasible_index: list[int]
     _verdicts: tuple[ClusterVerdict, ...] | None = None
+    _summary: FilterSummary | None = None
+
+    def summary(self) -> FilterSummary:
+        """The verdicts' counts, from the rejection vectors (no verdict object per cluster)."""
+        if self._summary is None:
+            if self._verdicts is not None:
+                self._summary = FilterSummary.of(self._verdicts)
+            else:
+                deleting = self.snapshot.deleting_index()
+                rejected: dict[str, int] = {"Deleting": len(deleting)} if deleting else {}
+                claimed = set(deleting)
+                for name, failed in self.failures:
+                    for i, r in failed.items():
+                        if i not in claimed:
+                            claimed.add(i)
+                            label = r.plugin or name
+                            rejected[label] = rejected.get(label, 0) + 1
+                self._summary = FilterSummary(
+                    len(self.snapshot.clusters) - len(claimed), tuple(sorted(rejected.items()))
+                )
+        return self._summary
 
     def verdicts(self) -> tuple[ClusterVerdict, ...]:
         """Per cluster in snapshot order: feasible, being deleted, or the first rejecting plugin."""
@@ -142,6 +169,7 @@ class _Attempt:
 
     affinity_name: str
     verdicts_factory: Any = None
+    summary_factory: Any = None
     selected: tuple[str, ...] = ()
     overflow: bool = False
     numbers_factory: Any = None
@@ -150,6 +178,7 @@ class _Attempt:
         return GroupAttempt(
             affinity_name=self.affinity_name,
             verdicts_factory=self.verdicts_factory,
+            summary_factory=self.summary_factory,
             numbers_factory=self.numbers_factory,
             selected=self.selected,
             targets=tuple(targets) if targets is not None else None,
@@ -220,6 +249,7 @@ class Scheduler:
         )
         fo = self._find_clusters_that_fit(ctx, snapshot)
         attempt.verdicts_factory = fo.verdicts
+        attempt.summary_factory = fo.summary
         if not fo.feasible:
             diagnosis = {v.cluster: v.reasons for v in fo.verdicts() if not v.feasible and not v.deleting}
             err = FitError(len(snapshot.clusters), diagnosis)

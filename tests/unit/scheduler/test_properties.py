@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetsched.scheduler.assign import webster
-from fleetsched.scheduler.outcome import ScheduleResult
+from fleetsched.scheduler.outcome import FilterSummary, ScheduleResult
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
@@ -123,6 +123,19 @@ def test_results_are_sound(clusters: list[ClusterInfo], binding: BindingBuilder)
         assert all(t.replicas == b.replicas for t in targets)
     if b.replicas > 0:
         assert all(t.replicas > 0 for t in targets)
+
+
+@settings(settings.get_profile(PROFILE))
+@given(fleets(), bindings())
+def test_filter_summary_counts_the_verdicts(clusters: list[ClusterInfo], binding: BindingBuilder) -> None:
+    # The summary (what the explanation annotation records) is counted from the rejection vectors
+    # without building verdicts; it must say what counting the verdicts one by one says.
+    result = _run(binding, clusters)
+    summaries = [a.summary for a in result.attempts]  # before any verdict is built
+    assert summaries == [FilterSummary.of(a.verdicts) for a in result.attempts]
+    for summary in summaries:
+        assert summary.feasible + sum(n for _, n in summary.rejected) == len(clusters)
+        assert [label for label, _ in summary.rejected] == sorted({label for label, _ in summary.rejected})
 
 
 @settings(settings.get_profile(PROFILE))
