@@ -32,7 +32,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -214,12 +214,14 @@ def _kill_leftovers() -> None:
 atexit.register(_kill_leftovers)
 
 
-def _start_process(argv: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
+def _start_process(
+    argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     log_file = log_path.open("ab")
     try:
         proc = subprocess.Popen(
             list(argv), stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, env={**os.environ, **env} if env else None,
         )
     finally:
         log_file.close()
@@ -340,6 +342,8 @@ class APIServer:
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
     extra_args: tuple[str, ...] = ()
+    # extra environment, e.g. GOGC for a benchmark's apiserver
+    extra_env: Mapping[str, str] = field(default_factory=dict)
     _context: ssl.SSLContext | None = field(default=None, repr=False)
 
     @property
@@ -385,7 +389,7 @@ class APIServer:
         def launch() -> subprocess.Popen[bytes]:
             self.port = free_port()
             self._write_kubeconfig()
-            self.process = _start_process(self.argv(), self.log_path)
+            self.process = _start_process(self.argv(), self.log_path, self.extra_env)
             return self.process
 
         def ready() -> None:
@@ -409,7 +413,7 @@ class APIServer:
     def restart(self) -> None:
         """Stop and start again on the same port (for apiserver-restart fault tests)."""
         self.stop()
-        self.process = _start_process(self.argv(), self.log_path)
+        self.process = _start_process(self.argv(), self.log_path, self.extra_env)
         wait_until(
             self._ready, timeout=START_TIMEOUT, interval=0.25, message=f"{self.name} did not come back"
         )
@@ -576,6 +580,8 @@ class ControlPlane:
         binaries: Path | None = None,
         with_controller_manager: bool = False,
         apply_crds: bool = True,
+        apiserver_args: tuple[str, ...] = (),
+        apiserver_env: Mapping[str, str] | None = None,
     ) -> ControlPlane:
         owns = workdir is None
         workdir = Path(tempfile.mkdtemp(prefix="fleetsched-cp-")) if workdir is None else workdir
@@ -585,7 +591,8 @@ class ControlPlane:
         etcd = Etcd(binary=binaries / "etcd", workdir=workdir / "etcd")
         apiserver = APIServer(
             name="karmada-host", binaries=binaries, workdir=workdir / "apiserver", pki=pki,
-            etcd_url="", etcd_prefix="/registry",
+            etcd_url="", etcd_prefix="/registry", extra_args=apiserver_args,
+            extra_env=dict(apiserver_env or {}),
         )
         plane = cls(binaries=binaries, workdir=workdir, etcd=etcd, pki=pki, apiserver=apiserver,
                     _owns_workdir=owns)
