@@ -1,9 +1,12 @@
 """Prometheus metrics of the scheduler operator, under karmada-scheduler's metric names.
 
-Names, types and labels follow Karmada's scheduler metrics so existing dashboards and alerts keep
-working: attempts and end-to-end latency by ``result`` (success/error) and ``schedule_type``,
-per-step algorithm latency, incoming queue events, and pending bindings per queue. The per-plugin
-and per-extension-point histograms are not exported: the pure core does not time its plugins.
+Names, types, buckets and labels follow Karmada's scheduler metrics so existing dashboards and
+alerts keep working: attempts and end-to-end latency by ``result`` (scheduled/error) and
+``schedule_type``, algorithm latency per ``schedule_step`` (Filter, Score, Select, AssignReplicas,
+reported by the core), incoming queue events, and pending bindings per queue. Karmada's per-plugin
+and per-extension-point histograms are not exported: the core memoises each plugin's verdicts per
+cluster snapshot, so a plugin runs once per snapshot and placement rather than once per binding and
+cluster, and such timings would not mean what Karmada's do.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ API_WRITES = Counter(
 LEADER = Gauge("fleetsched_scheduler_is_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
 
 # Label values, as karmada-scheduler uses them.
-RESULT_SUCCESS = "success"
+RESULT_SUCCESS = "scheduled"
 RESULT_ERROR = "error"
 RECONCILE_SCHEDULE = "ReconcileSchedule"
 SCALE_SCHEDULE = "ScaleSchedule"
@@ -88,7 +91,11 @@ EVENT_BINDING_ADD = "BindingAdd"
 EVENT_BINDING_UPDATE = "BindingUpdate"
 EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 EVENT_CLUSTER_CHANGED = "ClusterChanged"
-STEP_SCHEDULE = "Schedule"
+
+
+def observe_step(step: str, seconds: float) -> None:
+    """The core's per-step timings (``Scheduler(observe_step=...)``)."""
+    SCHEDULING_ALGORITHM_DURATION.labels(step).observe(seconds)
 
 
 def exposition() -> bytes:

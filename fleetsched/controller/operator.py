@@ -323,9 +323,6 @@ class SchedulerOperator(ControllerRuntime):
                 result = await self.run_core(self.scheduler.schedule, binding, status, snapshot)
             else:
                 result = self.scheduler.schedule(binding, status, snapshot)
-        metrics.SCHEDULING_ALGORITHM_DURATION.labels(metrics.STEP_SCHEDULE).observe(
-            time.perf_counter() - started
-        )
         if result.condition is None:
             return Outcome.ERROR
 

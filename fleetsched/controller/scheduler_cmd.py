@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from fleetsched.controller import command
+from fleetsched.controller import command, metrics
 from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
@@ -107,6 +107,7 @@ async def _serve(args: argparse.Namespace) -> int:
                 plugins=args.plugins, enable_empty_workload_propagation=args.enable_empty_workload_propagation
             ),
             estimators=estimators,
+            observe_step=metrics.observe_step,
         )
     except PluginSelectionError as exc:
         log.error("invalid_flag", flag="--plugins", error=str(exc))

@@ -171,6 +171,14 @@ DEFAULT_FILTERS: tuple[str, ...] = (
 )
 DEFAULT_SCORES: tuple[str, ...] = ("ClusterAffinity", "ClusterLocality")
 
+# The generic scheduler's steps, under Karmada's names (the ``schedule_step`` label of
+# karmada_scheduler_scheduling_algorithm_duration_seconds).
+STEP_FILTER = "Filter"
+STEP_SCORE = "Score"
+STEP_SELECT = "Select"
+STEP_ASSIGN_REPLICAS = "AssignReplicas"
+STEPS: tuple[str, ...] = (STEP_FILTER, STEP_SCORE, STEP_SELECT, STEP_ASSIGN_REPLICAS)
+
 
 def in_tree_registry(*, workload_affinity: bool = False) -> dict[str, PluginFactory]:
     """Name -> factory of every in-tree plugin; the workload (anti-)affinity plugins only with

@@ -10,7 +10,8 @@ passed in; nothing here waits on a network.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,10 @@ from fleetsched.scheduler import framework
 from fleetsched.scheduler.assign import ClusterDetail, assign_replicas, strategy_of
 from fleetsched.scheduler.errors import FitError, SchedulingError
 from fleetsched.scheduler.framework import (
+    STEP_ASSIGN_REPLICAS,
+    STEP_FILTER,
+    STEP_SCORE,
+    STEP_SELECT,
     UNAUTHENTIC_REPLICA,
     Code,
     FilterContext,
@@ -203,8 +208,12 @@ class Scheduler:
         *,
         settings: Settings | None = None,
         estimators: Sequence[ReplicaEstimator] = (),
+        observe_step: Callable[[str, float], None] | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        # Called with (step, seconds) for each step of each attempt (Karmada's step names, STEPS);
+        # the operator exports it as karmada_scheduler_scheduling_algorithm_duration_seconds.
+        self.observe_step = observe_step
         registry = framework.in_tree_registry(workload_affinity=self.settings.workload_affinity)
         enabled = framework.select_plugins(self.settings.plugins, registry)
         self.enabled_plugins = enabled
@@ -287,13 +296,17 @@ class Scheduler:
 
         attempt.numbers_factory = numbers
         multi_template = self.settings.multiple_pod_templates and multi_template_applicable(binding)
+        started = time.perf_counter()
         try:
             selected = select_clusters(details, binding, multi_template=multi_template)
         except SchedulingError as e:
             err = e.wrapped("failed to select clusters")
             raise AttemptFailed(err, attempt.freeze(None, err)) from None
+        finally:
+            self._step(STEP_SELECT, started)
         attempt.selected = tuple(c.name for c in selected)
         fresh = reschedule_required(binding.reschedule_triggered_at, status.last_scheduled_time)
+        started = time.perf_counter()
         try:
             targets = assign_replicas(
                 selected,
@@ -306,6 +319,8 @@ class Scheduler:
         except SchedulingError as e:
             err = e.wrapped("failed to assign replicas")
             raise AttemptFailed(err, attempt.freeze(None, err)) from None
+        finally:
+            self._step(STEP_ASSIGN_REPLICAS, started)
         return AttemptOutput(targets, attempt.freeze(targets, None))
 
     def strategy(self, binding: SchedulingBinding) -> str:
@@ -313,9 +328,17 @@ class Scheduler:
 
     # ---- stages ------------------------------------------------------------------------------
 
+    def _step(self, step: str, started: float, now: float | None = None) -> float:
+        """Report a step's duration since ``started``; returns the time it ended."""
+        ended = time.perf_counter() if now is None else now
+        if self.observe_step is not None:
+            self.observe_step(step, ended - started)
+        return ended
+
     def _find_clusters_that_fit(self, ctx: FilterContext, snapshot: Snapshot) -> _FilterOutcome:
         # Each plugin states what of the binding its verdicts depend on (``cache_key``); verdict
         # vectors are memoised per snapshot under that key, and so is the combined outcome.
+        started = time.perf_counter()
         keys = []
         for plugin in (*self.filters, *self.scorers):
             key_fn = getattr(plugin, "cache_key", None)
@@ -324,13 +347,18 @@ class Scheduler:
         if combined_key is not None:
             cached = snapshot._memo.get(combined_key)
             if cached is not None:
+                # Verdicts and scores reused from this snapshot: the filter step was the lookup,
+                # and no scoring work was done.
+                self._step(STEP_SCORE, self._step(STEP_FILTER, started))
                 return cached  # type: ignore[no-any-return]
         n_filters = len(self.filters)
         failures = [self._filter_vector(p, keys[i], ctx, snapshot) for i, p in enumerate(self.filters)]
+        filtered = self._step(STEP_FILTER, started)
         score_vectors = tuple(
             (p.name, self._score_vector(p, keys[n_filters + i], ctx, snapshot))
             for i, p in enumerate(self.scorers)
         )
+        self._step(STEP_SCORE, filtered)
         clusters = snapshot.clusters
         rejected: set[int] = set(snapshot.deleting_index())
         for failed in failures:

@@ -231,7 +231,11 @@ def test_from_policy_yaml_to_a_scheduled_binding_and_back(story: Story, tmp_path
     assert story.standby.alive() and story.standby._get("/healthz")[0] == 200
     assert story.standby._get("/readyz") == (503, "not the leader")
     assert story.standby.metric("karmada_scheduler_schedule_attempts_total") == 0
-    assert story.scheduler.metric("karmada_scheduler_schedule_attempts_total") >= 1
+    assert story.scheduler.metric("karmada_scheduler_schedule_attempts_total", result="scheduled") >= 1
+    for step in ("Filter", "Score", "Select", "AssignReplicas"):  # Karmada's schedule_step values
+        assert story.scheduler.metric(
+            "karmada_scheduler_scheduling_algorithm_duration_seconds_count", schedule_step=step
+        ) >= 1, step
 
     # scaling the Deployment reaches the binding and the scheduler divides again
     scaled = copy.deepcopy(deployment)

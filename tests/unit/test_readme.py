@@ -35,3 +35,20 @@ def test_the_explain_example_is_what_explain_prints() -> None:
     explained = simulate("--explain")
     first = explained.split("\n\n")[0] + "\n"
     assert shown == first
+
+
+def test_the_metrics_table_lists_what_the_scheduler_exports() -> None:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Scheduler metrics") :]
+    section = section[: section.index("\n## ")]
+    listed = set(re.findall(r"^\| `([a-z0-9_]+)` \|", section, re.M))
+    # What a scheduler process registers: import only its command module, in a fresh interpreter.
+    families = subprocess.run(
+        [sys.executable, "-c", "import fleetsched.controller.scheduler_cmd\n"
+         "from fleetsched.controller.metrics import REGISTRY\n"
+         "print('\\n'.join(f.name for f in REGISTRY.collect()))"],
+        capture_output=True, text=True, cwd=ROOT, check=True,
+    ).stdout.split()
+    exported = {name for name in families if not name.startswith(("process_", "python_"))}
+    # prometheus_client names counter families without their _total suffix
+    assert {name.removesuffix("_total") for name in listed} == exported

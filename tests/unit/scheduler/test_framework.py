@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from fleetsched.scheduler import framework
-from fleetsched.scheduler.framework import PluginSelectionError, ReplicaEstimator, select_plugins
+from fleetsched.scheduler.framework import STEPS, PluginSelectionError, ReplicaEstimator, select_plugins
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import ClusterInfo, ReplicaRequirements
 
@@ -107,3 +107,21 @@ def test_non_workloads_are_not_estimated() -> None:
     result = scheduler.schedule(binding.build(), binding.status(), Snapshot([a_cluster("A").build()]))
     assert estimator.calls == 0
     assert result.attempts[0].numbers[0].allocatable == 2**31 - 1
+
+
+def test_each_attempt_reports_karmadas_steps_in_order() -> None:
+    seen: list[tuple[str, float]] = []
+    scheduler = Scheduler(observe_step=lambda step, seconds: seen.append((step, seconds)))
+    snapshot = Snapshot([a_cluster("m1").free(10).build(), a_cluster("m2").free(10).build()])
+    binding = a_binding().replicas(4).dynamic()
+    scheduler.schedule(binding.build(), binding.status(), snapshot)
+    assert [step for step, _ in seen] == list(STEPS)
+    assert all(seconds >= 0 for _, seconds in seen)
+    # Again on the same snapshot: verdicts and scores are reused, every step is still reported.
+    seen.clear()
+    scheduler.schedule(binding.build(), binding.status(), snapshot)
+    assert [step for step, _ in seen] == list(STEPS)
+    # An attempt that no cluster fits stops after filtering (and scoring nothing).
+    seen.clear()
+    scheduler.schedule(binding.build(), binding.status(), Snapshot([a_cluster("m3").deleting().build()]))
+    assert [step for step, _ in seen] == ["Filter", "Score"]
