@@ -80,6 +80,7 @@ class ClusterStore(ObjectCache):
         super().__init__()
         self._infos: dict[str, tuple[int | None, ClusterInfo]] = {}
         self._snapshot: Snapshot | None = None
+        self._terminating: frozenset[str] | None = None
         self.version = 0
 
     def upsert(self, obj: Obj) -> tuple[bool, Obj | None]:
@@ -90,6 +91,7 @@ class ClusterStore(ObjectCache):
             or resource_version(obj) is None
         ):
             self._snapshot = None
+            self._terminating = None
             self.version += 1
         return stored, previous
 
@@ -98,6 +100,7 @@ class ClusterStore(ObjectCache):
         if removed is not None:
             self._infos.pop(key, None)
             self._snapshot = None
+            self._terminating = None
             self.version += 1
         return removed
 
@@ -122,8 +125,11 @@ class ClusterStore(ObjectCache):
         return self._snapshot
 
     def terminating(self) -> frozenset[str]:
-        return frozenset(
-            (o.get("metadata") or {}).get("name", "")
-            for o in self._objects.values()
-            if (o.get("metadata") or {}).get("deletionTimestamp")
-        )
+        """Names of the Clusters being deleted; asked once per binding, so kept until a Cluster changes."""
+        if self._terminating is None:
+            self._terminating = frozenset(
+                (o.get("metadata") or {}).get("name", "")
+                for o in self._objects.values()
+                if (o.get("metadata") or {}).get("deletionTimestamp")
+            )
+        return self._terminating

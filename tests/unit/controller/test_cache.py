@@ -41,3 +41,15 @@ def test_snapshot_is_rebuilt_only_after_a_cluster_changes() -> None:
     assert store.terminating() == {"m2"}
     store.delete("m1")
     assert [c.name for c in store.snapshot().clusters] == ["m2"]
+
+
+def test_terminating_clusters_follow_every_change() -> None:
+    store = ClusterStore()
+    store.upsert(obj("m1", "1"))
+    assert store.terminating() == frozenset()
+    store.upsert(obj("m1", "2", deletionTimestamp="2026-01-01T00:00:00Z"))
+    assert store.terminating() == {"m1"}
+    store.upsert(obj("m2", "3", deletionTimestamp="2026-01-01T00:00:00Z"))
+    assert store.terminating() == {"m1", "m2"}
+    store.delete("m1")
+    assert store.terminating() == {"m2"}
