@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -380,17 +381,27 @@ async def apiserver_cpu_profile(client: KubeClient, path: Path, seconds: int = 1
     print(f"kube-apiserver CPU profile written to {path}", file=sys.stderr)
 
 
-async def operator_run(
-    client: KubeClient,
-    plane: ControlPlane,
-    bindings: list[dict[str, Any]],
-    args: argparse.Namespace,
-    workdir: Path,
-    suffix: str = "",
-) -> dict[str, Any]:
-    namespace = f"bench-op{suffix}"
-    await client.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
-    plane.kubectl("create", "namespace", "karmada-system", check=False)  # exists from an earlier round
+@dataclass
+class Setup:
+    """What every operator phase runs against."""
+
+    client: KubeClient
+    plane: ControlPlane
+    bindings: list[dict[str, Any]]
+    args: argparse.Namespace
+    workdir: Path
+
+    async def namespace(self, name: str) -> str:
+        """A new namespace for a phase's bindings, and karmada-system for the scheduler's Events/Lease."""
+        await self.client.create("/api/v1/namespaces", {"metadata": {"name": name}})
+        self.plane.kubectl("create", "namespace", "karmada-system", check=False)  # may exist already
+        return name
+
+
+async def operator_run(setup: Setup, suffix: str = "") -> dict[str, Any]:
+    client, plane, args = setup.client, setup.plane, setup.args
+    bindings, workdir = setup.bindings, setup.workdir
+    namespace = await setup.namespace(f"bench-op{suffix}")
     proc_class = ProfiledSchedulerProcess if args.profile else SchedulerProcess
     proc = proc_class(
         kubeconfig=plane.kubeconfig,
@@ -507,20 +518,13 @@ async def hold_lease(client: KubeClient, holder: str) -> None:
     await client.replace(LEASE_PATH, {**current, "spec": {**current.get("spec", {}), **spec}})
 
 
-async def backlog_run(
-    client: KubeClient,
-    plane: ControlPlane,
-    bindings: list[dict[str, Any]],
-    args: argparse.Namespace,
-    workdir: Path,
-    suffix: str = "",
-) -> dict[str, Any]:
+async def backlog_run(setup: Setup, suffix: str = "") -> dict[str, Any]:
     """The operator making the writes on bindings that already exist: a standby scheduler (Lease held
     by the bench) caches N new bindings, then the bench releases the Lease; the rate runs from the
     moment the scheduler holds the Lease to the last Scheduled condition."""
-    namespace = f"bench-backlog{suffix}"
-    await client.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
-    plane.kubectl("create", "namespace", "karmada-system", check=False)
+    client, plane, args = setup.client, setup.plane, setup.args
+    bindings, workdir = setup.bindings, setup.workdir
+    namespace = await setup.namespace(f"bench-backlog{suffix}")
     await hold_lease(client, BENCH_HOLDER)
     proc = SchedulerProcess(
         kubeconfig=plane.kubeconfig,
@@ -579,6 +583,7 @@ async def main_async(args: argparse.Namespace) -> int:
     rounds: list[tuple[dict[str, Any], tuple[CpuMeter, CpuMeter], dict[str, Any]]] = []
     try:
         await create_clusters(client, clusters)
+        setup = Setup(client, plane, bindings, args, workdir)
         for number in range(args.rounds):
             suffix = f"-{number + 1}"
             print(f"round {number + 1}: plain client ...", file=sys.stderr)
@@ -588,9 +593,9 @@ async def main_async(args: argparse.Namespace) -> int:
                 client, clusters, bindings, args.concurrency, meters, profile=profile, suffix=suffix
             )
             print(f"round {number + 1}: operator ...", file=sys.stderr)
-            op = await operator_run(client, plane, bindings, args, workdir, suffix=suffix)
+            op = await operator_run(setup, suffix)
             print(f"round {number + 1}: operator draining a backlog ...", file=sys.stderr)
-            op["backlog"] = await backlog_run(client, plane, bindings, args, workdir, suffix=suffix)
+            op["backlog"] = await backlog_run(setup, suffix)
             rounds.append((plain, meters, op))
     finally:
         await client.close()
