@@ -124,21 +124,18 @@ class _FilterOutcome:
     def summary(self) -> FilterSummary:
         """The verdicts' counts, from the rejection vectors (no verdict object per cluster)."""
         if self._summary is None:
-            if self._verdicts is not None:
-                self._summary = FilterSummary.of(self._verdicts)
-            else:
-                deleting = self.snapshot.deleting_index()
-                rejected: dict[str, int] = {"Deleting": len(deleting)} if deleting else {}
-                claimed = set(deleting)
-                for name, failed in self.failures:
-                    for i, r in failed.items():
-                        if i not in claimed:
-                            claimed.add(i)
-                            label = r.plugin or name
-                            rejected[label] = rejected.get(label, 0) + 1
-                self._summary = FilterSummary(
-                    len(self.snapshot.clusters) - len(claimed), tuple(sorted(rejected.items()))
-                )
+            deleting = self.snapshot.deleting_index()
+            rejected: dict[str, int] = {"Deleting": len(deleting)} if deleting else {}
+            claimed = set(deleting)
+            for name, failed in self.failures:  # in filter order: the first rejection counts
+                for i, r in failed.items():
+                    if i not in claimed:
+                        claimed.add(i)
+                        label = r.plugin or name
+                        rejected[label] = rejected.get(label, 0) + 1
+            self._summary = FilterSummary(
+                len(self.snapshot.clusters) - len(claimed), tuple(sorted(rejected.items()))
+            )
         return self._summary
 
     def verdicts(self) -> tuple[ClusterVerdict, ...]:
@@ -328,9 +325,9 @@ class Scheduler:
 
     # ---- stages ------------------------------------------------------------------------------
 
-    def _step(self, step: str, started: float, now: float | None = None) -> float:
+    def _step(self, step: str, started: float) -> float:
         """Report a step's duration since ``started``; returns the time it ended."""
-        ended = time.perf_counter() if now is None else now
+        ended = time.perf_counter()
         if self.observe_step is not None:
             self.observe_step(step, ended - started)
         return ended
