@@ -54,5 +54,6 @@ async def accurate_estimator(client: KubeClient, args: argparse.Namespace) -> Ac
         timeout=args.scheduler_estimator_timeout,
         tls=tls,
         service_lookup=lookup,
+        disable_in_pull_mode=args.disable_scheduler_estimator_in_pull_mode,
     )
     return AccurateEstimatorClient(config)

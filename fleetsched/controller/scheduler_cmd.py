@@ -58,6 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ask each member's accurate estimator (gRPC) as well as the general one",
     )
     parser.add_argument(
+        "--disable-scheduler-estimator-in-pull-mode",
+        type=command.boolean,
+        nargs="?",
+        const=True,
+        default=False,
+        help="do not ask the accurate estimator about Pull-mode clusters; a binding with one among its "
+        "candidates then uses the general estimate alone (default false)",
+    )
+    parser.add_argument(
         "--scheduler-estimator-timeout",
         type=command.duration,
         default=3.0,

@@ -58,6 +58,9 @@ __all__ = [
 log = structlog.get_logger("fleetsched.estimator.client")
 
 
+PULL_MODE_REFUSAL = "no connection (Pull mode, --disable-scheduler-estimator-in-pull-mode)"
+
+
 class EstimatorUnavailable(RuntimeError):
     """At least one cluster's estimator failed; the whole answer of this estimator is to be ignored."""
 
@@ -99,6 +102,9 @@ class EstimatorClientConfig:
     service_lookup: Callable[[str, str], Mapping[str, Any] | None] | None = None
     # Dual-write Karmada <= 1.17's field numbers too (spec 2.4), for old estimators.
     legacy_fields: bool = False
+    # --disable-scheduler-estimator-in-pull-mode: Clusters whose spec.syncMode is Pull get no
+    # connection, so (all or nothing, spec 4.4) any batch that includes one uses the general estimate.
+    disable_in_pull_mode: bool = False
 
     @classmethod
     def from_flags(cls, *, timeout: float = 3.0, port: int = 10352, ca_file: str | None = None,
@@ -281,17 +287,32 @@ class AccurateEstimatorClient:
             with self._lock:
                 self._redialing.discard(cluster)
 
+    def _refused(self, clusters: Sequence[Any]) -> dict[str, str]:
+        """The clusters this client does not connect to at all, with the reason."""
+        if not self.config.disable_in_pull_mode:
+            return {}
+        return {
+            cluster_name(c): PULL_MODE_REFUSAL for c in clusters if getattr(c, "sync_mode", "") == "Pull"
+        }
+
     def connect(self, clusters: Sequence[Any]) -> dict[str, str]:
         """Dial these clusters now (Karmada dials every cluster at start); returns the failures."""
         deadline = time.monotonic() + self.config.dial_timeout
-        _, failures = self._stubs([cluster_name(c) for c in clusters], deadline)
-        return failures
+        refused = self._refused(clusters)
+        names = [cluster_name(c) for c in clusters]
+        _, failures = self._stubs([name for name in names if name not in refused], deadline)
+        return {**refused, **failures}
 
-    def _fan_out(self, clusters: Sequence[str], method: str, build: Callable[[str], Any], field_name: str,
+    def _fan_out(self, clusters: Sequence[Any], method: str, build: Callable[[str], Any], field_name: str,
                  metadata: Sequence[tuple[str, str]] = ()) -> list[int]:
         """One call per cluster, all at once, under one deadline; raise if any failed."""
+        refused = self._refused(clusters)
+        if refused:
+            log.info("accurate_estimator_skipped", method=method, failures=refused)
+            raise EstimatorUnavailable(refused)
+        names = [cluster_name(c) for c in clusters]
         deadline = time.monotonic() + self.config.timeout
-        stubs, failures = self._stubs(clusters, deadline)
+        stubs, failures = self._stubs(names, deadline)
         if failures:
             # One failed cluster discards the whole answer (Karmada), so calling the others is wasted
             # work; worse, a dial that used up the deadline would make their calls fail spuriously.
@@ -314,13 +335,12 @@ class AccurateEstimatorClient:
         if failures:
             log.warning("accurate_estimator_failed", method=method, failures=failures)
             raise EstimatorUnavailable(failures)
-        return [answers[c] for c in clusters]
+        return [answers[c] for c in names]
 
     # -------------------------------------------------------------------- the three questions
     def max_available_replicas(self, clusters: Sequence[Any], replica_requirements: Any,
                                *, assumed_workloads: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
                                object_ref: str = "") -> list[int]:
-        names = [cluster_name(c) for c in clusters]
         requirements = requirements_json(replica_requirements)
 
         def build(cluster: str) -> Any:
@@ -332,7 +352,7 @@ class AccurateEstimatorClient:
             return wire.replicas_request_to_pb(raw)
 
         metadata = (("object", object_ref),) if object_ref else ()
-        return self._fan_out(names, "MaxAvailableReplicas", build, "maxReplicas", metadata)
+        return self._fan_out(clusters, "MaxAvailableReplicas", build, "maxReplicas", metadata)
 
     def max_available_component_sets(self, clusters: Sequence[Any], components: Sequence[Any],
                                      namespace: str | None = None, *,
@@ -342,7 +362,6 @@ class AccurateEstimatorClient:
         """The core's ``ComponentSetEstimator`` face (spec 4.2): ``components`` are the core's Component
         values or their JSON form; ``namespace`` (the workload's, request field 3) defaults to the one in
         the components' requirements."""
-        names = [cluster_name(c) for c in clusters]
         parts = [component_json(c) for c in components]
         if namespace is None:
             namespace = next((ns for ns in (_requirements_namespace(c) for c in components) if ns), "")
@@ -354,14 +373,13 @@ class AccurateEstimatorClient:
             return wire.component_sets_request_to_pb(raw)
 
         metadata = (("object", object_ref),) if object_ref else ()
-        return self._fan_out(names, "MaxAvailableComponentSets", build, "maxSets", metadata)
+        return self._fan_out(clusters, "MaxAvailableComponentSets", build, "maxSets", metadata)
 
     def get_unschedulable_replicas(self, clusters: Sequence[Any], resource: Mapping[str, str],
                                    threshold_seconds: float = 300.0) -> list[int]:
-        names = [cluster_name(c) for c in clusters]
 
         def build(cluster: str) -> Any:
             return wire.unschedulable_request_to_pb({"cluster": cluster, "resource": dict(resource),
                                                      "unschedulableThreshold": int(threshold_seconds * 1e9)})
 
-        return self._fan_out(names, "GetUnschedulableReplicas", build, "unschedulableReplicas")
+        return self._fan_out(clusters, "GetUnschedulableReplicas", build, "unschedulableReplicas")

@@ -413,4 +413,5 @@ def cluster_from_dict(obj: Mapping[str, Any]) -> ClusterInfo:
         api_enablements=frozenset(apis),
         resource_summary=summary,
         resource_models=tuple(models),
+        sync_mode=_str(spec.get("syncMode"), "spec.syncMode"),
     )

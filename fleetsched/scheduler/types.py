@@ -288,5 +288,6 @@ class ClusterInfo:
     api_enablements: frozenset[tuple[str, str]] = frozenset()  # (groupVersion, kind)
     resource_summary: ResourceSummary | None = None
     resource_models: tuple[ResourceModel, ...] = ()
+    sync_mode: str = ""  # spec.syncMode: "Push" or "Pull" (only the accurate estimator client reads it)
     # Memo of values that depend only on this (immutable) cluster, e.g. estimates per request.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)

@@ -13,12 +13,14 @@ import grpc
 import pytest
 
 from fleetsched.estimator.client import (
+    PULL_MODE_REFUSAL,
     AccurateEstimatorClient,
     EstimatorClientConfig,
     EstimatorUnavailable,
 )
 from fleetsched.estimator.pb import estimator_pb2, service_pb2_grpc
 from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.types import ClusterInfo
 from fleetsched.simulate import simulate_objects
 
 from .conftest import LoopThread, StartedServer, node
@@ -107,6 +109,30 @@ def test_an_absent_estimator_fails_fast_and_discards_the_answer(start: Callable[
     finally:
         client.close()
     assert set(failure.value.failures) == {"member-gone"}
+
+
+def test_pull_mode_clusters_are_not_asked_when_disabled(start: Callable[..., StartedServer]) -> None:
+    a = start("member-a", story_nodes(1, "member-a"))
+    b = start("member-b", story_nodes(1, "member-b"))
+    push, pull = ClusterInfo("member-a", sync_mode="Push"), ClusterInfo("member-b", sync_mode="Pull")
+    addresses = {"member-a": a.address, "member-b": b.address}
+    client = AccurateEstimatorClient(EstimatorClientConfig(addresses=addresses, disable_in_pull_mode=True))
+    try:
+        # Karmada gives a Pull cluster no connection: a batch with one is discarded, all or nothing.
+        with pytest.raises(EstimatorUnavailable) as failure:
+            client.max_available_replicas([push, pull], CPU12)
+        assert failure.value.failures == {"member-b": PULL_MODE_REFUSAL}
+        assert "member-b" not in client._channels  # never dialed
+        assert client.max_available_replicas([push], CPU12) == [0]
+        assert client.connect([push, pull]) == {"member-b": PULL_MODE_REFUSAL}
+    finally:
+        client.close()
+    # Without the flag (Karmada's default) a Pull cluster's estimator is asked like any other.
+    client = AccurateEstimatorClient(EstimatorClientConfig(addresses=addresses))
+    try:
+        assert client.max_available_replicas([push, pull], CPU12) == [0, 2]
+    finally:
+        client.close()
 
 
 def test_an_estimator_that_comes_up_later_is_redialed_in_the_background(

@@ -17,6 +17,7 @@ CLUSTER = {
     "spec": {
         "provider": "aws",
         "region": "us-east-1",
+        "syncMode": "Pull",
         "zones": ["a", "b"],
         "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}],
         "resourceModels": [{"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": "1"}]}],
@@ -44,6 +45,7 @@ def test_cluster_fields() -> None:
     assert c.resource_summary.allocated["cpu"].milli_value() == 500
     assert c.resource_summary.allocatable_modelings == ((0, 3),)
     assert c.resource_models[0].grade == 0
+    assert c.sync_mode == "Pull"
 
 
 def test_binding_fields_are_taken_as_written() -> None:
