@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
+from fleetsched.flags import parse_feature_gates
 from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
@@ -66,9 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--feature-gates",
         default="",
-        help="gates that change results here: CustomizedClusterResourceModeling (default true), "
-        "WorkloadAffinity (default false; peers are the input ResourceBindings as written), "
-        "MultiplePodTemplatesScheduling (default false)",
+        help="Karmada's gates; those that change results here: CustomizedClusterResourceModeling "
+        "(default true), WorkloadAffinity (default false; peers are the input ResourceBindings as "
+        "written), MultiplePodTemplatesScheduling (default false)",
     )
 
 
@@ -77,19 +78,10 @@ class _BadInput(Exception):
 
 
 def _gates(text: str) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for item in filter(None, (s.strip() for s in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false"):
-            raise _BadInput(f"--feature-gates: {item!r}: expected Name=true|false")
-        gates[name] = value.lower() == "true"
-    known = {"CustomizedClusterResourceModeling", "MultiplePodTemplatesScheduling", "WorkloadAffinity"}
-    unknown = sorted(set(gates) - known)
-    if unknown:
-        raise _BadInput(
-            f"--feature-gates: unknown gate(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
-        )
-    return gates
+    try:
+        return parse_feature_gates(text)
+    except ValueError as exc:
+        raise _BadInput(f"--feature-gates: {exc}") from None
 
 
 def _dump(model: Any) -> dict[str, Any]:

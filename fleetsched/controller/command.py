@@ -21,6 +21,7 @@ import uvloop
 from fleetsched.controller import logs, runtime
 from fleetsched.controller.kube import Connection, KubeClient
 from fleetsched.controller.leader import LeaderElectionConfig
+from fleetsched.flags import parse_feature_gates
 
 
 def duration(text: str) -> float:
@@ -36,6 +37,14 @@ def duration(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 3s, 500ms)") from None
+
+
+def feature_gates(text: str) -> dict[str, bool]:
+    """argparse type of ``--feature-gates``: Karmada's gates, as Kubernetes parses them."""
+    try:
+        return parse_feature_gates(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def boolean(text: str) -> bool:

@@ -26,26 +26,18 @@ from fleetsched.detector import FeatureGates
 
 log = structlog.get_logger("fleetsched.controller")
 
+# The Karmada gates that change what the detector builds, and the FeatureGates field of each.
 _GATES = {
     "PriorityBasedScheduling": "priority_based_scheduling",
     "WorkloadAffinity": "workload_affinity",
     "ResourceQuotaEstimate": "resource_quota_estimate",
-    "PolicyPreemption": "policy_preemption",
+    "PropagationPolicyPreemption": "policy_preemption",
 }
 
 
 def _gates(text: str) -> FeatureGates:
-    values: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false"):
-            raise argparse.ArgumentTypeError(f"--feature-gates: {item!r}: expected Name=true|false")
-        if name not in _GATES:
-            raise argparse.ArgumentTypeError(
-                f"--feature-gates: unknown gate {name!r} (known: {', '.join(sorted(_GATES))})"
-            )
-        values[_GATES[name]] = value.lower() == "true"
-    return FeatureGates(**values)
+    gates = command.feature_gates(text)
+    return FeatureGates(**{field: gates[name] for name, field in _GATES.items() if name in gates})
 
 
 def _resources(text: str) -> tuple[str, ...]:
@@ -79,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--feature-gates",
         type=_gates,
         default=FeatureGates(),
-        help="e.g. PolicyPreemption=true,WorkloadAffinity=true (Karmada's defaults otherwise)",
+        help="Karmada's gates, e.g. PropagationPolicyPreemption=true,WorkloadAffinity=true; those that "
+        "change bindings: PriorityBasedScheduling, WorkloadAffinity, ResourceQuotaEstimate, "
+        "PropagationPolicyPreemption (Karmada's defaults otherwise)",
     )
     parser.add_argument(
         "--standalone",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -24,6 +24,13 @@ from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+
+# Gates whose scheduling behaviour the live scheduler does not have: WorkloadAffinity needs the
+# peers' placements in every snapshot, SchedulingOvercommitProtection the assumption cache (§7.5).
+UNSUPPORTED_GATES = ("SchedulingOvercommitProtection", "WorkloadAffinity")
+
+if TYPE_CHECKING:
+    from fleetsched.scheduler import Settings
 
 log = structlog.get_logger("fleetsched.scheduler")
 
@@ -48,6 +55,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--enable-empty-workload-propagation", type=command.boolean, nargs="?", const=True, default=False
+    )
+    parser.add_argument(
+        "--feature-gates",
+        type=command.feature_gates,
+        default={},
+        help="Karmada's gates, Gate=true|false,...; those that change results here: "
+        "CustomizedClusterResourceModeling (default true), MultiplePodTemplatesScheduling (default "
+        "false). WorkloadAffinity and SchedulingOvercommitProtection are refused when on (not "
+        "implemented in the live scheduler); the others are accepted and have no effect",
     )
     parser.add_argument(
         "--enable-scheduler-estimator",
@@ -87,10 +103,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     command.add_serving_arguments(parser, metrics=":8080", health=":10351")
 
 
+def scheduler_settings(args: argparse.Namespace) -> Settings:
+    """The core's settings from the flags; ValueError for a gate the live scheduler cannot honour."""
+    from fleetsched.scheduler import Settings
+
+    gates = args.feature_gates
+    unsupported = sorted(gate for gate in UNSUPPORTED_GATES if gates.get(gate))
+    if unsupported:
+        raise ValueError(f"{', '.join(unsupported)}: not implemented in fleetsched scheduler (leave off)")
+    return Settings(
+        plugins=args.plugins,
+        enable_empty_workload_propagation=args.enable_empty_workload_propagation,
+        customized_cluster_resource_modeling=gates.get("CustomizedClusterResourceModeling", True),
+        multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
+    )
+
+
 async def _serve(args: argparse.Namespace) -> int:
     connection = load_connection(args.kubeconfig)
     client = command.kube_client(connection, args, agent="fleetsched-scheduler")
-    from fleetsched.scheduler import Scheduler, Settings
+    from fleetsched.scheduler import Scheduler
     from fleetsched.scheduler.framework import PluginSelectionError
 
     estimators: list[Any] = []
@@ -111,10 +143,14 @@ async def _serve(args: argparse.Namespace) -> int:
         estimators.append(accurate)
         run_core = asyncio.to_thread  # the estimator blocks on gRPC: keep the event loop free
     try:
+        settings = scheduler_settings(args)
+    except ValueError as exc:
+        log.error("invalid_flag", flag="--feature-gates", error=str(exc))
+        await client.close()
+        return 2
+    try:
         scheduler = Scheduler(
-            settings=Settings(
-                plugins=args.plugins, enable_empty_workload_propagation=args.enable_empty_workload_propagation
-            ),
+            settings=settings,
             estimators=estimators,
             observe_step=metrics.observe_step,
         )

@@ -24,7 +24,8 @@ from fleetsched.estimator import handlers, wire
 from fleetsched.estimator.inventory import MemberInventory
 from fleetsched.estimator.model import EstimatorError
 from fleetsched.estimator.pb import estimator_pb2
-from fleetsched.estimator.service import KARMADA_GATES, EstimatorService, FeatureGates
+from fleetsched.estimator.service import EstimatorService, FeatureGates
+from fleetsched.flags import KARMADA_FEATURE_GATES
 
 __all__ = ["add_arguments", "answer_requests", "run"]
 
@@ -73,7 +74,7 @@ def _gates(options: Mapping[str, Any]) -> FeatureGates:
     for name, value in gates.items():
         if not isinstance(value, bool):
             raise InputError(f"EstimatorOptions.featureGates.{name}: must be true or false")
-        if name not in KARMADA_GATES:
+        if name not in KARMADA_FEATURE_GATES:
             print(f"warning: unknown feature gate {name!r} ignored", file=sys.stderr)
     return FeatureGates.from_mapping(gates)
 

@@ -30,8 +30,8 @@ from fleetsched.controller.kube import Connection
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.plugins.resource_quota import QuotaStore
 from fleetsched.estimator.server import EstimatorMetrics, ServerTLS, SyncState, serve
-from fleetsched.estimator.service import EstimatorService, FeatureGates, parse_feature_gates
-from fleetsched.flags import parse_bind_address
+from fleetsched.estimator.service import EstimatorService, FeatureGates
+from fleetsched.flags import parse_bind_address, parse_feature_gates
 
 __all__ = ["add_arguments", "run"]
 

@@ -29,36 +29,18 @@ from fleetsched.estimator.replica import WorkloadSource, unschedulable_pods_of
 from fleetsched.estimator.resources import node_allocatable, pod_request
 
 __all__ = [
-    "KARMADA_GATES",
     "EstimatorService",
     "FeatureGates",
     "Observer",
     "StepObserver",
     "apply_node",
     "apply_pod",
-    "parse_feature_gates",
     "pod_key",
 ]
 
+# The two of Karmada's gates (fleetsched.flags.KARMADA_FEATURE_GATES) that change the estimator's answers.
 RESOURCE_QUOTA_ESTIMATE = "ResourceQuotaEstimate"
 SCHEDULING_OVERCOMMIT_PROTECTION = "SchedulingOvercommitProtection"
-
-# Karmada's feature gates and their defaults; only the first two change what the estimator answers.
-KARMADA_GATES: dict[str, bool] = {
-    RESOURCE_QUOTA_ESTIMATE: False,
-    SCHEDULING_OVERCOMMIT_PROTECTION: False,
-    "CustomizedClusterResourceModeling": True,
-    "MultiClusterService": False,
-    "ResourceQuotaEstimateWithAssumed": False,
-    "PropagationPolicyPreemption": False,
-    "MultiplePodTemplatesScheduling": False,
-    "Failover": False,
-    "GracefulEviction": True,
-    "PropagateDeps": True,
-    "StatefulFailoverInjection": False,
-    "PriorityBasedScheduling": False,
-    "ContextualLogging": True,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,26 +54,6 @@ class FeatureGates:
             resource_quota_estimate=bool(gates.get(RESOURCE_QUOTA_ESTIMATE, False)),
             scheduling_overcommit_protection=bool(gates.get(SCHEDULING_OVERCOMMIT_PROTECTION, False)),
         )
-
-
-def parse_feature_gates(text: str) -> dict[str, bool]:
-    """``A=true,B=false`` as Kubernetes' --feature-gates flag reads it."""
-    out: dict[str, bool] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        name, sep, raw = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise ValueError(f"missing bool value for {item}")
-        value = raw.strip().lower()
-        if value not in ("true", "false", "1", "0", "t", "f"):
-            raise ValueError(f"invalid value of {name}={raw.strip()}, err: strconv.ParseBool: "
-                             f"parsing {raw.strip()!r}: invalid syntax")
-        if name not in KARMADA_GATES:
-            raise ValueError(f"unrecognized feature gate: {name}")
-        out[name] = value in ("true", "1", "t")
-    return out
 
 
 def pod_key(obj: Mapping[str, Any]) -> str:

@@ -19,13 +19,11 @@ from pathlib import Path
 import structlog
 from aiohttp import web
 
+from fleetsched import flags
 from fleetsched.flags import parse_bind_address
 from fleetsched.webhook import review, server
 
 log = structlog.get_logger("fleetsched.webhook")
-
-KNOWN_GATES = ("FederatedQuotaEnforcement", "MultiplePodTemplatesScheduling")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bind-address", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
@@ -47,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="accepted for compatibility; the rules served here make no API calls")
     parser.add_argument("--kubeconfig", default="", help="accepted for compatibility (no API calls are made)")
     parser.add_argument("--feature-gates", default="",
-                        help="comma-separated Gate=true|false; MultiplePodTemplatesScheduling enables "
+                        help="Karmada's gates, Gate=true|false,...; MultiplePodTemplatesScheduling enables "
                              "the component-name checks of /validate-resourcebinding")
     parser.add_argument("--allow-no-execute-taint-policy", action="store_true",
                         help="accepted for compatibility (ClusterTaintPolicy is not served)")
@@ -57,15 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false"):
-            raise ValueError(f"--feature-gates: {item!r} is not Gate=true or Gate=false")
-        if name not in KNOWN_GATES:
-            raise ValueError(f"--feature-gates: unknown gate {name!r} (known: {', '.join(KNOWN_GATES)})")
-        gates[name] = value.lower() == "true"
-    return gates
+    """Karmada's gates, all accepted as by Karmada's webhook; MultiplePodTemplatesScheduling changes
+    what is admitted here."""
+    try:
+        return flags.parse_feature_gates(text)
+    except ValueError as exc:
+        raise ValueError(f"--feature-gates: {exc}") from None
 
 
 def _configure_logging(level: str) -> None:

@@ -77,3 +77,16 @@ def test_unplaceable_bindings_report_why_and_the_rest_are_scheduled(
     # Karmada leaves spec.clusters alone on errors other than a FitError, and clears it on a FitError.
     assert "clusters" not in get_json(server, "rb", "-n", NAMESPACE, "too-big")["spec"]
     assert scheduler.alive()
+
+
+def test_a_gate_the_live_scheduler_cannot_honour_stops_it_with_a_reason(
+    isolated_apiserver: APIServer, start_scheduler: Callable[..., SchedulerProcess]
+) -> None:
+    scheduler = start_scheduler(
+        isolated_apiserver, "--leader-elect=false", "--feature-gates=Failover=true,WorkloadAffinity=true",
+        wait_ready=False,
+    )
+    assert scheduler.process is not None
+    assert scheduler.process.wait(timeout=60) == 2
+    log = scheduler.log_tail()
+    assert "--feature-gates" in log and "WorkloadAffinity: not implemented in fleetsched scheduler" in log

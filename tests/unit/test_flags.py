@@ -1,12 +1,15 @@
-"""Bind-address flags read the same way by every long-running command."""
+"""Bind-address and feature-gate flags read the same way by every command."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
-from fleetsched.controller import http
+from fleetsched.controller import http, policy_cmd, scheduler_cmd
+from fleetsched.detector import FeatureGates
 from fleetsched.estimator import server_cmd as estimator_cmd
-from fleetsched.flags import parse_bind_address
+from fleetsched.flags import KARMADA_FEATURE_GATES, parse_bind_address, parse_feature_gates
 from fleetsched.webhook import server_cmd as webhook_cmd
 
 
@@ -26,3 +29,58 @@ def test_a_bad_bind_address_names_the_value(text: str) -> None:
 
 def test_every_command_uses_the_one_parser() -> None:
     assert http.split_address is webhook_cmd.parse_bind_address is estimator_cmd.parse_bind_address
+
+
+def test_feature_gates_parse_as_kubernetes_does() -> None:
+    assert parse_feature_gates(" WorkloadAffinity=true, Failover=F ,PropagateDeps=1,") == {
+        "WorkloadAffinity": True, "Failover": False, "PropagateDeps": True,
+    }
+    assert parse_feature_gates("") == {}
+    with pytest.raises(ValueError, match=r"^unrecognized feature gate: PolicyPreemption$"):
+        parse_feature_gates("PolicyPreemption=true")  # the Go identifier; the flag name differs
+    with pytest.raises(ValueError, match=r"^missing bool value for Failover$"):
+        parse_feature_gates("Failover")
+    with pytest.raises(ValueError, match=r"strconv\.ParseBool: parsing 'yes': invalid syntax"):
+        parse_feature_gates("Failover=yes")
+
+
+def test_every_command_accepts_every_karmada_gate() -> None:
+    every = ",".join(f"{gate}={str(default).lower()}" for gate, default in KARMADA_FEATURE_GATES.items())
+    for add_arguments in (scheduler_cmd.add_arguments, policy_cmd.add_arguments,
+                          estimator_cmd.add_arguments, webhook_cmd.add_arguments):
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)
+        parsed = parser.parse_args(["--feature-gates", every, *_required(add_arguments)])
+        assert parsed.feature_gates, add_arguments.__module__
+    assert webhook_cmd.parse_feature_gates(every) == dict(KARMADA_FEATURE_GATES)
+    assert estimator_cmd.parse_feature_gates(every) == dict(KARMADA_FEATURE_GATES)
+
+
+def _required(add_arguments: object) -> list[str]:
+    return ["--cluster-name", "m1"] if add_arguments is estimator_cmd.add_arguments else []
+
+
+def test_the_policy_controller_reads_karmadas_gate_names() -> None:
+    parser = argparse.ArgumentParser()
+    policy_cmd.add_arguments(parser)
+    gates = parser.parse_args(["--feature-gates", "PropagationPolicyPreemption=true,Failover=true"])
+    assert gates.feature_gates == FeatureGates(policy_preemption=True)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--feature-gates", "PolicyPreemption=true"])
+
+
+def test_the_scheduler_maps_the_gates_that_change_results() -> None:
+    parser = argparse.ArgumentParser()
+    scheduler_cmd.add_arguments(parser)
+    args = parser.parse_args(["--feature-gates", "CustomizedClusterResourceModeling=false,Failover=true"])
+    assert args.feature_gates == {"CustomizedClusterResourceModeling": False, "Failover": True}
+    settings = scheduler_cmd.scheduler_settings(args)
+    assert not settings.customized_cluster_resource_modeling and not settings.multiple_pod_templates
+    defaults = scheduler_cmd.scheduler_settings(parser.parse_args([]))
+    assert defaults.customized_cluster_resource_modeling and not defaults.multiple_pod_templates
+    on = parser.parse_args(["--feature-gates", "MultiplePodTemplatesScheduling=true"])
+    assert scheduler_cmd.scheduler_settings(on).multiple_pod_templates
+    for gate in scheduler_cmd.UNSUPPORTED_GATES:
+        with pytest.raises(ValueError, match=f"{gate}: not implemented in fleetsched scheduler"):
+            scheduler_cmd.scheduler_settings(parser.parse_args(["--feature-gates", f"{gate}=true"]))
+        assert scheduler_cmd.scheduler_settings(parser.parse_args(["--feature-gates", f"{gate}=false"]))

@@ -143,7 +143,10 @@ def test_plugins_flag_changes_results(files: list[str], capsys: pytest.CaptureFi
         pytest.param(
             BINDINGS, ("--plugins", "*,-Nope"), "unknown scheduler plugin 'Nope'", id="unknown plugin"
         ),
-        pytest.param(BINDINGS, ("--feature-gates", "Foo=true"), "unknown gate", id="unknown gate"),
+        pytest.param(
+            BINDINGS, ("--feature-gates", "Foo=true"), "--feature-gates: unrecognized feature gate: Foo",
+            id="unknown gate",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

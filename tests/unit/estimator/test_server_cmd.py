@@ -8,7 +8,7 @@ import pytest
 
 from fleetsched import cli
 from fleetsched.estimator import server_cmd
-from fleetsched.estimator.service import parse_feature_gates
+from fleetsched.flags import parse_feature_gates
 
 
 def test_flags_and_defaults_are_karmadas() -> None:
