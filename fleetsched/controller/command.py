@@ -56,6 +56,13 @@ def boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (use true or false)")
 
 
+def add_boolean(
+    parser: argparse.ArgumentParser, flag: str, *, default: bool, help: str | None = None
+) -> None:
+    """A Go-style boolean flag: ``--flag`` alone means true, ``--flag=false`` turns it off."""
+    parser.add_argument(flag, type=boolean, nargs="?", const=True, default=default, help=help)
+
+
 def add_kube_api_arguments(parser: argparse.ArgumentParser, *, qps: float, burst: int) -> None:
     parser.add_argument(
         "--kube-api-qps",
@@ -69,12 +76,8 @@ def add_kube_api_arguments(parser: argparse.ArgumentParser, *, qps: float, burst
 
 
 def add_leader_election_arguments(parser: argparse.ArgumentParser, *, resource_name: str) -> None:
-    parser.add_argument(
-        "--leader-elect",
-        type=boolean,
-        nargs="?",
-        const=True,
-        default=True,
+    add_boolean(
+        parser, "--leader-elect", default=True,
         help="use a coordination.k8s.io Lease so only one replica is active (default true)",
     )
     parser.add_argument("--leader-elect-resource-name", default=resource_name)

@@ -75,12 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "change bindings: PriorityBasedScheduling, WorkloadAffinity, ResourceQuotaEstimate, "
         "PropagationPolicyPreemption (Karmada's defaults otherwise)",
     )
-    parser.add_argument(
-        "--standalone",
-        type=command.boolean,
-        nargs="?",
-        const=True,
-        default=False,
+    command.add_boolean(
+        parser, "--standalone", default=False,
         help="no Karmada binding controller runs: remove its finalizer (karmada.io/binding-controller, "
         "karmada.io/cluster-resource-binding-controller) from terminating bindings this controller "
         "derived, so deleting a workload deletes its binding. Keep off beside Karmada, whose binding "

@@ -53,9 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="*",
         help="scheduler plugins: '*' all in-tree, '-Name' disables one (default %(default)s)",
     )
-    parser.add_argument(
-        "--enable-empty-workload-propagation", type=command.boolean, nargs="?", const=True, default=False
-    )
+    command.add_boolean(parser, "--enable-empty-workload-propagation", default=False)
     parser.add_argument(
         "--feature-gates",
         type=command.feature_gates,
@@ -65,20 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "false). WorkloadAffinity and SchedulingOvercommitProtection are refused when on (not "
         "implemented in the live scheduler); the others are accepted and have no effect",
     )
-    parser.add_argument(
-        "--enable-scheduler-estimator",
-        type=command.boolean,
-        nargs="?",
-        const=True,
-        default=False,
+    command.add_boolean(
+        parser, "--enable-scheduler-estimator", default=False,
         help="ask each member's accurate estimator (gRPC) as well as the general one",
     )
-    parser.add_argument(
-        "--disable-scheduler-estimator-in-pull-mode",
-        type=command.boolean,
-        nargs="?",
-        const=True,
-        default=False,
+    command.add_boolean(
+        parser, "--disable-scheduler-estimator-in-pull-mode", default=False,
         help="do not ask the accurate estimator about Pull-mode clusters; a binding with one among its "
         "candidates then uses the general estimate alone (default false)",
     )
