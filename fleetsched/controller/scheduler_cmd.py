@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -24,13 +24,12 @@ from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+from fleetsched.scheduler import Scheduler, Settings
+from fleetsched.scheduler.framework import PluginSelectionError
 
 # Gates whose scheduling behaviour the live scheduler does not have: WorkloadAffinity needs the
 # peers' placements in every snapshot, SchedulingOvercommitProtection the assumption cache (§7.5).
 UNSUPPORTED_GATES = ("SchedulingOvercommitProtection", "WorkloadAffinity")
-
-if TYPE_CHECKING:
-    from fleetsched.scheduler import Settings
 
 log = structlog.get_logger("fleetsched.scheduler")
 
@@ -95,8 +94,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def scheduler_settings(args: argparse.Namespace) -> Settings:
     """The core's settings from the flags; ValueError for a gate the live scheduler cannot honour."""
-    from fleetsched.scheduler import Settings
-
     gates = args.feature_gates
     unsupported = sorted(gate for gate in UNSUPPORTED_GATES if gates.get(gate))
     if unsupported:
@@ -112,8 +109,6 @@ def scheduler_settings(args: argparse.Namespace) -> Settings:
 async def _serve(args: argparse.Namespace) -> int:
     connection = load_connection(args.kubeconfig)
     client = command.kube_client(connection, args, agent="fleetsched-scheduler")
-    from fleetsched.scheduler import Scheduler
-    from fleetsched.scheduler.framework import PluginSelectionError
 
     estimators: list[Any] = []
     accurate: Any = None
