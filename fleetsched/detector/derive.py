@@ -18,6 +18,7 @@ from fleetsched.api.load import LoadError, LoadResult, ResourceTemplate, Source
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.detector import constants
 from fleetsched.detector.build import Binding, BuildError, FeatureGates, build_binding
+from fleetsched.detector.index import PolicySet
 from fleetsched.detector.interpret import InterpretError
 from fleetsched.detector.match import (
     Claim,
@@ -72,20 +73,10 @@ def _policy_key(policy: Policy) -> str:
     return f"ClusterPropagationPolicy {policy.metadata.name}"
 
 
-def _find_claimant(
-    claim: Claim,
-    propagation_policies: Sequence[PropagationPolicy],
-    cluster_propagation_policies: Sequence[ClusterPropagationPolicy],
-) -> Policy | None:
+def _find_claimant(claim: Claim, policies: PolicySet) -> Policy | None:
     if claim.kind == PropagationPolicy.KIND:
-        for pp in propagation_policies:
-            if (pp.metadata.namespace, pp.metadata.name) == (claim.namespace, claim.name):
-                return pp
-        return None
-    for cpp in cluster_propagation_policies:
-        if cpp.metadata.name == claim.name:
-            return cpp
-    return None
+        return policies.propagation_policy(claim.namespace or "", claim.name)
+    return policies.cpp_by_name.get(claim.name)
 
 
 def _missing_overrides(
@@ -99,8 +90,7 @@ def _missing_overrides(
 
 def _resolve(
     template: ResourceTemplate,
-    propagation_policies: Sequence[PropagationPolicy],
-    cluster_propagation_policies: Sequence[ClusterPropagationPolicy],
+    policies: PolicySet,
     gates: FeatureGates,
     skipped_namespace_patterns: Sequence[str],
 ) -> PolicyMatch | str:
@@ -110,10 +100,15 @@ def _resolve(
         return f"skipped: {skipped}"
     claim = claim_of(template)
     if claim is not None:
-        claimant = _find_claimant(claim, propagation_policies, cluster_propagation_policies)
+        claimant = _find_claimant(claim, policies)
         if gates.policy_preemption:
             preemptor = preempting_policy(
-                template, claim, claimant, propagation_policies, cluster_propagation_policies
+                template,
+                claim,
+                claimant,
+                policies.propagation_policies,
+                policies.cluster_propagation_policies,
+                index=policies,
             )
             if preemptor is not None:
                 return preemptor
@@ -125,7 +120,9 @@ def _resolve(
                 return f"claimed by {claim.describe()}, whose resource selectors no longer match"
             return PolicyMatch(claimant, priority)
         # The claiming policy is gone: Karmada removes the stale claim and matches afresh.
-    match = choose_policy(template, propagation_policies, cluster_propagation_policies)
+    match = choose_policy(
+        template, policies.propagation_policies, policies.cluster_propagation_policies, index=policies
+    )
     if match is None:
         where = "" if not template.namespaced else f" in namespace {template.namespace} or"
         return f"no PropagationPolicy{where} ClusterPropagationPolicy matches"
@@ -141,18 +138,23 @@ def derive(
     priority_class_value: Callable[[str], int | None] | None = None,
     override_exists: Callable[[str | None, str], bool] | None = None,
     skipped_namespace_patterns: Sequence[str] = constants.DEFAULT_SKIPPED_NAMESPACE_PATTERNS,
+    index: PolicySet | None = None,
 ) -> Derivation:
     """Bindings for every template, in template order, with a reason for each template left out.
+
+    ``index``, built from the same policies, lets a caller that derives often (the policy
+    controller, one template per event) index them once; without it they are indexed here.
 
     ``override_exists(namespace, name)`` checks ``dependentOverrides``; None skips the check
     (offline, where overrides do not exist and do not change scheduling).
     """
     gates = gates or FeatureGates()
+    # Indexed once, so each template evaluates only the policies that may select it (linear in
+    # templates x matching policies, not templates x policies).
+    policies = index if index is not None else PolicySet(propagation_policies, cluster_propagation_policies)
     results: list[TemplateResult] = []
     for template in templates:
-        resolved = _resolve(
-            template, propagation_policies, cluster_propagation_policies, gates, skipped_namespace_patterns
-        )
+        resolved = _resolve(template, policies, gates, skipped_namespace_patterns)
         if isinstance(resolved, str):
             results.append(TemplateResult(template, reason=resolved))
             continue

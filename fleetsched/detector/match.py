@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from fleetsched.api.load import ResourceTemplate
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.api.selectors import PRIORITY_MISMATCH, selector_priority
 from fleetsched.detector import constants
+from fleetsched.detector.index import PolicyIndex, PolicySet
 
 __all__ = [
     "Claim",
@@ -97,19 +99,37 @@ def best_policy(policies: Sequence[Policy], template: ResourceTemplate) -> Polic
     return min(matches, key=_rank)
 
 
+def _candidates(index: PolicyIndex[Any] | None, template: ResourceTemplate) -> list[Any]:
+    if index is None:
+        return []
+    return index.candidates(
+        api_version=template.api_version, kind=template.kind, name=template.name, labels=template.labels
+    )
+
+
 def choose_policy(
     template: ResourceTemplate,
     propagation_policies: Sequence[PropagationPolicy],
     cluster_propagation_policies: Sequence[ClusterPropagationPolicy],
+    *,
+    index: PolicySet | None = None,
 ) -> PolicyMatch | None:
-    """First claim: the best PropagationPolicy of the template's namespace, else the best CPP."""
+    """First claim: the best PropagationPolicy of the template's namespace, else the best CPP.
+
+    With ``index`` (built from the same policies) only the policies whose selectors may match
+    are evaluated; the answer is the same.
+    """
     if template.namespaced:
-        local = [
-            p for p in propagation_policies if (p.metadata.namespace or "") == (template.namespace or "")
-        ]
+        namespace = template.namespace or ""
+        if index is not None:
+            local = _candidates(index.namespace_index(namespace), template)
+        else:
+            local = [p for p in propagation_policies if (p.metadata.namespace or "") == namespace]
         found = best_policy(local, template)
         if found is not None:
             return found
+    if index is not None:
+        return best_policy(_candidates(index.cpp_index, template), template)
     return best_policy(cluster_propagation_policies, template)
 
 
@@ -165,12 +185,17 @@ def preempting_policy(
     claimant: Policy | None,
     propagation_policies: Sequence[PropagationPolicy],
     cluster_propagation_policies: Sequence[ClusterPropagationPolicy],
+    *,
+    index: PolicySet | None = None,
 ) -> PolicyMatch | None:
     """api.md §7.10 (gate PolicyPreemption): a ``preemption: Always`` policy naming the template
     takes it from its current claimant. A PP takes from a lower-priority PP or from any CPP; a CPP
     only from a lower-priority CPP."""
     claimant_priority = (claimant.spec.priority or 0) if claimant is not None else 0
     candidates: list[PolicyMatch] = []
+    if index is not None:
+        propagation_policies = _candidates(index.namespace_index(template.namespace or ""), template)
+        cluster_propagation_policies = _candidates(index.cpp_index, template)
     if template.namespaced:
         for pp in propagation_policies:
             if (pp.metadata.namespace or "") != (template.namespace or "") or is_deleting(pp):
