@@ -182,6 +182,9 @@ def _placement(rng: random.Random, clusters: list[dict[str, Any]]) -> dict[str, 
     regions = sorted({c["spec"]["region"] for c in clusters})
     providers = sorted({c["spec"]["provider"] for c in clusters})
     placement: dict[str, Any] = {}
+    mode = rng.random()
+    # Overflow tiers are allowed with Aggregated or dynamic-weight division only (webhook rule).
+    overflow_allowed = 0.15 <= mode < 0.35 or mode >= 0.5
     shape = rng.random()
     if shape < 0.35:
         groups = []
@@ -195,7 +198,8 @@ def _placement(rng: random.Random, clusters: list[dict[str, Any]]) -> dict[str, 
             elif pick < 0.9:
                 term["fieldSelector"] = {"matchExpressions": [
                     {"key": "provider", "operator": "In", "values": rng.sample(providers, k=2)}]}
-            if rng.random() < 0.25:
+            # Overflow tiers need an inline affinity on their term (webhook rule).
+            if overflow_allowed and len(term) > 1 and rng.random() < 0.25:
                 term["overflowAffinities"] = [
                     {"affinityName": f"group-{g}-overflow-{o}",
                      "labelSelector": {"matchLabels": {"tier": rng.choice(TIERS)}}}
@@ -219,7 +223,6 @@ def _placement(rng: random.Random, clusters: list[dict[str, Any]]) -> dict[str, 
             {"key": "cluster.karmada.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}]
     if rng.random() < 0.05:
         placement["clusterTolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
-    mode = rng.random()
     if mode < 0.15:
         placement["replicaScheduling"] = {"replicaSchedulingType": "Duplicated"}
     elif mode < 0.35:
