@@ -157,8 +157,10 @@ def heartbeat(rng: random.Random, cluster: dict[str, Any]) -> dict[str, Any]:
     nothing else (labels, taints, API enablements stay as they were)."""
     updated = copy.deepcopy(cluster)
     summary = updated["status"]["resourceSummary"]
-    cpu = int(summary["allocatable"]["cpu"])
-    summary["allocated"]["cpu"] = f"{rng.randint(0, cpu * 900)}m"
+    cpu = str(summary["allocatable"]["cpu"])
+    cores = float(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
+    summary.setdefault("allocated", {})["cpu"] = f"{rng.randint(0, int(cores * 900))}m"
+    summary.setdefault("allocating", {})
     summary["allocating"]["cpu"] = f"{rng.randint(0, 50)}m"
     if "allocatableModelings" in summary:
         for modeling in summary["allocatableModelings"]:
