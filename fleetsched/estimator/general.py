@@ -2,9 +2,11 @@
 
 Owns scheduler.md §7.2/§7.3 (estimator.md §5.1, §5.3): pod headroom, the summary arithmetic
 (CPU in millicores, everything else in whole units) and the closed form of Karmada's first-fit
-simulation over resource-model grades. Pure: it reads frozen ``ClusterInfo`` values and memoises
-per cluster and per request, because a cluster value never changes and the answer depends only on
-the cluster and the per-replica request.
+simulation over resource-model grades. Pure: it reads frozen ``ClusterInfo`` values. What a
+cluster contributes (headroom per resource, model nodes) is prepared once per cluster value and
+kept on it; a request is converted once per call; the estimate itself is integer arithmetic. No
+answer is memoised per (cluster, request): on the cold path every binding has its own request,
+and such a memo only grows.
 """
 
 from __future__ import annotations
@@ -43,13 +45,18 @@ def _ceil_milli(x: Fraction) -> int:
 
 
 class _ClusterBase:
-    """What the estimate needs from one cluster, computed once."""
+    """What the estimate needs from one cluster, computed once per cluster value: headroom per
+    resource already rounded as the summary arithmetic rounds it, so a request costs integer
+    divisions only."""
 
-    __slots__ = ("available", "model_error", "model_nodes", "pods")
+    __slots__ = ("available", "available_units", "cpu_milli", "model_error", "model_nodes", "pods")
 
     def __init__(self, cluster: ClusterInfo) -> None:
         s = cluster.resource_summary
         self.available: dict[str, Fraction] = {}
+        # Quantity.Value() of each resource's headroom, and Quantity.MilliValue() of cpu's.
+        self.available_units: dict[str, int] = {}
+        self.cpu_milli = 0
         self.pods = 0
         self.model_nodes: list[tuple[int, dict[str, int]]] = []  # (count, capacity) in grade order
         self.model_error = True
@@ -68,7 +75,11 @@ class _ClusterBase:
         )
         self.pods = max(pods, 0)
         for name, q in s.allocatable.items():
-            self.available[name] = q.value_exact - exact(s.allocated, name) - exact(s.allocating, name)
+            avail = q.value_exact - exact(s.allocated, name) - exact(s.allocating, name)
+            self.available[name] = avail
+            self.available_units[name] = _ceil(avail)
+            if name == "cpu":
+                self.cpu_milli = _ceil_milli(avail)
         if s.allocatable_modelings:
             self._build_models(cluster)
 
@@ -106,36 +117,54 @@ def _base(cluster: ClusterInfo) -> _ClusterBase:
     return base
 
 
-def _summary_estimate(base: _ClusterBase, request: tuple[tuple[str, Fraction], ...]) -> int | None:
+class _Request:
+    """One per-replica request converted once, whatever the number of clusters it is asked of.
+
+    ``summary``: (name, Value(), MilliValue() for cpu else 0) for each resource whose Value() is
+    positive (the others never limit, §7.2); ``model``: (name, need) as the first-fit simulation
+    compares it with a model node's capacity (cpu in millicores, memory, ephemeral storage and
+    scalar resources in units; other names ignored).
+    """
+
+    __slots__ = ("model", "summary")
+
+    def __init__(self, request: tuple[tuple[str, Fraction], ...]) -> None:
+        summary: list[tuple[str, int, int]] = []
+        model: list[tuple[str, int]] = []
+        for name, q in request:
+            units = _ceil(q)
+            if units > 0:
+                summary.append((name, units, _ceil_milli(q) if name == "cpu" else 0))
+            if name == "cpu":
+                need = _ceil_milli(q)
+            elif name in ("memory", "ephemeral-storage") or is_scalar_resource(name):
+                need = units
+            else:
+                continue
+            if need > 0:
+                model.append((name, need))
+        self.summary = tuple(summary)
+        self.model = tuple(model)
+
+
+def _summary_estimate(base: _ClusterBase, request: _Request) -> int | None:
     best: int | None = None
-    for name, q in request:
-        r = _ceil(q)
-        if r <= 0:
-            continue
-        avail = base.available.get(name)
-        if avail is None:
+    available = base.available_units
+    for name, units, milli in request.summary:
+        avail = available.get(name)
+        if avail is None or avail <= 0:
             return 0
-        if _ceil(avail) <= 0:
-            return 0
-        n = _ceil_milli(avail) // _ceil_milli(q) if name == "cpu" else _ceil(avail) // r
-        best = n if best is None else min(best, n)
+        n = base.cpu_milli // milli if name == "cpu" else avail // units
+        if best is None or n < best:
+            best = n
     return best
 
 
-def _model_estimate(base: _ClusterBase, request: tuple[tuple[str, Fraction], ...]) -> int:
+def _model_estimate(base: _ClusterBase, request: _Request) -> int:
     # Closed form of the first-fit simulation for identical one-pod replicas: every virtual node
     # takes as many replicas as fit it (estimator.md §5.3).
-    needs: list[tuple[str, int]] = []
-    for name, q in request:
-        if name == "cpu":
-            need = _ceil_milli(q)
-        elif name in ("memory", "ephemeral-storage") or is_scalar_resource(name):
-            need = _ceil(q)
-        else:
-            continue
-        if need > 0:
-            needs.append((name, need))
     total = 0
+    needs = request.model
     for count, cap in base.model_nodes:
         fit = cap["pods"]
         for name, need in needs:
@@ -144,15 +173,32 @@ def _model_estimate(base: _ClusterBase, request: tuple[tuple[str, Fraction], ...
     return total
 
 
-_REQUEST_IDS: dict[tuple[tuple[str, Fraction], ...] | None, int] = {}
+# Converted requests, bounded: a live scheduler meets an unbounded number of distinct requests.
+_REQUESTS: dict[tuple[tuple[str, Fraction], ...], _Request] = {}
+_REQUESTS_LIMIT = 4096
 
 
-def _request_id(request: tuple[tuple[str, Fraction], ...] | None) -> int:
-    """A small id per distinct request, so per-cluster memo lookups hash an int, not Fractions."""
-    rid = _REQUEST_IDS.get(request)
-    if rid is None:
-        rid = _REQUEST_IDS.setdefault(request, len(_REQUEST_IDS))
-    return rid
+def _converted(request: tuple[tuple[str, Fraction], ...]) -> _Request:
+    converted = _REQUESTS.get(request)
+    if converted is None:
+        if len(_REQUESTS) >= _REQUESTS_LIMIT:
+            # Evict the oldest quarter (dicts keep insertion order), not everything at once.
+            for key in list(_REQUESTS)[: _REQUESTS_LIMIT // 4]:
+                del _REQUESTS[key]
+        converted = _REQUESTS[request] = _Request(request)
+    return converted
+
+
+def _estimate(base: _ClusterBase, request: _Request | None, resource_modeling: bool) -> int:
+    if base.pods <= 0:
+        return 0
+    if request is None:
+        return _to_int32(base.pods)
+    if resource_modeling and not base.model_error:
+        # The first-fit simulation stops at its upper bound, 2147483647 (estimator.md §5.1 step 3).
+        return _to_int32(min(_model_estimate(base, request), MAX_INT32, base.pods))
+    summary = _summary_estimate(base, request)
+    return _to_int32(base.pods if summary is None else min(summary, base.pods))
 
 
 def estimate_cluster(
@@ -160,29 +206,10 @@ def estimate_cluster(
     request: tuple[tuple[str, Fraction], ...] | None,
     *,
     resource_modeling: bool = True,
-    request_id: int | None = None,
 ) -> int:
     """Replicas of one per-replica request (``None`` = no requirements) that fit ``cluster``."""
-    rid = _request_id(request) if request_id is None else request_id
-    memo_key = (resource_modeling, rid)
-    cached = cluster.memo.get(memo_key)
-    if cached is not None:
-        return int(cached)
-    base = _base(cluster)
-    answer: int
-    if base.pods <= 0:
-        answer = 0
-    elif request is None:
-        answer = base.pods
-    elif resource_modeling and not base.model_error:
-        # The first-fit simulation stops at its upper bound, 2147483647 (estimator.md §5.1 step 3).
-        answer = min(_model_estimate(base, request), MAX_INT32, base.pods)
-    else:
-        summary = _summary_estimate(base, request)
-        answer = base.pods if summary is None else min(summary, base.pods)
-    answer = _to_int32(answer)
-    cluster.memo[memo_key] = answer
-    return answer
+    converted = _converted(request) if request is not None else None
+    return _estimate(_base(cluster), converted, resource_modeling)
 
 
 class GeneralEstimator:
@@ -198,9 +225,9 @@ class GeneralEstimator:
         self, clusters: Sequence[ClusterInfo], replica_requirements: ReplicaRequirements | None
     ) -> list[int]:
         request = replica_requirements.request_key() if replica_requirements is not None else None
-        rid = _request_id(request)
+        converted = _converted(request) if request is not None else None
         modeling = self.resource_modeling
-        return [estimate_cluster(c, request, resource_modeling=modeling, request_id=rid) for c in clusters]
+        return [_estimate(_base(c), converted, modeling) for c in clusters]
 
     def max_available_component_sets(
         self, clusters: Sequence[ClusterInfo], components: Sequence[Component]

@@ -94,14 +94,27 @@ def test_model_nodes_fit_at_most_110_pods_each() -> None:
     assert _estimate(cluster, _requirements(cpu="1m")) == 220
 
 
-def test_results_are_memoised_per_cluster_and_request() -> None:
+def test_a_cluster_keeps_its_prepared_headroom_only_however_many_requests_it_is_asked() -> None:
+    # The cold path: every binding its own request. Nothing per request may pile up on a cluster.
     cluster = a_cluster("m").allocatable(cpu="4").build()
     estimator = GeneralEstimator()
-    req = _requirements(cpu="1")
-    assert estimator.max_available_replicas([cluster], req) == [4]
-    assert len(cluster.memo) == 2  # the per-cluster base and one answer
+    assert estimator.max_available_replicas([cluster], _requirements(cpu="1")) == [4]
     assert estimator.max_available_replicas([cluster], _requirements(cpu="1000m")) == [4]
-    assert len(cluster.memo) == 2  # 1 and 1000m are the same request
+    for millis in range(1, 200):
+        estimator.max_available_replicas([cluster], _requirements(cpu=f"{millis}m"))
+    assert len(cluster.memo) == 1  # the per-cluster base, computed once
+
+
+def test_converted_requests_are_bounded_and_evicted_gradually() -> None:
+    from fleetsched.estimator import general
+
+    general._REQUESTS.clear()
+    cluster = a_cluster("m").allocatable(cpu="4").build()
+    estimator = GeneralEstimator()
+    for millis in range(1, general._REQUESTS_LIMIT + 10):
+        estimator.max_available_replicas([cluster], _requirements(cpu=f"{millis}m"))
+    assert len(general._REQUESTS) <= general._REQUESTS_LIMIT
+    assert len(general._REQUESTS) > general._REQUESTS_LIMIT // 2  # not cleared all at once
 
 
 @pytest.mark.parametrize(
