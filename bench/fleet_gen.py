@@ -257,10 +257,18 @@ def _placement(rng: random.Random, clusters: list[dict[str, Any]]) -> dict[str, 
 
 
 def generate_bindings(
-    rng: random.Random, clusters: list[dict[str, Any]], count: int, *, distinct_requests: int | None = None
+    rng: random.Random,
+    clusters: list[dict[str, Any]],
+    count: int,
+    *,
+    distinct_requests: int | None = None,
+    placements: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """``count`` ResourceBindings; ``distinct_requests`` per-replica requests in all (None: one each)."""
+    """``count`` ResourceBindings; ``distinct_requests`` per-replica requests in all (None: one
+    each); ``placements`` distinct placements they share, as the workloads one policy matches
+    share its placement (None: one per ten bindings)."""
     distinct = distinct_requests or count
+    pool = [_placement(rng, clusters) for _ in range(placements or max(1, count // 10))]
     for i in range(count):
         namespace = NAMESPACES[i % len(NAMESPACES)]
         name = f"deployment-{i}"
@@ -273,7 +281,7 @@ def generate_bindings(
                              "namespace": namespace, "uid": _uid(rng)},
                 "replicas": rng.randint(1, 60),
                 "replicaRequirements": {"resourceRequest": _request(rng, i, distinct)},
-                "placement": _placement(rng, clusters),
+                "placement": copy.deepcopy(rng.choice(pool)),
             },
         }
 
@@ -349,7 +357,9 @@ def fleet_documents(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             distinct_requests=args.distinct_requests,
         )
     else:
-        yield from generate_bindings(rng, clusters, args.bindings, distinct_requests=args.distinct_requests)
+        yield from generate_bindings(
+            rng, clusters, args.bindings, distinct_requests=args.distinct_requests, placements=args.placements
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -360,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", type=int, default=0, help="Deployments (policies shape)")
     parser.add_argument("--distinct-requests", type=int, default=None,
                         help="distinct per-replica requests in all (default: every binding its own)")
+    parser.add_argument("--placements", type=int, default=None,
+                        help="distinct placements the bindings share (default: one per ten bindings)")
     parser.add_argument("--models-share", type=float, default=0.3,
                         help="share of Clusters with resource models (default %(default)s; 0 for none)")
     parser.add_argument("--seed", type=int, default=1)
