@@ -150,7 +150,21 @@ KNOWN_RESOURCES: dict[str, TemplateResource] = {
         TemplateResource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     )
 }
-DEFAULT_RESOURCES = tuple(name for name in KNOWN_RESOURCES if name != "pods")
+# Kinds the controller can watch but does not by default. Pods: Karmada propagates their
+# controllers, not them. Secrets: reading every Secret is reading every credential of the control
+# plane. RBAC kinds: the API server refuses even a label patch on a Role, ClusterRole or binding
+# granting more than the writer holds unless the writer may ``escalate`` and ``bind``, which lets
+# it grant itself anything. The install grants neither; manifests/overlays/propagate-secrets and
+# propagate-rbac add the rights and the kinds (README "Propagating Secrets and RBAC objects").
+SECRET_RESOURCES = ("secrets",)
+RBAC_RESOURCES = (
+    "roles.rbac.authorization.k8s.io",
+    "rolebindings.rbac.authorization.k8s.io",
+    "clusterroles.rbac.authorization.k8s.io",
+    "clusterrolebindings.rbac.authorization.k8s.io",
+)
+OPT_IN_RESOURCES = ("pods", *SECRET_RESOURCES, *RBAC_RESOURCES)
+DEFAULT_RESOURCES = tuple(name for name in KNOWN_RESOURCES if name not in OPT_IN_RESOURCES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -312,6 +312,79 @@ def test_controller_rbac_covers_every_default_template_kind(rendered: list[dict[
     assert not rbac.allows(sa, "list", "cluster.karmada.io", "clusters")
 
 
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_PLURALS = ("roles", "rolebindings", "clusterroles", "clusterrolebindings")
+
+
+def test_the_controller_leaves_out_secrets_and_rbac_kinds_by_default(rendered: list[dict[str, Any]]) -> None:
+    args = container_args(rendered, "fleetsched-controller")
+    assert args.resources == policy_operator.DEFAULT_RESOURCES
+    left_out = {"secrets", *(f"{p}.{RBAC_GROUP}" for p in RBAC_PLURALS)}
+    assert not left_out & set(args.resources)
+    assert left_out <= set(policy_operator.OPT_IN_RESOURCES)
+    rbac = Rbac(rendered)
+    for account in ("fleetsched-scheduler", "fleetsched-controller"):
+        for rule in rbac.all_rules(account):
+            assert "secrets" not in rule["resources"], (account, rule)
+            assert RBAC_GROUP not in rule["apiGroups"], (account, rule)
+            assert not {"escalate", "bind"} & set(rule["verbs"]), (account, rule)
+
+
+def with_components(tmp_path: Path, *components: str) -> list[dict[str, Any]]:
+    """The install with opt-in components, through an overlay of the user's own beside manifests/."""
+    prepared_tree(tmp_path)  # tmp_path/manifests
+    overlay = tmp_path / "mine"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": ["../manifests"],
+        "components": [f"../manifests/overlays/{c}" for c in components],
+    }))
+    return kustomize(overlay)
+
+
+@pytest.mark.parametrize("components", [
+    pytest.param(("propagate-secrets",), id="secrets"),
+    pytest.param(("propagate-rbac",), id="rbac"),
+    pytest.param(("propagate-secrets", "propagate-rbac"), id="both"),
+])
+def test_the_opt_in_overlays_add_their_kinds_with_the_rights_they_need(
+    tmp_path: Path, components: tuple[str, ...]
+) -> None:
+    docs = with_components(tmp_path, *components)
+    args = container_args(docs, "fleetsched-controller")
+    added = set()
+    if "propagate-secrets" in components:
+        added |= set(policy_operator.SECRET_RESOURCES)
+    if "propagate-rbac" in components:
+        added |= set(policy_operator.RBAC_RESOURCES)
+    assert set(args.resources) == {*policy_operator.DEFAULT_RESOURCES, *added}
+    rbac, sa = Rbac(docs), "fleetsched-controller"
+    for resource_name in args.resources:
+        resource = policy_operator.KNOWN_RESOURCES[resource_name]
+        for verb in ("get", "list", "watch", "patch"):
+            allowed = rbac.allows(sa, verb, resource.group, resource.plural, namespace="any")
+            assert allowed, (verb, resource_name)
+    # patching a role or binding needs escalate and bind; nothing else gets them
+    rbac_kinds = "propagate-rbac" in components
+    for role in ("roles", "clusterroles"):
+        for verb in ("escalate", "bind"):
+            assert rbac.allows(sa, verb, RBAC_GROUP, role, namespace="any") is rbac_kinds
+    for resource in (*RBAC_PLURALS, "secrets"):
+        group = "" if resource == "secrets" else RBAC_GROUP
+        for verb in ("create", "update", "delete"):
+            assert not rbac.allows(sa, verb, group, resource, namespace="any")
+    assert not rbac.allows("fleetsched-scheduler", "get", "", "secrets", namespace="any")
+
+
+def test_the_certificates_directory_holds_no_ca_key(tmp_path: Path) -> None:
+    tree = prepared_tree(tmp_path)
+    keys = {p.relative_to(tree).as_posix() for p in tree.rglob("*")
+            if p.is_file() and b"PRIVATE KEY" in p.read_bytes()}
+    assert keys == {"certs/tls.key"}
+
+
 def test_no_component_holds_wildcards_and_the_webhook_holds_nothing(rendered: list[dict[str, Any]]) -> None:
     rbac = Rbac(rendered)
     for account in ("fleetsched-scheduler", "fleetsched-controller"):
