@@ -823,6 +823,12 @@ class PolicyController(ControllerRuntime):
         self.events.record(target, type_, reason, message)
 
     # ---- kopf wiring --------------------------------------------------------------------------
+    #
+    # Every handler is a coroutine: kopf runs a plain ``def`` handler in an executor thread, and
+    # these push onto the queue (a heap and an ``asyncio.Event``) and update the caches, which only
+    # the event loop may touch. Each handler does what an event needs and no more: copy the object,
+    # update a cache, compare with the previous version, push a key; the detector runs in the
+    # workers. tests/unit/controller/test_policy_handlers.py keeps them coroutines.
 
     def kopf_registry(self) -> kopf.OperatorRegistry:
         registry = runtime.kopf_registry(self.connection)
@@ -837,17 +843,17 @@ class PolicyController(ControllerRuntime):
 
     def _watch_binding(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
         @kopf.on.event(WORK_GROUP, WORK_VERSION, plural, registry=registry)
-        def on_binding(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_binding(event: Mapping[str, Any], **_: Any) -> None:
             self.on_binding_event(kind, event.get("type"), dict(event["object"]))
 
     def _watch_policy(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
         @kopf.on.event(POLICY_GROUP, POLICY_VERSION, plural, registry=registry)
-        def on_policy(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_policy(event: Mapping[str, Any], **_: Any) -> None:
             self.on_policy_event(kind, event.get("type"), dict(event["object"]))
 
     def _watch_template(self, registry: kopf.OperatorRegistry, resource: TemplateResource) -> None:
         @kopf.on.event(resource.group, resource.version, resource.plural, registry=registry)
-        def on_template(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_template(event: Mapping[str, Any], **_: Any) -> None:
             self.on_template_event(resource, event.get("type"), dict(event["object"]))
 
     # ---- lifecycle ----------------------------------------------------------------------------
