@@ -10,17 +10,22 @@ a token the apiserver issued to it:
   no wildcard;
 - ``kubectl auth can-i`` says no to reading Secrets and writing roles and bindings;
 - patching its own ClusterRole to ``*`` on ``*``, binding ``cluster-admin`` to itself and adding
-  itself to another binding are all Forbidden, and afterwards it still cannot do ``*`` on ``*``.
+  itself to another binding are all Forbidden, and afterwards it still cannot do ``*`` on ``*``;
+- the controller, which may patch templates, gets through exactly the patches ``claim_patch`` and
+  ``release_patch`` write; a pod template, a replica count, another label or annotation, a
+  finalizer, an owner reference or a ConfigMap's data it may not change (the install's
+  ValidatingAdmissionPolicy ``fleetsched-controller-claims-only``).
 
 Then the opt-in: without ``escalate`` the controller cannot even label a ClusterRole that grants
-more than it holds (why claiming RBAC templates needs the verb), and with
-manifests/overlays/propagate-rbac it can, as the README warns, rewrite its own ClusterRole too.
+more than it holds (why claiming RBAC templates needs the verb); with
+manifests/overlays/propagate-rbac it can, and RBAC would let it rewrite its own ClusterRole too,
+which the admission policy refuses (and, without that policy, does not).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,11 +33,14 @@ from typing import Any
 import pytest
 import yaml
 
+from fleetsched.api.policy import PropagationPolicy
+from fleetsched.controller.policy import claim_patch, release_patch
 from tests.e2e.test_install import prepared_tree, render, service_account_kubeconfig
-from tests.support.controlplane import APIServer, ControlPlane
+from tests.support.controlplane import APIServer, ControlPlane, wait_until
 
 NAMESPACE = "fleetsched-system"
 RBAC_GROUP = "rbac.authorization.k8s.io"
+PP_LABEL = "propagationpolicy.karmada.io/permanent-id"
 RBAC_PLURALS = ("roles", "rolebindings", "clusterroles", "clusterrolebindings")
 # Minting credentials or acting as someone else: none of the install needs any of these.
 CREDENTIAL_RESOURCES = {
@@ -43,6 +51,7 @@ CREDENTIAL_RESOURCES = {
     ("authentication.k8s.io", "tokenreviews"),
 }
 FORBIDDEN_VERBS = {"escalate", "bind", "impersonate", "approve", "sign", "*"}
+CLAIMS_ONLY = "fleetsched-controller-claims-only"
 WIDEN = {"op": "add", "path": "/rules/-", "value": {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}}
 
 
@@ -171,6 +180,14 @@ def test_can_i_says_no_to_secrets_and_rbac_writes(install: Install) -> None:
         assert not install.can_i(account, "*", "*"), account.name
 
 
+def wait_for_result(attempt: Callable[[], tuple[bool, str]], *, ok: bool) -> tuple[bool, str]:
+    """Admission policies take effect a moment after they are written: retry until ``ok``."""
+    results: list[tuple[bool, str]] = []
+    wait_until(lambda: results.append(attempt()) or results[-1][0] is ok, timeout=30, interval=0.5,
+               message=lambda: f"never {'allowed' if ok else 'refused'}: {results[-1:]}")
+    return results[-1]
+
+
 def forbidden(ok: bool, out: str, resource: str = "clusterroles") -> bool:
     """Refused by the apiserver's authoriser, for ``resource`` (not for some client-side lookup)."""
     text = out.lower()
@@ -235,15 +252,80 @@ def test_claiming_a_role_takes_escalate_which_the_rbac_overlay_grants(install: I
         ok, out = install.as_(controller, "patch", "clusterrole", "fleet:broad", "--type=merge", "-p", label)
         assert not ok and "attempting to grant rbac permissions not currently held" in out.lower(), out
         install.server.kubectl("delete", "clusterrolebinding,clusterrole", "patch-only")
-        # the opt-in overlay's rights: the claim goes through, and so would a rewrite of its own role
+        # the opt-in overlay's rights: the claim goes through ...
         install.server.kubectl("apply", "-f", str(overlay))
         ok, out = install.as_(controller, "patch", "clusterrole", "fleet:broad", "--type=merge", "-p", label)
         assert ok, out
-        ok, out = install.as_(controller, "patch", "clusterrole", "fleetsched-controller", "--type=json",
-                              "-p", json.dumps([WIDEN]), "--dry-run=server")
-        assert ok, f"propagate-rbac lets the controller widen its own role, as the README says: {out}"
+        # ... and a rewrite of its own role, which RBAC would allow now, is what the install's
+        # ValidatingAdmissionPolicy refuses
+        widen = ("patch", "clusterrole", "fleetsched-controller", "--type=json", "-p", json.dumps([WIDEN]),
+                 "--dry-run=server")
+        ok, out = install.as_(controller, *widen)
+        assert not ok and CLAIMS_ONLY in out, out
+        # without that policy (a cluster older than 1.30, or the policy deleted) it would go through,
+        # as the README warns
+        install.server.kubectl("delete", "validatingadmissionpolicybinding", CLAIMS_ONLY)
+        try:
+            ok, out = wait_for_result(lambda: install.as_(controller, *widen), ok=True)
+            assert ok, out
+        finally:
+            install.server.kubectl("apply", "-f", str(install.tree / "controller" / "claims-only.yaml"))
+        wait_for_result(lambda: install.as_(controller, *widen), ok=False)
     finally:
         install.server.kubectl("delete", "-f", str(overlay), "--ignore-not-found")
         install.server.kubectl("delete", "clusterrolebinding,clusterrole", "patch-only", "--ignore-not-found")
         install.server.kubectl("delete", "clusterrole", "fleet:broad", "--ignore-not-found")
     assert not install.can_i(controller, "patch", f"clusterroles.{RBAC_GROUP}")
+
+
+def test_the_controller_may_change_only_karmadas_claims_on_templates(install: Install) -> None:
+    """With ``patch`` on Deployments RBAC would let the controller run a pod as any ServiceAccount;
+    the install's ValidatingAdmissionPolicy lets through exactly what claim_patch and release_patch
+    write, and refuses anything else the controller tries, while other users are unaffected."""
+    controller = next(a for a in install.accounts if a.name == "fleetsched-controller")
+    namespace = "tenant"
+    install.server.kubectl("create", "namespace", namespace)
+    install.server.kubectl("create", "deployment", "web", "--image=nginx", "-n", namespace)
+    install.server.kubectl("create", "configmap", "conf", "--from-literal=a=b", "-n", namespace)
+    policy = PropagationPolicy.model_validate({
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "web", "namespace": namespace,
+                     "labels": {PP_LABEL: "11111111-2222-4333-8444-5"}},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}]}})
+
+    def template() -> dict[str, Any]:
+        out = install.server.kubectl("get", "deployment", "web", "-n", namespace, "-o", "json")
+        return dict(json.loads(out))
+
+    def patch(kind: str, name: str, body: dict[str, Any]) -> tuple[bool, str]:
+        return install.as_(controller, "patch", kind, name, "-n", namespace, "--type=merge",
+                           "-p", json.dumps(body))
+
+    # in force (admission policies apply a moment after they are written)
+    wait_for_result(lambda: patch("deployment", "web", {"metadata": {"annotations": {"a": "b"}}}), ok=False)
+    claim = claim_patch(template(), policy)
+    assert claim is not None
+    ok, out = patch("deployment", "web", claim)
+    assert ok, out
+    assert template()["metadata"]["labels"][PP_LABEL] == "11111111-2222-4333-8444-5"
+    for attempt in (
+        {"spec": {"template": {"spec": {"serviceAccountName": "admin"}}}},
+        {"spec": {"replicas": 50}},
+        {"metadata": {"labels": {"app": "hijacked"}}},
+        {"metadata": {"annotations": {"note": "mine"}}},
+        {"metadata": {"finalizers": ["example.com/hold"]}},
+        {"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "conf",
+                                           "uid": "00000000-0000-4000-8000-000000000001"}]}},
+    ):
+        ok, out = patch("deployment", "web", attempt)
+        assert not ok and CLAIMS_ONLY in out, (attempt, out)
+    ok, out = patch("configmap", "conf", {"data": {"a": "changed"}})
+    assert not ok and CLAIMS_ONLY in out, out
+    release = release_patch(template(), PropagationPolicy.KIND)
+    assert release is not None
+    ok, out = patch("deployment", "web", release)
+    assert ok, out
+    assert PP_LABEL not in (template()["metadata"].get("labels") or {})
+    # anyone else is not held to it
+    install.server.kubectl("scale", "deployment", "web", "-n", namespace, "--replicas=3")
+    assert template()["spec"]["replicas"] == 3

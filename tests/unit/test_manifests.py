@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 from fleetsched import cli
 from fleetsched.controller import operator as scheduler_operator
 from fleetsched.controller import policy_operator
+from fleetsched.detector import constants
 from fleetsched.estimator import server_cmd as estimator_cmd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +120,8 @@ def test_the_install_has_every_component_in_one_namespace(rendered: list[dict[st
     }
     for doc in rendered:
         if doc["kind"] not in ("Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
-                               "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+                               "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                               "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
             assert doc["metadata"].get("namespace") == NAMESPACE, f"{doc['kind']} {doc['metadata']['name']}"
     scheduler = find(rendered, "Deployment", "fleetsched-scheduler")
     assert scheduler["spec"]["replicas"] == 2
@@ -378,6 +380,36 @@ def test_the_opt_in_overlays_add_their_kinds_with_the_rights_they_need(
     assert not rbac.allows("fleetsched-scheduler", "get", "", "secrets", namespace="any")
 
 
+def test_the_claims_only_policy_covers_every_kind_and_claim_key_the_controller_writes(
+    rendered: list[dict[str, Any]],
+) -> None:
+    """The ValidatingAdmissionPolicy holding the controller to claim labels must match every kind
+    --resources can name (so the opt-in overlays are covered) and allow exactly the keys
+    claim_patch and release_patch write."""
+    policy = find(rendered, "ValidatingAdmissionPolicy", "fleetsched-controller-claims-only")
+    binding = find(rendered, "ValidatingAdmissionPolicyBinding", "fleetsched-controller-claims-only")
+    assert binding["spec"] == {"policyName": "fleetsched-controller-claims-only",
+                               "validationActions": ["Deny"]}
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    covered = set()
+    for rule in spec["matchConstraints"]["resourceRules"]:
+        assert rule["operations"] == ["UPDATE"]
+        covered |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
+    assert covered == {(r.group, r.plural) for r in policy_operator.KNOWN_RESOURCES.values()}
+    (condition,) = spec["matchConditions"]
+    assert "':fleetsched-controller'" in condition["expression"]
+    assert "fleetsched-controller" in names(rendered, "ServiceAccount")
+    variables = {v["name"]: v["expression"] for v in spec["variables"]}
+    claim_keys = set(re.findall(r"'([^']+)'", variables["claimKeys"]))
+    written = {constants.PP_PERMANENT_ID_LABEL, constants.CPP_PERMANENT_ID_LABEL,
+               constants.PP_NAMESPACE_ANNOTATION, constants.PP_NAME_ANNOTATION, constants.CPP_NAME_ANNOTATION}
+    assert claim_keys == written
+    for validation in spec["validations"]:
+        assert validation["reason"] == "Forbidden"
+        assert "fleetsched-controller-claims-only" in validation["message"]
+
+
 def test_the_certificates_directory_holds_no_ca_key(tmp_path: Path) -> None:
     tree = prepared_tree(tmp_path)
     keys = {p.relative_to(tree).as_posix() for p in tree.rglob("*")
@@ -391,7 +423,8 @@ def test_no_component_holds_wildcards_and_the_webhook_holds_nothing(rendered: li
         for rule in rbac.all_rules(account):
             assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
             assert not {"impersonate", "deletecollection"} & set(rule["verbs"])
-    bound = {s.get("name") for d in rendered if d["kind"].endswith("Binding") for s in d["subjects"]}
+    bound = {s.get("name") for d in rendered if d["kind"] in ("ClusterRoleBinding", "RoleBinding")
+             for s in d["subjects"]}
     assert bound == {"fleetsched-scheduler", "fleetsched-controller"}
     for name in ("fleetsched-webhook", *(f"karmada-scheduler-estimator-{m}" for m in MEMBERS)):
         pod = find(rendered, "Deployment", name)["spec"]["template"]["spec"]
