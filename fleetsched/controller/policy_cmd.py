@@ -2,7 +2,8 @@
 
 Flags follow the scheduler command's (kubeconfig, QPS, leader election, metrics and health
 addresses) plus Karmada's ``--skipped-propagating-namespaces`` and ``--feature-gates`` for the gates
-the detector honours, ``--resources`` for the template kinds to watch, and ``--standalone`` for an
+the detector honours, ``--resources`` for the template kinds to watch (by default neither Secrets nor RBAC
+kinds: see ``policy_operator.OPT_IN_RESOURCES``), and ``--standalone`` for an
 install without Karmada's binding controller (the manifests turn it on; beside Karmada it stays off).
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import structlog
 
@@ -40,14 +43,57 @@ def _gates(text: str) -> FeatureGates:
     return FeatureGates(**{field: gates[name] for name, field in _GATES.items() if name in gates})
 
 
-def _resources(text: str) -> tuple[str, ...]:
-    names = tuple(filter(None, (part.strip() for part in text.split(","))))
-    unknown = [n for n in names if n not in KNOWN_RESOURCES]
+def _unknown_resources(terms: Sequence[str]) -> list[str]:
+    return [t for t in terms if t.removeprefix("-") != "*" and t.removeprefix("-") not in KNOWN_RESOURCES]
+
+
+def resolve_resources(terms: Sequence[str], start: Sequence[str] = ()) -> tuple[str, ...]:
+    """Apply ``--resources`` terms to ``start``: ``*`` adds the default kinds, ``NAME`` adds one,
+    ``-NAME`` (or ``-*``) takes them out again, as kube-controller-manager's ``--controllers``
+    reads ``*`` and ``-foo``. The result is in catalogue order. Raises ``ArgumentTypeError`` naming
+    unknown kinds, or when nothing is left to watch."""
+    unknown = _unknown_resources(terms)
     if unknown:
         raise argparse.ArgumentTypeError(
-            f"--resources: unknown {', '.join(unknown)} (known: {', '.join(sorted(KNOWN_RESOURCES))})"
+            f"unknown {', '.join(unknown)} (known: *, {', '.join(sorted(KNOWN_RESOURCES))})"
         )
-    return names
+    chosen = set(start)
+    for term in terms:
+        name = term.removeprefix("-")
+        group = set(DEFAULT_RESOURCES) if name == "*" else {name}
+        chosen = chosen - group if term.startswith("-") else chosen | group
+    if not chosen:
+        raise argparse.ArgumentTypeError("no resource kind left to watch")
+    return tuple(name for name in KNOWN_RESOURCES if name in chosen)
+
+
+def _resource_terms(text: str) -> tuple[str, ...]:
+    terms = tuple(filter(None, (part.strip() for part in text.split(","))))
+    unknown = _unknown_resources(terms)
+    if unknown:
+        resolve_resources(unknown)  # raises, naming them
+    return terms
+
+
+class _ResourcesAction(argparse.Action):
+    """``--resources`` given several times adds up, as a Kubernetes string-slice flag does; the first
+    occurrence replaces the default (so ``--resources=configmaps`` watches ConfigMaps only)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        seen = getattr(namespace, "_resources_given", False)
+        start = getattr(namespace, self.dest) if seen else ()
+        try:
+            resolved = resolve_resources(values, start=start)
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentError(self, str(exc)) from exc
+        setattr(namespace, self.dest, resolved)
+        namespace._resources_given = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,10 +102,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--resources",
-        type=_resources,
+        type=_resource_terms,
+        action=_ResourcesAction,
         default=DEFAULT_RESOURCES,
-        help="comma-separated resource templates to watch, as plural.group (default: common workloads "
-        "and their dependencies, without pods)",
+        help="comma-separated resource templates to watch, as plural.group; '*' is the default set, "
+        "'-NAME' leaves one out, and repeated flags add up (e.g. '*,secrets'). Default: common "
+        "workloads and their dependencies, but not pods, secrets, nor the RBAC kinds (roles, "
+        "rolebindings, clusterroles, clusterrolebindings): reading Secrets is reading every "
+        "credential, and patching RBAC objects needs 'escalate' and 'bind', which let the holder "
+        "grant itself anything. The install grants neither; manifests/overlays/propagate-secrets and "
+        "propagate-rbac add the kinds with the rights they need",
     )
     parser.add_argument("--workers", type=int, default=2, help="concurrent workers (default %(default)s)")
     parser.add_argument(

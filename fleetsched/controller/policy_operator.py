@@ -150,7 +150,21 @@ KNOWN_RESOURCES: dict[str, TemplateResource] = {
         TemplateResource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     )
 }
-DEFAULT_RESOURCES = tuple(name for name in KNOWN_RESOURCES if name != "pods")
+# Kinds the controller can watch but does not by default. Pods: Karmada propagates their
+# controllers, not them. Secrets: reading every Secret is reading every credential of the control
+# plane. RBAC kinds: the API server refuses even a label patch on a Role, ClusterRole or binding
+# granting more than the writer holds unless the writer may ``escalate`` and ``bind``, which lets
+# it grant itself anything. The install grants neither; manifests/overlays/propagate-secrets and
+# propagate-rbac add the rights and the kinds (README "Propagating Secrets and RBAC objects").
+SECRET_RESOURCES = ("secrets",)
+RBAC_RESOURCES = (
+    "roles.rbac.authorization.k8s.io",
+    "rolebindings.rbac.authorization.k8s.io",
+    "clusterroles.rbac.authorization.k8s.io",
+    "clusterrolebindings.rbac.authorization.k8s.io",
+)
+OPT_IN_RESOURCES = ("pods", *SECRET_RESOURCES, *RBAC_RESOURCES)
+DEFAULT_RESOURCES = tuple(name for name in KNOWN_RESOURCES if name not in OPT_IN_RESOURCES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -809,6 +823,12 @@ class PolicyController(ControllerRuntime):
         self.events.record(target, type_, reason, message)
 
     # ---- kopf wiring --------------------------------------------------------------------------
+    #
+    # Every handler is a coroutine: kopf runs a plain ``def`` handler in an executor thread, and
+    # these push onto the queue (a heap and an ``asyncio.Event``) and update the caches, which only
+    # the event loop may touch. Each handler does what an event needs and no more: copy the object,
+    # update a cache, compare with the previous version, push a key; the detector runs in the
+    # workers. tests/unit/controller/test_policy_handlers.py keeps them coroutines.
 
     def kopf_registry(self) -> kopf.OperatorRegistry:
         registry = runtime.kopf_registry(self.connection)
@@ -823,17 +843,17 @@ class PolicyController(ControllerRuntime):
 
     def _watch_binding(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
         @kopf.on.event(WORK_GROUP, WORK_VERSION, plural, registry=registry)
-        def on_binding(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_binding(event: Mapping[str, Any], **_: Any) -> None:
             self.on_binding_event(kind, event.get("type"), dict(event["object"]))
 
     def _watch_policy(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
         @kopf.on.event(POLICY_GROUP, POLICY_VERSION, plural, registry=registry)
-        def on_policy(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_policy(event: Mapping[str, Any], **_: Any) -> None:
             self.on_policy_event(kind, event.get("type"), dict(event["object"]))
 
     def _watch_template(self, registry: kopf.OperatorRegistry, resource: TemplateResource) -> None:
         @kopf.on.event(resource.group, resource.version, resource.plural, registry=registry)
-        def on_template(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_template(event: Mapping[str, Any], **_: Any) -> None:
             self.on_template_event(resource, event.get("type"), dict(event["object"]))
 
     # ---- lifecycle ----------------------------------------------------------------------------

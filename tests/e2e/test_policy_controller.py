@@ -213,9 +213,19 @@ def test_policy_and_deployment_give_a_resource_binding(
     assert template is not None and PP_LABEL not in (template["metadata"].get("labels") or {})
 
 
+@pytest.fixture
+def rbac_controller(control_plane: ControlPlane, tmp_path: Path) -> Iterator[ControllerProcess]:
+    """ClusterRoles are not among the default --resources: opted in, as overlays/propagate-rbac does."""
+    with running_controller(
+        control_plane, tmp_path, "--resources=*,clusterroles.rbac.authorization.k8s.io"
+    ) as process:
+        yield process
+
+
 def test_cluster_policy_gives_a_cluster_resource_binding(
-    control_plane: ControlPlane, controller: ControllerProcess
+    control_plane: ControlPlane, rbac_controller: ControllerProcess
 ) -> None:
+    controller = rbac_controller
     control_plane.apply(
         f"""
 apiVersion: policy.karmada.io/v1alpha1

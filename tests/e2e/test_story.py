@@ -3,7 +3,8 @@
 Every component runs as a process of the code the image runs (``python -m fleetsched`` with the
 container args of the rendered manifests; only listen addresses, the certificate directory and
 the kubeconfig are changed for loopback), and the scheduler and the controller authenticate as
-their ServiceAccounts with the RBAC from manifests/, so a missing permission fails the story.
+their ServiceAccounts with the RBAC from manifests/ (and the controller under its admission policy,
+``fleetsched-controller-claims-only``), so a missing permission fails the story.
 The webhook is registered through the rendered configurations (caBundle from hack/gen-certs.sh,
 clientConfig by URL). The scheduler runs as two replicas under one Lease, as the Deployment does.
 kube-controller-manager runs only its garbage collector, as in any cluster.
@@ -48,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "fleetsched-system"
 PP_LABEL = "propagationpolicy.karmada.io/permanent-id"
 BINDING_FINALIZER = "karmada.io/binding-controller"
-RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+              "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 # ---- the install, rendered -------------------------------------------------------------------

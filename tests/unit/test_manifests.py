@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 from fleetsched import cli
 from fleetsched.controller import operator as scheduler_operator
 from fleetsched.controller import policy_operator
+from fleetsched.detector import constants
 from fleetsched.estimator import server_cmd as estimator_cmd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +120,8 @@ def test_the_install_has_every_component_in_one_namespace(rendered: list[dict[st
     }
     for doc in rendered:
         if doc["kind"] not in ("Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
-                               "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+                               "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                               "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
             assert doc["metadata"].get("namespace") == NAMESPACE, f"{doc['kind']} {doc['metadata']['name']}"
     scheduler = find(rendered, "Deployment", "fleetsched-scheduler")
     assert scheduler["spec"]["replicas"] == 2
@@ -312,13 +314,117 @@ def test_controller_rbac_covers_every_default_template_kind(rendered: list[dict[
     assert not rbac.allows(sa, "list", "cluster.karmada.io", "clusters")
 
 
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_PLURALS = ("roles", "rolebindings", "clusterroles", "clusterrolebindings")
+
+
+def test_the_controller_leaves_out_secrets_and_rbac_kinds_by_default(rendered: list[dict[str, Any]]) -> None:
+    args = container_args(rendered, "fleetsched-controller")
+    assert args.resources == policy_operator.DEFAULT_RESOURCES
+    left_out = {"secrets", *(f"{p}.{RBAC_GROUP}" for p in RBAC_PLURALS)}
+    assert not left_out & set(args.resources)
+    assert left_out <= set(policy_operator.OPT_IN_RESOURCES)
+    rbac = Rbac(rendered)
+    for account in ("fleetsched-scheduler", "fleetsched-controller"):
+        for rule in rbac.all_rules(account):
+            assert "secrets" not in rule["resources"], (account, rule)
+            assert RBAC_GROUP not in rule["apiGroups"], (account, rule)
+            assert not {"escalate", "bind"} & set(rule["verbs"]), (account, rule)
+
+
+def with_components(tmp_path: Path, *components: str) -> list[dict[str, Any]]:
+    """The install with opt-in components, through an overlay of the user's own beside manifests/."""
+    prepared_tree(tmp_path)  # tmp_path/manifests
+    overlay = tmp_path / "mine"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": ["../manifests"],
+        "components": [f"../manifests/overlays/{c}" for c in components],
+    }))
+    return kustomize(overlay)
+
+
+@pytest.mark.parametrize("components", [
+    pytest.param(("propagate-secrets",), id="secrets"),
+    pytest.param(("propagate-rbac",), id="rbac"),
+    pytest.param(("propagate-secrets", "propagate-rbac"), id="both"),
+])
+def test_the_opt_in_overlays_add_their_kinds_with_the_rights_they_need(
+    tmp_path: Path, components: tuple[str, ...]
+) -> None:
+    docs = with_components(tmp_path, *components)
+    args = container_args(docs, "fleetsched-controller")
+    added = set()
+    if "propagate-secrets" in components:
+        added |= set(policy_operator.SECRET_RESOURCES)
+    if "propagate-rbac" in components:
+        added |= set(policy_operator.RBAC_RESOURCES)
+    assert set(args.resources) == {*policy_operator.DEFAULT_RESOURCES, *added}
+    rbac, sa = Rbac(docs), "fleetsched-controller"
+    for resource_name in args.resources:
+        resource = policy_operator.KNOWN_RESOURCES[resource_name]
+        for verb in ("get", "list", "watch", "patch"):
+            allowed = rbac.allows(sa, verb, resource.group, resource.plural, namespace="any")
+            assert allowed, (verb, resource_name)
+    # patching a role or binding needs escalate and bind; nothing else gets them
+    rbac_kinds = "propagate-rbac" in components
+    for role in ("roles", "clusterroles"):
+        for verb in ("escalate", "bind"):
+            assert rbac.allows(sa, verb, RBAC_GROUP, role, namespace="any") is rbac_kinds
+    for resource in (*RBAC_PLURALS, "secrets"):
+        group = "" if resource == "secrets" else RBAC_GROUP
+        for verb in ("create", "update", "delete"):
+            assert not rbac.allows(sa, verb, group, resource, namespace="any")
+    assert not rbac.allows("fleetsched-scheduler", "get", "", "secrets", namespace="any")
+
+
+def test_the_claims_only_policy_covers_every_kind_and_claim_key_the_controller_writes(
+    rendered: list[dict[str, Any]],
+) -> None:
+    """The ValidatingAdmissionPolicy holding the controller to claim labels must match every kind
+    --resources can name (so the opt-in overlays are covered) and allow exactly the keys
+    claim_patch and release_patch write."""
+    policy = find(rendered, "ValidatingAdmissionPolicy", "fleetsched-controller-claims-only")
+    binding = find(rendered, "ValidatingAdmissionPolicyBinding", "fleetsched-controller-claims-only")
+    assert binding["spec"] == {"policyName": "fleetsched-controller-claims-only",
+                               "validationActions": ["Deny"]}
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    covered = set()
+    for rule in spec["matchConstraints"]["resourceRules"]:
+        assert rule["operations"] == ["UPDATE"]
+        covered |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
+    assert covered == {(r.group, r.plural) for r in policy_operator.KNOWN_RESOURCES.values()}
+    (condition,) = spec["matchConditions"]
+    assert "':fleetsched-controller'" in condition["expression"]
+    assert "fleetsched-controller" in names(rendered, "ServiceAccount")
+    variables = {v["name"]: v["expression"] for v in spec["variables"]}
+    claim_keys = set(re.findall(r"'([^']+)'", variables["claimKeys"]))
+    written = {constants.PP_PERMANENT_ID_LABEL, constants.CPP_PERMANENT_ID_LABEL,
+               constants.PP_NAMESPACE_ANNOTATION, constants.PP_NAME_ANNOTATION, constants.CPP_NAME_ANNOTATION}
+    assert claim_keys == written
+    for validation in spec["validations"]:
+        assert validation["reason"] == "Forbidden"
+        assert "fleetsched-controller-claims-only" in validation["message"]
+
+
+def test_the_certificates_directory_holds_no_ca_key(tmp_path: Path) -> None:
+    tree = prepared_tree(tmp_path)
+    keys = {p.relative_to(tree).as_posix() for p in tree.rglob("*")
+            if p.is_file() and b"PRIVATE KEY" in p.read_bytes()}
+    assert keys == {"certs/tls.key"}
+
+
 def test_no_component_holds_wildcards_and_the_webhook_holds_nothing(rendered: list[dict[str, Any]]) -> None:
     rbac = Rbac(rendered)
     for account in ("fleetsched-scheduler", "fleetsched-controller"):
         for rule in rbac.all_rules(account):
             assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
             assert not {"impersonate", "deletecollection"} & set(rule["verbs"])
-    bound = {s.get("name") for d in rendered if d["kind"].endswith("Binding") for s in d["subjects"]}
+    bound = {s.get("name") for d in rendered if d["kind"] in ("ClusterRoleBinding", "RoleBinding")
+             for s in d["subjects"]}
     assert bound == {"fleetsched-scheduler", "fleetsched-controller"}
     for name in ("fleetsched-webhook", *(f"karmada-scheduler-estimator-{m}" for m in MEMBERS)):
         pod = find(rendered, "Deployment", name)["spec"]["template"]["spec"]
