@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import tracemalloc
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fleetsched.api import yamlload
 from fleetsched.api.load import MEMBER_CLUSTER_KEY, load_text
@@ -159,3 +164,75 @@ def test_plain_documents_skip_the_alias_walk(monkeypatch: pytest.MonkeyPatch) ->
     assert calls == []
     docs("a: &x {b: [1, 2]}\nc: *x\n")
     assert len(calls) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Fuzz, in process: the loaders either load or raise one LoadError line, within bounded memory
+
+settings.register_profile(
+    "loader-fuzz",
+    max_examples=int(os.environ.get("LOADER_FUZZ_EXAMPLES", "300")),
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+VALID = (
+    "apiVersion: work.karmada.io/v1alpha2\nkind: ResourceBinding\nmetadata: {name: b, namespace: default}\n"
+    "spec:\n  resource: {apiVersion: apps/v1, kind: Deployment, name: d}\n  replicas: 2\n"
+    "status:\n  aggregatedStatus:\n  - clusterName: m1\n    status:\n      ready: 1\n"
+)
+HOSTILE = [
+    bomb(9),
+    "x: " + "7" * 5000 + "\n",
+    "x: 0o" + "7" * 3000 + "\n",
+    "a: 1\na: 2\n",
+    "t: 2026-02-30T25:61:00Z\n",
+    "d: " + "[" * 3000 + "]" * 3000 + "\n",
+    "r: &r {a: *r}\n",
+    "k: !!python/name:os.system\n",
+    "s: !!set {a, b}\n",
+    "? [complex, key]\n: v\n",
+    "m: {<<: [*missing]}\n",
+    "---\n" + VALID,
+    "\ufeff\x85\u2028\ud800\n",
+]
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> bytes:
+    data = VALID.encode()
+    for _ in range(draw(st.integers(1, 4))):
+        choice = draw(st.integers(0, 3))
+        at = draw(st.integers(0, len(data)))
+        if choice == 0:
+            piece = draw(st.sampled_from(HOSTILE)).encode("utf-8", "surrogatepass")
+        elif choice == 1:
+            piece = draw(st.binary(max_size=32))
+        elif choice == 2:
+            piece = draw(
+                st.text(alphabet=st.sampled_from(list("{}[]:,&*!|>-?'\"#%@` \n\t01xa")), max_size=40)
+            )
+            piece = piece.encode()
+        else:
+            data, piece = data[:at], b""
+        data = data[:at] + piece + data[at:]
+    return data
+
+
+@settings(settings.get_profile("loader-fuzz"))
+@given(data=texts(), as_json=st.booleans())
+def test_loaders_load_or_fail_in_one_line_within_bounded_memory(data: bytes, as_json: bool) -> None:
+    tracemalloc.start()
+    try:
+        if as_json:
+            load_json(data)
+        else:
+            load_text(decode_text(data, "in.yaml"), filename="in.yaml")
+    except LoadError as exc:
+        assert "\n" not in str(exc) and str(exc)
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{peak / 2**20:.0f} MiB"
