@@ -10,6 +10,8 @@ in the JSON schema, see ``fleetsched.api.defaults``). Submodules:
 * ``cluster``: Cluster
 * ``selectors``: label selector / cluster affinity matching, resource selector priority
 * ``load``: YAML to typed objects, ``LoadError``
+* ``yamlload``: bytes (files, stdin, request bodies) to YAML/JSON documents, refusing hostile input
+  (undecodable bytes, duplicate keys, huge integers, alias expansion past a ``Budget``) in one line
 * ``quantity``: exact Kubernetes quantities
 
 Exports are resolved lazily (PEP 562): ``import fleetsched.api.quantity`` (as the scheduling core

@@ -1,7 +1,8 @@
 """Loading multi-document YAML into typed objects, with one-line errors.
 
-Owns: YAML parsing (files, text, already-decoded dicts), dispatch by ``apiVersion`` + ``kind``,
-``kind: List`` documents, and turning every problem into one ``LoadError`` whose text names the
+Owns: dispatch by ``apiVersion`` + ``kind`` of decoded documents (bytes to documents, with the
+hostile-input refusals, is ``yamlload``), ``kind: List`` documents, refusing two objects that are
+one to the API server, and turning every problem into one ``LoadError`` whose text names the
 file, the 1-based document number, the field path in Karmada style
 (``spec.placement.clusterAffinities[1].affinityName``) and the reason. Nothing here schedules.
 
@@ -13,12 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from fleetsched.api.cluster import Cluster
@@ -26,26 +26,36 @@ from fleetsched.api.meta import ObjectMeta
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.api.quantity import QuantityError, parse_quantity
 from fleetsched.api.work import ClusterResourceBinding, ResourceBinding
-
-try:  # the C loader is ~5x faster on the 5,000-binding benchmark inputs
-    _YamlLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _YamlLoader = yaml.SafeLoader
+from fleetsched.api.yamlload import (
+    DEFAULT_BUDGET,
+    Budget,
+    LoadError,
+    Source,
+    decode_text,
+    field_path,
+    iter_documents,
+    read_input,
+)
 
 __all__ = [
     "CLUSTER_SCOPED_TEMPLATE_KINDS",
     "KARMADA_KINDS",
+    "MEMBER_CLUSTER_KEY",
     "TEMPLATE_KINDS",
     "ApiObject",
+    "Budget",
     "LoadError",
     "LoadResult",
     "Loaded",
+    "ObjectIdentity",
     "ResourceTemplate",
     "Source",
     "field_path",
+    "identity_of",
     "load_files",
     "load_text",
     "parse_object",
+    "refuse_duplicate_objects",
 ]
 
 KARMADA_KINDS: dict[tuple[str, str], type[BaseModel]] = {
@@ -104,53 +114,6 @@ CLUSTER_SCOPED_TEMPLATE_KINDS: frozenset[str] = frozenset(
 )
 
 _DEFAULT_NAMESPACE = "default"
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """Where an object came from: file, 1-based document number, and index inside a ``List``."""
-
-    file: str
-    document: int
-    item: int | None = None
-
-    def describe(self) -> str:
-        where = f"{self.file}: document {self.document}"
-        if self.item is not None:
-            where += f" (items[{self.item}])"
-        return where
-
-
-class LoadError(ValueError):
-    """Bad input. ``str()`` is one line: ``<file>: document <n>: <field path>: <reason>``."""
-
-    def __init__(
-        self,
-        reason: str,
-        *,
-        source: Source | None = None,
-        path: str = "",
-        line: int | None = None,
-    ) -> None:
-        self.reason = " ".join(reason.split())
-        self.source = source
-        self.path = path
-        self.line = line
-        super().__init__(self.__str__())
-
-    def __str__(self) -> str:
-        parts: list[str] = []
-        if self.source is not None:
-            where = self.source.describe()
-            if self.line is not None:
-                where += f" (line {self.line})"
-            parts.append(where)
-        elif self.line is not None:
-            parts.append(f"line {self.line}")
-        if self.path:
-            parts.append(self.path)
-        parts.append(self.reason)
-        return ": ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,41 +256,6 @@ class LoadResult:
 
 # ---------------------------------------------------------------------------------------------
 # Field paths and messages
-
-# Fields whose value is a map with user-chosen keys: their keys print as ``[key]`` (Karmada's
-# field.Path.Key), every other step as ``.name``.
-_MAP_FIELDS = frozenset(
-    {
-        "labels",
-        "annotations",
-        "matchLabels",
-        "nodeSelector",
-        "resourceRequest",
-        "allocatable",
-        "allocated",
-        "allocating",
-        "proxyHeader",
-        "preservedLabelState",
-        "requests",
-        "limits",
-        "overhead",
-    }
-)
-
-
-def field_path(loc: Iterable[str | int], *, prefix: str = "") -> str:
-    """``('spec', 'placement', 'clusterAffinities', 1, 'affinityName')`` →
-    ``spec.placement.clusterAffinities[1].affinityName``."""
-    out = prefix
-    previous: str | int | None = None
-    for step in loc:
-        if isinstance(step, int) or (isinstance(previous, str) and previous in _MAP_FIELDS):
-            out += f"[{step}]"
-        else:
-            out += f".{step}" if out else step
-        previous = step
-    return out
-
 
 def _render(value: Any) -> str:
     try:
@@ -558,28 +486,21 @@ def _check_resource_list(resources: Any, source: Source | None, path: str) -> No
 # Documents
 
 
-def _documents(text: str, filename: str) -> Iterator[tuple[int, Any]]:
-    number = 0
-    try:
-        for doc in yaml.load_all(text, Loader=_YamlLoader):
-            number += 1
-            yield number, doc
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "malformed YAML"
-        raise LoadError(
-            f"malformed YAML: {problem}",
-            source=Source(filename, number + 1),
-            line=None if mark is None else mark.line + 1,
-        ) from None
-    except yaml.YAMLError as exc:
-        raise LoadError(f"malformed YAML: {exc}", source=Source(filename, number + 1)) from None
+def load_text(
+    text: str, *, filename: str = "<input>", crd_defaults: bool = False, budget: Budget = DEFAULT_BUDGET
+) -> LoadResult:
+    """Every object in a multi-document YAML text. Empty documents are skipped but counted.
+
+    Two objects with the same identity (a duplicate the API server would hold as one) are refused.
+    """
+    result = _load_text(text, filename=filename, crd_defaults=crd_defaults, budget=budget)
+    refuse_duplicate_objects(result.objects)
+    return result
 
 
-def load_text(text: str, *, filename: str = "<input>", crd_defaults: bool = False) -> LoadResult:
-    """Every object in a multi-document YAML text. Empty documents are skipped but counted."""
+def _load_text(text: str, *, filename: str, crd_defaults: bool, budget: Budget) -> LoadResult:
     result = LoadResult()
-    for number, doc in _documents(text, filename):
+    for number, doc in iter_documents(text, filename, budget=budget):
         if doc is None:
             continue
         source = Source(filename, number)
@@ -596,21 +517,64 @@ def load_text(text: str, *, filename: str = "<input>", crd_defaults: bool = Fals
     return result
 
 
-def load_files(paths: Sequence[str | Path], *, crd_defaults: bool = False) -> LoadResult:
-    """Load every file in order; ``-`` reads standard input. Raises ``LoadError`` on the first problem."""
+def load_files(
+    paths: Sequence[str | Path], *, crd_defaults: bool = False, budget: Budget = DEFAULT_BUDGET
+) -> LoadResult:
+    """Load every file in order; ``-`` reads standard input. Raises ``LoadError`` on the first problem,
+    including an object defined twice, in one file or across files."""
     result = LoadResult()
     for path in paths:
         name = str(path)
-        if name == "-":
-            import sys
-
-            text = sys.stdin.read()
-        else:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise LoadError(f"cannot read file: {exc.strerror or exc}", source=None, path=name) from None
-            except UnicodeDecodeError as exc:
-                raise LoadError(f"not UTF-8 text: {exc.reason}", path=name) from None
-        result.extend(load_text(text, filename=name, crd_defaults=crd_defaults))
+        text = decode_text(read_input(name), name)
+        result.extend(_load_text(text, filename=name, crd_defaults=crd_defaults, budget=budget))
+    refuse_duplicate_objects(result.objects)
     return result
+
+
+# The annotation (or label) that puts a Node or Pod of the input into a member cluster's API; the
+# same name as ``fleetsched.estimator.inprocess.MEMBER_CLUSTER_ANNOTATION`` (a test holds them equal).
+MEMBER_CLUSTER_KEY = "fleetsched.io/member-cluster"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectIdentity:
+    """What names one object in an API server: group, kind, namespace, name (and which member's API)."""
+
+    member: str
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def describe(self) -> str:
+        ref = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        where = f" in member cluster {self.member}" if self.member else ""
+        return f"{self.kind} {ref}{where}"
+
+
+def identity_of(obj: ApiObject) -> ObjectIdentity:
+    if isinstance(obj, ResourceTemplate):
+        api_version, kind, md = obj.api_version, obj.kind, obj.metadata
+        namespaced = obj.namespaced
+        member = obj.annotations.get(MEMBER_CLUSTER_KEY) or obj.labels.get(MEMBER_CLUSTER_KEY) or ""
+    else:
+        api_version, kind, md = obj.api_version, obj.kind, obj.metadata  # type: ignore[union-attr]
+        namespaced = isinstance(obj, PropagationPolicy | ResourceBinding)
+        member = ""
+    group = api_version.rpartition("/")[0]
+    namespace = (md.namespace or _DEFAULT_NAMESPACE) if namespaced else ""
+    return ObjectIdentity(str(member), group, kind, namespace, md.name or "")
+
+
+def refuse_duplicate_objects(objects: Iterable[Loaded]) -> None:
+    """``LoadError`` naming both places when two loaded objects are one object to the API server."""
+    first: dict[ObjectIdentity, Source] = {}
+    for item in objects:
+        identity = identity_of(item.obj)
+        earlier = first.setdefault(identity, item.source)
+        if earlier is not item.source:
+            raise LoadError(
+                f"Duplicate value: {identity.describe()} is also defined in {earlier.describe()}",
+                source=item.source,
+                path="metadata.name",
+            )

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from fleetsched.api import yamlload
 from fleetsched.api.quantity import QuantityError
 from fleetsched.estimator import handlers, wire
 from fleetsched.estimator.inventory import MemberInventory
@@ -28,8 +29,6 @@ from fleetsched.estimator.service import EstimatorService, FeatureGates
 from fleetsched.flags import KARMADA_FEATURE_GATES
 
 __all__ = ["add_arguments", "answer_requests", "run"]
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 REQUEST_KINDS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], Any, Callable[..., Any], str]] = {
     "MaxAvailableReplicasRequest": (wire.replicas_request_to_pb, estimator_pb2.MaxAvailableReplicasRequest,
@@ -53,18 +52,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _documents(paths: list[str]) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
+    # The shared hardened reader: strict UTF-8 (files and stdin), duplicate keys, huge integers
+    # and alias expansion refused before any value is built, one-line errors (LoadError).
     for path in paths:
-        if path == "-":
-            stream = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                stream = f.read()
-        for index, doc in enumerate(yaml.load_all(stream, Loader=_Loader)):
+        text = yamlload.decode_text(yamlload.read_input(path), path)
+        for number, doc in yamlload.iter_documents(text, path):
             if doc is None:
                 continue
             if not isinstance(doc, Mapping):
-                raise InputError(f"{path}: document {index + 1} is not a mapping")
-            yield path, index + 1, doc
+                raise InputError(f"{path}: document {number} is not a mapping")
+            yield path, number, doc
 
 
 def _gates(options: Mapping[str, Any]) -> FeatureGates:
@@ -225,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         inventory, requests = load(args.files)
         answers = answer_requests(inventory.service, requests)
-    except (InputError, QuantityError, yaml.YAMLError, OSError) as exc:
+    except (InputError, yamlload.LoadError, QuantityError, OSError) as exc:
         print(f"fleetsched estimate: {exc}", file=sys.stderr)
         return 2
     if args.output == "json":

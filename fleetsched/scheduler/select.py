@@ -71,14 +71,6 @@ class _Group:
     score: int = 0
 
 
-@dataclass(slots=True)
-class _Path:
-    id: int
-    groups: list[_Group]
-    weight: int
-    value: int
-
-
 def _group_score(
     group: list[ClusterDetail], binding: SchedulingBinding, group_min_groups: int, cluster_min_groups: int
 ) -> int:
@@ -110,44 +102,133 @@ def _int64(n: int) -> int:
 
 
 def _select_groups(groups: list[_Group], min_g: int, max_g: int, target: int) -> list[_Group] | None:
+    """The group combination Karmada's path search picks (§8.5.1), found without enumerating paths.
+
+    Karmada's search (``pkg/scheduler/core/spreadconstraint``, spelled out in §8.5.1) records every
+    combination of groups, taken in the order (clusters asc, score desc, name), whose first prefix to
+    satisfy "clusters >= target and min <= groups <= max" is the combination itself, ranks the recorded
+    paths by (weight desc, clusters desc, discovery order) and then walks the ranking replacing the best
+    by any later path made of a strict prefix of the best's members. The number of paths is exponential
+    (C(24, 10) ≈ 2M for the 24-region case of issue 14). Here the best path comes from a DP over
+    (groups, groups taken, clusters taken capped at ``target``), O(groups² × target); discovery order
+    is the lexicographic order of the index tuples, which the reconstruction honours by taking the
+    earliest group it can. The prefix walk has at most one candidate per length. The literal search
+    is kept as the reference of a differential test (tests/unit/scheduler/test_select_groups.py).
+    """
     if not groups:
         return None
-    groups = sorted(groups, key=lambda g: (len(g.clusters), -g.score, g.name))
-    paths: list[_Path] = []
-    path: list[_Group] = []
-    next_id = 1
+    order = sorted(groups, key=lambda g: (len(g.clusters), -g.score, g.name))
+    values = [len(g.clusters) for g in order]  # a region exists only with a cluster: values >= 1
+    weights = [g.score for g in order]
 
-    def dfs(total: int, begin: int) -> None:
-        nonlocal next_id
-        if total >= target and min_g <= len(path) <= max_g:
-            members = sorted(path, key=lambda g: (-g.score, g.name))
-            paths.append(
-                _Path(next_id, members, sum(g.score for g in members), sum(len(g.clusters) for g in members))
-            )
-            next_id += 1
-            return
-        if len(path) >= max_g:
-            return
-        for i in range(begin, len(groups)):
-            path.append(groups[i])
-            dfs(total + len(groups[i].clusters), i + 1)
-            if len(groups) == min_g:
-                return
-            path.pop()
+    def satisfied(taken: int, clusters: int) -> bool:
+        return clusters >= target and min_g <= taken <= max_g
 
-    dfs(0, 0)
-    if not paths:
+    def members(path: Sequence[int]) -> list[_Group]:
+        return sorted((order[i] for i in path), key=lambda g: (-g.score, g.name))
+
+    if satisfied(0, 0):
+        return []  # the empty path satisfies at the root: it is the only path recorded
+    # The search returns after its first child when len(groups) == minGroups, so it walks one chain of
+    # prefixes; only all the groups can satisfy minGroups then, and they are on that chain: the
+    # quirk changes how much is searched, not what is recorded.
+    if target > sum(values):
         return None
-    if len(paths) == 1:
-        return paths[0].groups
-    paths.sort(key=lambda p: (-p.weight, -p.value, p.id))
-    best = paths[0]
-    for p in paths[1:]:
-        if len(p.groups) < len(best.groups) and all(
-            best.groups[j].name == g.name for j, g in enumerate(p.groups)
-        ):
-            best = p
-    return best.groups
+    best = _best_path(values, weights, min_g=min_g, max_g=max_g, target=target)
+    if best is None:
+        return None
+
+    def recorded(path: tuple[int, ...]) -> bool:  # indices ascending
+        clusters = 0
+        for j, i in enumerate(path):
+            if satisfied(j, clusters):
+                return False  # a shorter prefix satisfied first; the search never got here
+            clusters += values[i]
+        return satisfied(len(path), clusters)
+
+    def rank(path: tuple[int, ...]) -> tuple[int, int, tuple[int, ...]]:
+        return (-sum(weights[i] for i in path), -sum(values[i] for i in path), path)
+
+    # The second pass of §8.5.1: later in the ranking, a strict prefix of the best's members wins.
+    # Members are sorted by (score desc, name), so each length has exactly one candidate.
+    while True:
+        by_member = sorted(best, key=lambda i: (-weights[i], order[i].name))
+        current = rank(best)
+        following: tuple[int, int, tuple[int, ...]] | None = None
+        for m in range(1, len(best)):
+            candidate = tuple(sorted(by_member[:m]))
+            if recorded(candidate):
+                r = rank(candidate)
+                if r > current and (following is None or r < following):
+                    following = r
+        if following is None:
+            return members(best)
+        best = following[2]
+
+
+def _best_path(
+    values: list[int], weights: list[int], *, min_g: int, max_g: int, target: int
+) -> tuple[int, ...] | None:
+    """The recorded path first in the ranking (weight desc, clusters desc, index tuple asc), or None.
+
+    A non-empty index tuple ``A + (last,)`` is recorded when it satisfies and its longest proper
+    prefix ``A`` does not (prefix cluster sums only grow): ``k = |A| + 1`` in [min, max],
+    ``sum(A) + v[last] >= target`` and ``|A| < min or sum(A) < target``. So ``k <= max(min, target)``
+    (every group has a cluster) and cluster sums matter only up to ``target``. ``table[i][c][s]`` is
+    the best (weight, clusters), packed into one int, of finishing a path from group ``i`` on, with
+    ``c`` groups taken so far and ``s`` clusters (capped). The empty path is handled by the caller.
+    """
+    n = len(values)
+    cap_k = min(n, max_g, max(min_g, target))
+    if cap_k < 1:
+        return None
+    cap_s = max(target, 0)
+    scale = sum(values) + 1  # weight * scale + clusters orders like (weight, clusters)
+    packed = [w * scale + v for w, v in zip(weights, values, strict=True)]
+
+    def ends_at(c: int, s: int, v: int) -> bool:
+        return min_g <= c + 1 <= max_g and s + v >= target and (c < min_g or s < target)
+
+    none_row: list[int | None] = [None] * (cap_s + 1)
+    table: list[list[list[int | None]]] = [[] for _ in range(n + 1)]
+    table[n] = [none_row] * cap_k
+    for i in range(n - 1, -1, -1):
+        v, gain, after = values[i], packed[i], table[i + 1]
+        layer: list[list[int | None]] = []
+        for c in range(cap_k):
+            skip, row = after[c], list(after[c])
+            take = after[c + 1] if c + 1 < cap_k else None
+            for s in range(cap_s + 1):
+                best = skip[s]
+                if ends_at(c, s, v) and (best is None or gain > best):
+                    best = gain
+                if take is not None:
+                    rest = take[min(s + v, cap_s)]
+                    if rest is not None and (best is None or gain + rest > best):
+                        best = gain + rest
+                row[s] = best
+            layer.append(row)
+        table[i] = layer
+    goal = table[0][0][0]
+    if goal is None:
+        return None
+    # Rebuild the lexicographically first tuple reaching the optimum: taking group i (ending here
+    # before continuing) always sorts before any tuple that skips it.
+    path: list[int] = []
+    c = s = 0
+    for i in range(n):
+        v, gain = values[i], packed[i]
+        if ends_at(c, s, v) and gain == goal:
+            path.append(i)
+            return tuple(path)
+        if c + 1 < cap_k:
+            rest = table[i + 1][c + 1][min(s + v, cap_s)]
+            if rest is not None and gain + rest == goal:
+                path.append(i)
+                c, s, goal = c + 1, min(s + v, cap_s), rest
+                continue
+        # skipping keeps the optimum: table[i + 1][c][s] == goal
+    raise AssertionError("group selection table and rebuild disagree")
 
 
 def _select_by_region(

@@ -156,10 +156,10 @@ spec:
 
 
 BAD_INPUTS = [
-    pytest.param("a: [1,\n", "in.yaml: document 1 (line 2): malformed YAML:", id="malformed yaml"),
+    pytest.param("a: [1,\n", "in.yaml: document 1 (line 2, column 1): malformed YAML:", id="malformed yaml"),
     pytest.param(
         "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n---\nkey: [\n",
-        "in.yaml: document 2 (line 6): malformed YAML:",
+        "in.yaml: document 2 (line 6, column 1): malformed YAML:",
         id="malformed second document",
     ),
     pytest.param(
