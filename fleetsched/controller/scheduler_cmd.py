@@ -166,7 +166,8 @@ def apply_configuration(
     args: argparse.Namespace, configuration: SchedulerConfiguration
 ) -> argparse.Namespace:
     """``args`` with every setting the file carries taken from it; FlagConflict for a flag given
-    beside the file with another value (a flag given with the same value is fine)."""
+    beside the file with another value (a flag given with the same value is fine). A path the
+    file leaves empty (``kubeconfig``, the estimator's TLS files) is not set: the flag gives it."""
     from fleetsched.scheduler import config
 
     explicit = explicit_flags(args)
@@ -192,6 +193,8 @@ def apply_configuration(
     updated = argparse.Namespace(**vars(args))
     for dest, field, value_of, written in _FILE_FIELDS:
         value = value_of(configuration)
+        if value is None and dest in explicit:
+            continue  # an empty path in the file (kubeconfig, estimator TLS files) is not set
         if dest in explicit and getattr(args, dest) != value:
             shown = "" if value is None else written(value)
             raise FlagConflict(

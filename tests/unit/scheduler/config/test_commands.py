@@ -349,11 +349,6 @@ def test_the_scheduler_takes_every_setting_the_flags_do_not_give_from_the_file(t
             id="lease duration",
         ),
         pytest.param(
-            ("--kubeconfig", "/k"),
-            "--kubeconfig=/k contradicts {file} (clientConnection.kubeconfig: <empty>); set it in one place",
-            id="kubeconfig",
-        ),
-        pytest.param(
             ("--scheduler-name", "fleetsched"),
             "--scheduler-name=fleetsched contradicts {file} (profiles serve: default-scheduler); name the "
             "profiles in the file only",
@@ -435,3 +430,19 @@ def test_the_scheduler_builds_one_scheduler_per_profile(tmp_path: Path) -> None:
     assert sorted(schedulers) == ["default-scheduler", "lenient"]
     assert "TaintToleration" in [p.name for p in schedulers["default-scheduler"].filters]
     assert "TaintToleration" not in [p.name for p in schedulers["lenient"].filters]
+
+
+def test_an_empty_path_in_the_file_is_not_set_and_the_flag_gives_it(
+    default_file: Path, tmp_path: Path
+) -> None:
+    args, _ = scheduler_cmd.load_configuration(
+        scheduler_args("--config", str(default_file), "--kubeconfig", "/k")
+    )
+    assert args.kubeconfig == "/k"
+    pinned = write(tmp_path, {"clientConnection": {"kubeconfig": "/a"}})
+    assert scheduler_cmd.load_configuration(scheduler_args("--config", str(pinned)))[0].kubeconfig == "/a"
+    with pytest.raises(scheduler_cmd.FlagConflict) as caught:
+        scheduler_cmd.load_configuration(scheduler_args("--config", str(pinned), "--kubeconfig", "/b"))
+    assert str(caught.value) == (
+        f"--kubeconfig=/b contradicts {pinned} (clientConnection.kubeconfig: /a); set it in one place"
+    )
