@@ -134,10 +134,15 @@ def parse_configuration(
     workload_affinity: bool = False,
     entry_points: bool = True,
     extra_catalog: Catalog | None = None,
+    points_of: Callable[[Callable[..., object]], frozenset[ExtensionPoint] | None] = (
+        out_of_tree.extension_points_of
+    ),
 ) -> LoadedConfiguration:
     """The configuration a file's text means. ``entry_points``: look for out-of-tree plugins among the
     installed distributions; ``extra_catalog``: further known plugins and their points (tests, the
-    runtime's registry). Raises ``ConfigError`` or ``plugins.PluginLoadError``, one line each."""
+    runtime's registry); ``points_of``: which extension points an out-of-tree factory's plugins
+    implement (the runtime knows its interfaces best). Raises ``ConfigError`` or
+    ``plugins.PluginLoadError``, one line each."""
     model = parse_model(text, source=source)
     in_tree = in_tree_points(workload_affinity=workload_affinity)
     catalog: dict[str, frozenset[ExtensionPoint] | None] = dict(in_tree)
@@ -151,7 +156,7 @@ def parse_configuration(
         wanted = referenced_plugins(model) - set(catalog)
         factories = out_of_tree.load(wanted, found)
         for name, factory in factories.items():
-            catalog[name] = out_of_tree.extension_points_of(factory)
+            catalog[name] = points_of(factory)
     configuration, problems = resolve(model, catalog=catalog, workload_affinity=workload_affinity)
     if configuration is None:
         raise _first(problems, source)

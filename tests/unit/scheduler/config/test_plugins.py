@@ -177,3 +177,13 @@ def test_an_enabled_name_no_distribution_provides_is_an_unknown_plugin(site: Pat
         ConfigError, match=r"profiles\[0\]\.plugins\.score\.enabled\[0\]\.name: unknown plugin 'Nope'"
     ):
         load(with_plugins(score={"enabled": [{"name": "Nope"}]}))
+
+
+def test_the_runtime_can_say_which_points_a_factory_implements(site: Path) -> None:
+    install(site, "fleetsched-example-tenant", modules={"fleetsched_example_tenant": TENANT_FILTER},
+            entry_points={"TenantFilter": "fleetsched_example_tenant:build"})
+    doc = with_plugins(multiPoint={"enabled": [{"name": "TenantFilter"}]})
+    loaded = parse_configuration(yaml.safe_dump(doc), points_of=lambda factory: frozenset({FILTER}))
+    profile = loaded.configuration.profiles[0]
+    assert [e.name for e in profile.enabled(FILTER)][-1] == "TenantFilter"
+    assert "TenantFilter" not in [e.name for e in profile.enabled(SCORE)]
