@@ -155,6 +155,8 @@ def parse_configuration(
         found = out_of_tree.discover(in_tree=reserved)
         wanted = referenced_plugins(model) - set(catalog)
         factories = out_of_tree.load(wanted, found)
+        # Installed but enabled nowhere: known (a profile may disable it), never imported.
+        catalog.update({name: None for name in found if name not in catalog})
         for name, factory in factories.items():
             catalog[name] = points_of(factory)
     configuration, problems = resolve(model, catalog=catalog, workload_affinity=workload_affinity)

@@ -187,3 +187,11 @@ def test_the_runtime_can_say_which_points_a_factory_implements(site: Path) -> No
     profile = loaded.configuration.profiles[0]
     assert [e.name for e in profile.enabled(FILTER)][-1] == "TenantFilter"
     assert "TenantFilter" not in [e.name for e in profile.enabled(SCORE)]
+
+
+def test_an_installed_plugin_may_be_disabled_without_being_imported(site: Path) -> None:
+    install(site, "fleetsched-example-broken", modules={"fleetsched_example_broken": BROKEN},
+            entry_points={"Broken": "fleetsched_example_broken:Factory"})
+    loaded = load(with_plugins(multiPoint={"disabled": [{"name": "Broken"}]}))
+    assert loaded.configuration.profiles[0].enabled(FILTER)  # type: ignore[attr-defined]
+    assert "fleetsched_example_broken" not in sys.modules
