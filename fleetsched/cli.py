@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "estimate": ("fleetsched.estimator.estimate_cmd", "answer estimator requests offline from YAML files"),
     "webhook": ("fleetsched.webhook.server_cmd", "serve the admission webhook for propagation policies"),
+    "config": ("fleetsched.config_cmd", "print the default scheduler configuration, or check a file"),
 }
 
 

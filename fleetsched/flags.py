@@ -5,10 +5,18 @@ Plain parsing only: no I/O, no imports beyond the standard library, so any comma
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
-__all__ = ["KARMADA_FEATURE_GATES", "parse_bind_address", "parse_feature_gates"]
+__all__ = [
+    "KARMADA_FEATURE_GATES",
+    "explicit_flags",
+    "parse_bind_address",
+    "parse_feature_gates",
+    "record_explicit_flags",
+]
 
 # Karmada's feature gates (pkg/features) by their flag names, with their defaults. As in Karmada,
 # every command accepts all of them; each acts on the ones that concern it.
@@ -67,3 +75,36 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
             raise ValueError(f"unrecognized feature gate: {name}")
         out[name] = value in ("true", "1", "t")
     return out
+
+
+_EXPLICIT = "_explicit_flags"
+
+
+def _recording(base: type[argparse.Action]) -> type[argparse.Action]:
+    def __call__(
+        self: argparse.Action,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        base.__call__(self, parser, namespace, values, option_string)
+        explicit = set(getattr(namespace, _EXPLICIT, ()))
+        explicit.add(self.dest)
+        setattr(namespace, _EXPLICIT, frozenset(explicit))
+
+    return type(f"Recording{base.__name__}", (base,), {"__call__": __call__})
+
+
+def record_explicit_flags(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser`` remember which flags the command line gave (argparse calls an action only for
+    a flag that is present; defaults are set without it), for ``explicit_flags``. A flag given with
+    its default value still counts as given: ``--workers 32`` says something a file may contradict."""
+    for action in parser._actions:
+        if action.option_strings and not isinstance(action, argparse._HelpAction | argparse._VersionAction):
+            action.__class__ = _recording(type(action))
+
+
+def explicit_flags(args: argparse.Namespace) -> frozenset[str]:
+    """The ``dest`` of every flag the command line gave (needs ``record_explicit_flags``)."""
+    return frozenset(getattr(args, _EXPLICIT, ()))

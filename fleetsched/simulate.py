@@ -1,22 +1,28 @@
 """``fleetsched simulate``: the whole scheduling pipeline offline, from YAML files to scheduled bindings.
 
-Owns the command line (files, output format, ``--explain``, plugin selection), turning loaded
+Owns the command line (files, output format, ``--explain``, plugins or ``--config``), turning loaded
 objects into a cluster snapshot and bindings (given directly, or derived from policies and
 workload templates by the detector), scheduling each binding independently against the same
 snapshot (scheduler.md §3.7a) and printing the result. Bad input is one line on stderr and exit
 status 2; a binding that cannot be placed is a result, not an error.
+
+Without ``--config`` every binding is scheduled by the one profile the flags describe, whatever its
+``spec.schedulerName`` (as before configuration files existed). With ``--config`` each binding goes
+to the profile of its ``spec.schedulerName`` (empty: ``default-scheduler``), as the live scheduler
+does; a binding no profile serves is printed as given, with a note.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import sys
 from collections.abc import Mapping, Sequence, Set
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fleetsched.flags import parse_feature_gates
+from fleetsched.flags import explicit_flags, parse_feature_gates, record_explicit_flags
 from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
@@ -29,9 +35,13 @@ from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import PeerBinding
 
+if TYPE_CHECKING:
+    from fleetsched.scheduler.config import SchedulerConfiguration
+
 __all__ = ["add_arguments", "merge_bindings", "run", "simulate_objects"]
 
 EXIT_BAD_INPUT = 2
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +81,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default true), WorkloadAffinity (default false; peers are the input ResourceBindings as "
         "written), MultiplePodTemplatesScheduling (default false)",
     )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a SchedulerConfiguration file (config.fleetsched.io/v1alpha1, see `fleetsched config "
+        "default`): each binding is scheduled by the profile of its spec.schedulerName; --plugins and "
+        "--enable-empty-workload-propagation, when given, must agree with it",
+    )
+    record_explicit_flags(parser)
 
 
 class _BadInput(Exception):
@@ -172,6 +190,11 @@ def _check_inventory_clusters(loaded: Any, cluster_names: Set[str]) -> None:
             )
 
 
+def scheduler_name_of(binding: Mapping[str, Any]) -> str:
+    """The profile a binding asks for: ``spec.schedulerName``, Karmada's default when empty."""
+    return (binding.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
+
+
 def simulate_objects(
     clusters: Sequence[Mapping[str, Any]],
     bindings: Sequence[Mapping[str, Any]],
@@ -179,8 +202,13 @@ def simulate_objects(
     *,
     now: dt.datetime | None = None,
     progress: Any = None,
+    profiles: Mapping[str, Scheduler] | None = None,
 ) -> list[tuple[dict[str, Any], ScheduleResult]]:
-    """Schedule every JSON-shaped binding independently against one snapshot of ``clusters``."""
+    """Schedule every JSON-shaped binding independently against one snapshot of ``clusters``.
+
+    With ``profiles`` (schedulerName -> Scheduler) each binding is scheduled by its profile's
+    scheduler, and one that no profile serves is returned as given, with no condition.
+    """
     peers: tuple[PeerBinding, ...] = ()
     if scheduler.settings.workload_affinity:
         # Workload (anti-)affinity peers: the ResourceBindings as given (ClusterResourceBindings are
@@ -190,8 +218,14 @@ def simulate_objects(
     now = now or dt.datetime.now(dt.UTC)
     out = []
     for i, raw in enumerate(bindings):
-        result = scheduler.schedule(binding_from_dict(raw), status_from_dict(raw), snapshot)
-        out.append((render_into_binding(raw, result, now=now), result))
+        chosen = scheduler if profiles is None else profiles.get(scheduler_name_of(raw))
+        if chosen is None:
+            _, namespace, name = _binding_key(raw)
+            key = f"{namespace}/{name}" if namespace else name
+            out.append((dict(raw), ScheduleResult(key, None, None, None, False)))
+        else:
+            result = chosen.schedule(binding_from_dict(raw), status_from_dict(raw), snapshot)
+            out.append((render_into_binding(raw, result, now=now), result))
         if progress is not None:
             progress(i + 1, len(bindings))
     return out
@@ -236,11 +270,15 @@ def _table(results: list[tuple[dict[str, Any], ScheduleResult]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def explain(result: ScheduleResult, obj: Mapping[str, Any]) -> str:
-    """Human-readable account of one binding's attempt: per affinity group, every decision."""
+def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = False) -> str:
+    """Human-readable account of one binding's attempt: per affinity group, every decision.
+    ``unserved``: no profile serves the binding's schedulerName, so it was left alone."""
     kind = obj.get("kind") or "ResourceBinding"
     lines = [f"{kind} {result.key}"]
     spec = obj.get("spec") or {}
+    if unserved:
+        lines.append(f"  left alone: no profile serves schedulerName {scheduler_name_of(obj)!r}")
+        return "\n".join(lines)
     lines.append(f"  replicas: {spec.get('replicas', 0)}   strategy: {result.strategy}   mode: {result.mode}")
     if result.condition is None:
         lines.append("  not scheduled: the binding has no spec.placement")
@@ -289,6 +327,54 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> SchedulerConfiguration | None:
+    """The ``--config`` file resolved and checked against the flags given beside it; None without one."""
+    if not args.config:
+        return None
+    from fleetsched.scheduler import config
+
+    try:
+        loaded = config.load_configuration(args.config, workload_affinity=workload_affinity)
+    except (config.ConfigError, config.PluginLoadError) as exc:
+        raise _BadInput(str(exc)) from None
+    configuration = loaded.configuration
+    explicit = explicit_flags(args)
+    if "plugins" in explicit:
+        try:
+            wanted = config.default_profile(args.plugins, workload_affinity=workload_affinity).plugins
+        except ValueError as exc:
+            raise _BadInput(f"--plugins: {exc}") from None
+        for i, profile in enumerate(configuration.profiles):
+            if dict(profile.plugins) != dict(wanted):
+                raise _BadInput(
+                    f"--plugins={args.plugins} contradicts {args.config}: profiles[{i}] "
+                    f"({profile.scheduler_name}) enables other plugins; set the plugins in one place"
+                )
+    in_file = configuration.enable_empty_workload_propagation
+    if "enable_empty_workload_propagation" in explicit and args.enable_empty_workload_propagation != in_file:
+        raise _BadInput(
+            f"--enable-empty-workload-propagation contradicts {args.config} "
+            f"(enableEmptyWorkloadPropagation: {str(in_file).lower()}); set it in one place"
+        )
+    return configuration
+
+
+def _profile_schedulers(configuration: SchedulerConfiguration, base: Settings) -> dict[str, Scheduler]:
+    # Interim, until the framework runtime lands: each profile runs as today's --plugins selection.
+    from fleetsched.scheduler.config.interim import UnsupportedProfile, settings_for
+
+    base = dataclasses.replace(
+        base, enable_empty_workload_propagation=configuration.enable_empty_workload_propagation
+    )
+    try:
+        return {
+            profile.scheduler_name: Scheduler(settings=settings_for(profile, base=base))
+            for profile in configuration.profiles
+        }
+    except UnsupportedProfile as exc:
+        raise _BadInput(str(exc)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from fleetsched.api.load import LoadError, load_files
 
@@ -301,7 +387,9 @@ def run(args: argparse.Namespace) -> int:
             workload_affinity=gates.get("WorkloadAffinity", False),
             multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
         )
-        scheduler = Scheduler(settings=settings)
+        configuration = _configuration(args, workload_affinity=settings.workload_affinity)
+        profiles = None if configuration is None else _profile_schedulers(configuration, settings)
+        scheduler = Scheduler(settings=settings) if profiles is None else next(iter(profiles.values()))
         loaded = load_files(args.files)
         # Nodes (and Pods) of member clusters in the input make those clusters node-accurate.
         cluster_names = {c.metadata.name for c in loaded.clusters}
@@ -311,11 +399,26 @@ def run(args: argparse.Namespace) -> int:
             inventories = inventories_from_objects(loaded.nodes, loaded.pods)
             _check_inventory_clusters(loaded, cluster_names)
             if inventories:
-                scheduler = Scheduler(settings=settings, estimators=[InventoryEstimator(inventories)])
+                estimator = InventoryEstimator(inventories)
+                scheduler = Scheduler(settings=scheduler.settings, estimators=[estimator])
+                if profiles is not None:
+                    profiles = {
+                        name: Scheduler(settings=s.settings, estimators=[estimator])
+                        for name, s in profiles.items()
+                    }
         clusters = [_dump(c) for c in loaded.clusters]
         explicit = [_dump(b) for b in loaded.bindings]
         derived = [_dump(b) if hasattr(b, "model_dump") else dict(b) for b in _derive_bindings(loaded)]
         bindings, notes = merge_bindings(explicit, derived)
+        unserved: set[tuple[str, str, str]] = set()
+        for b in bindings if profiles is not None else ():
+            if scheduler_name_of(b) not in profiles:
+                kind, namespace, name = _binding_key(b)
+                unserved.add((kind, namespace, name))
+                ref = f"{namespace}/{name}" if namespace else name
+                notes.append(
+                    f"{kind} {ref}: no profile serves schedulerName {scheduler_name_of(b)!r}; left alone"
+                )
         for note in [*notes, *unknown_target_notes(bindings, cluster_names)]:
             print(f"fleetsched simulate: note: {note}", file=sys.stderr)
         progress = None
@@ -328,12 +431,12 @@ def run(args: argparse.Namespace) -> int:
                         sys.stderr.write("\n")
                     sys.stderr.flush()
 
-        results = simulate_objects(clusters, bindings, scheduler, progress=progress)
+        results = simulate_objects(clusters, bindings, scheduler, progress=progress, profiles=profiles)
     except (LoadError, ConversionError, PluginSelectionError, _BadInput) as e:
         print(f"fleetsched simulate: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        _print_results(args, results)
+        _print_results(args, results, unserved)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours; silence the final flush.
         import os
@@ -343,10 +446,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_results(args: argparse.Namespace, results: list[tuple[dict[str, Any], ScheduleResult]]) -> None:
+def _print_results(
+    args: argparse.Namespace,
+    results: list[tuple[dict[str, Any], ScheduleResult]],
+    unserved: Set[tuple[str, str, str]] = frozenset(),
+) -> None:
     items = [obj for obj, _ in results]
     if args.explain:
-        text = "\n\n".join(explain(r, obj) for obj, r in results)
+        text = "\n\n".join(explain(r, obj, unserved=_binding_key(obj) in unserved) for obj, r in results)
         # Keep machine-readable output on stdout clean: with -o json/yaml, explanations go to stderr.
         print(text, file=sys.stdout if args.output == "table" else sys.stderr)
         if args.output == "table":

@@ -54,9 +54,11 @@ def scheduling_suspended(binding: Obj) -> bool:
     return ((_spec(binding).get("suspension") or {}).get("scheduling")) is True
 
 
-def passes_filter(binding: Obj, scheduler_name: str) -> bool:
-    """The binding event filter: ours, not suspended, and created by a policy controller."""
-    if effective_scheduler_name(binding) != scheduler_name or scheduling_suspended(binding):
+def passes_filter(binding: Obj, scheduler_names: str | Collection[str]) -> bool:
+    """The binding event filter: ours (a profile serves its schedulerName), not suspended, and
+    created by a policy controller."""
+    served = (scheduler_names,) if isinstance(scheduler_names, str) else scheduler_names
+    if effective_scheduler_name(binding) not in served or scheduling_suspended(binding):
         return False
     labels = _meta(binding).get("labels") or {}
     return any(labels.get(label) for label in PERMANENT_ID_LABELS)

@@ -89,7 +89,8 @@ def split_queue_key(qkey: str) -> tuple[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class OperatorConfig:
-    scheduler_name: str = decision.DEFAULT_SCHEDULER_NAME
+    # One per profile; bindings of any other schedulerName are left alone.
+    scheduler_names: frozenset[str] = frozenset({decision.DEFAULT_SCHEDULER_NAME})
     workers: int = 4
     leader_election: LeaderElectionConfig | None = None
     graceful_timeout: float = 20.0
@@ -103,6 +104,8 @@ class SchedulerOperator(ControllerRuntime):
     config: OperatorConfig = field(default_factory=OperatorConfig)
     run_core: Callable[..., Any] | None = None  # set to run the core off the event loop
     accurate: Any = None  # the accurate estimator client (connect/forget per Cluster), if enabled
+    # schedulerName -> the Scheduler of that profile; a name absent here uses ``scheduler``.
+    profiles: Mapping[str, Scheduler] = field(default_factory=dict)
 
     queue: SchedulingQueue = field(default_factory=SchedulingQueue)
     bindings: dict[str, ObjectCache] = field(default_factory=lambda: {RB: ObjectCache(), CRB: ObjectCache()})
@@ -154,9 +157,9 @@ class SchedulerOperator(ControllerRuntime):
         stored, previous = cache.upsert(obj)
         if not stored:
             return
-        name = self.config.scheduler_name
-        new_passes = decision.passes_filter(obj, name)
-        old_passes = previous is not None and decision.passes_filter(previous, name)
+        names = self.config.scheduler_names
+        new_passes = decision.passes_filter(obj, names)
+        old_passes = previous is not None and decision.passes_filter(previous, names)
         if new_passes and (previous is None or not old_passes):
             metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_BINDING_ADD).inc()
             self.queue.push(qkey, decision.binding_priority(obj))
@@ -198,7 +201,7 @@ class SchedulerOperator(ControllerRuntime):
 
         for kind, cache in self.bindings.items():
             for binding in cache:
-                if not decision.passes_filter(binding, self.config.scheduler_name):
+                if not decision.passes_filter(binding, self.config.scheduler_names):
                     continue
                 try:
                     hit = decision.cluster_matches_binding(cluster, binding, matches)
@@ -284,7 +287,7 @@ class SchedulerOperator(ControllerRuntime):
     async def _process_once(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome:
         qkey = queue_key(kind, key)
         bound = log.bind(binding=key, kind=kind)
-        if not decision.passes_filter(obj, self.config.scheduler_name):
+        if not decision.passes_filter(obj, self.config.scheduler_names):
             return Outcome.DONE
         meta = obj.get("metadata") or {}
         if meta.get("deletionTimestamp"):
@@ -319,10 +322,11 @@ class SchedulerOperator(ControllerRuntime):
             result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
         else:
             snapshot = self.clusters.snapshot()
+            scheduler = self.profiles.get(decision.effective_scheduler_name(obj), self.scheduler)
             if self.run_core is not None:
-                result = await self.run_core(self.scheduler.schedule, binding, status, snapshot)
+                result = await self.run_core(scheduler.schedule, binding, status, snapshot)
             else:
-                result = self.scheduler.schedule(binding, status, snapshot)
+                result = scheduler.schedule(binding, status, snapshot)
         if result.condition is None:
             return Outcome.ERROR
 

@@ -5,6 +5,11 @@ Flags follow karmada-scheduler where it has one (``--scheduler-name``, ``--plugi
 ``--kube-api-burst``, ``--leader-elect*``, ``--metrics-bind-address``,
 ``--health-probe-bind-address``); ``--workers`` is ours (Karmada has one worker).
 
+``--config FILE`` reads a ``SchedulerConfiguration`` (``fleetsched config default`` prints the
+default one): its profiles, one per ``schedulerName``, and the settings the flags above carry. A
+flag given beside it must say what the file says (otherwise: a one-line refusal, exit 2); a flag
+not given takes the file's value.
+
 Endpoints: ``/healthz`` (the process is alive), ``/readyz`` (caches synced and, with leader
 election, holding the Lease), ``/metrics`` (Prometheus). SIGTERM/SIGINT stop taking new work,
 finish in-flight writes, release the Lease and exit 0.
@@ -15,7 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -24,8 +30,12 @@ from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+from fleetsched.flags import explicit_flags, record_explicit_flags
 from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
+
+if TYPE_CHECKING:
+    from fleetsched.scheduler.config import SchedulerConfiguration
 
 # Gates whose scheduling behaviour the live scheduler does not have: WorkloadAffinity needs the
 # peers' placements in every snapshot, SchedulingOvercommitProtection the assumption cache (§7.5).
@@ -90,6 +100,134 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-estimator-service-namespace", default="karmada-system")
     command.add_leader_election_arguments(parser, resource_name="fleetsched-scheduler")
     command.add_serving_arguments(parser, metrics=":8080", health=":10351")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a SchedulerConfiguration file (config.fleetsched.io/v1alpha1, see `fleetsched config "
+        "default`): profiles by schedulerName and the settings of the flags above; a flag given "
+        "beside it must agree with it",
+    )
+    record_explicit_flags(parser)
+
+
+def _seconds(value: float) -> str:
+    from fleetsched.scheduler.config.durations import format_duration
+
+    return format_duration(value)
+
+
+# flag dest -> (the file's field, its value in a configuration, how the file writes it)
+_FILE_FIELDS: tuple[tuple[str, str, Callable[[SchedulerConfiguration], Any], Callable[[Any], str]], ...] = (
+    ("workers", "parallelism", lambda c: c.workers, str),
+    ("kubeconfig", "clientConnection.kubeconfig", lambda c: c.client_connection.kubeconfig or None, str),
+    ("kube_api_qps", "clientConnection.qps", lambda c: c.client_connection.qps, lambda v: f"{v:g}"),
+    ("kube_api_burst", "clientConnection.burst", lambda c: c.client_connection.burst, str),
+    ("leader_elect", "leaderElection.leaderElect", lambda c: c.leader_election.leader_elect,
+     lambda v: str(v).lower()),
+    ("leader_elect_resource_name", "leaderElection.resourceName",
+     lambda c: c.leader_election.resource_name, str),
+    ("leader_elect_resource_namespace", "leaderElection.resourceNamespace",
+     lambda c: c.leader_election.resource_namespace, str),
+    ("leader_elect_lease_duration", "leaderElection.leaseDuration",
+     lambda c: c.leader_election.lease_duration, _seconds),
+    ("leader_elect_renew_deadline", "leaderElection.renewDeadline",
+     lambda c: c.leader_election.renew_deadline, _seconds),
+    ("leader_elect_retry_period", "leaderElection.retryPeriod",
+     lambda c: c.leader_election.retry_period, _seconds),
+    ("enable_empty_workload_propagation", "enableEmptyWorkloadPropagation",
+     lambda c: c.enable_empty_workload_propagation, lambda v: str(v).lower()),
+    ("enable_scheduler_estimator", "estimator.enabled", lambda c: c.estimator.enabled,
+     lambda v: str(v).lower()),
+    ("disable_scheduler_estimator_in_pull_mode", "estimator.disableInPullMode",
+     lambda c: c.estimator.disable_in_pull_mode, lambda v: str(v).lower()),
+    ("scheduler_estimator_timeout", "estimator.timeout", lambda c: c.estimator.timeout_seconds, _seconds),
+    ("scheduler_estimator_port", "estimator.port", lambda c: c.estimator.port, str),
+    ("scheduler_estimator_ca_file", "estimator.caFile", lambda c: c.estimator.ca_file or None, str),
+    ("scheduler_estimator_cert_file", "estimator.certFile", lambda c: c.estimator.cert_file or None, str),
+    ("scheduler_estimator_key_file", "estimator.keyFile", lambda c: c.estimator.key_file or None, str),
+    ("insecure_skip_estimator_verify", "estimator.insecureSkipVerify",
+     lambda c: c.estimator.insecure_skip_verify, lambda v: str(v).lower()),
+    ("scheduler_estimator_service_prefix", "estimator.servicePrefix",
+     lambda c: c.estimator.service_prefix, str),
+    ("scheduler_estimator_service_namespace", "estimator.serviceNamespace",
+     lambda c: c.estimator.service_namespace, str),
+)
+
+
+class FlagConflict(ValueError):
+    """A flag given beside ``--config`` says something else than the file (one line)."""
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def apply_configuration(
+    args: argparse.Namespace, configuration: SchedulerConfiguration
+) -> argparse.Namespace:
+    """``args`` with every setting the file carries taken from it; FlagConflict for a flag given
+    beside the file with another value (a flag given with the same value is fine). A path the
+    file leaves empty (``kubeconfig``, the estimator's TLS files) is not set: the flag gives it."""
+    from fleetsched.scheduler import config
+
+    explicit = explicit_flags(args)
+    source = args.config
+    if "scheduler_name" in explicit:
+        names = sorted(configuration.scheduler_names())
+        if names != [args.scheduler_name]:
+            raise FlagConflict(
+                f"--scheduler-name={args.scheduler_name} contradicts {source} (profiles serve: "
+                f"{', '.join(names)}); name the profiles in the file only"
+            )
+    if "plugins" in explicit:
+        try:
+            wanted = config.default_profile(args.plugins).plugins
+        except ValueError as exc:
+            raise FlagConflict(f"--plugins: {exc}") from None
+        for i, profile in enumerate(configuration.profiles):
+            if dict(profile.plugins) != dict(wanted):
+                raise FlagConflict(
+                    f"--plugins={args.plugins} contradicts {source}: profiles[{i}] "
+                    f"({profile.scheduler_name}) enables other plugins; set the plugins in one place"
+                )
+    updated = argparse.Namespace(**vars(args))
+    for dest, field, value_of, written in _FILE_FIELDS:
+        value = value_of(configuration)
+        if value is None and dest in explicit:
+            continue  # an empty path in the file (kubeconfig, estimator TLS files) is not set
+        if dest in explicit and getattr(args, dest) != value:
+            shown = "" if value is None else written(value)
+            raise FlagConflict(
+                f"{_flag(dest)}={getattr(args, dest)} contradicts {source} ({field}: {shown or '<empty>'}); "
+                "set it in one place"
+            )
+        setattr(updated, dest, value)
+    return updated
+
+
+def profile_schedulers(
+    configuration: SchedulerConfiguration, settings: Settings, **scheduler_options: Any
+) -> dict[str, Scheduler]:
+    """One Scheduler per profile, by schedulerName. Interim, until the framework runtime builds
+    them: each profile runs as the --plugins selection it equals (config.interim)."""
+    from fleetsched.scheduler.config.interim import settings_for
+
+    return {
+        profile.scheduler_name: Scheduler(settings=settings_for(profile, base=settings), **scheduler_options)
+        for profile in configuration.profiles
+    }
+
+
+def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, SchedulerConfiguration | None]:
+    """With ``--config``: the flags completed from the file, and the file's configuration."""
+    if not args.config:
+        return args, None
+    from fleetsched.scheduler import config
+
+    loaded = config.load_configuration(
+        args.config, workload_affinity=bool(args.feature_gates.get("WorkloadAffinity"))
+    )
+    return apply_configuration(args, loaded.configuration), loaded.configuration
 
 
 def scheduler_settings(args: argparse.Namespace) -> Settings:
@@ -107,6 +245,21 @@ def scheduler_settings(args: argparse.Namespace) -> Settings:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    configuration: SchedulerConfiguration | None = None
+    if args.config:
+        from fleetsched.scheduler.config import ConfigError, PluginLoadError
+        from fleetsched.scheduler.config.interim import UnsupportedProfile
+
+        try:
+            args, configuration = load_configuration(args)
+            # Built once before connecting, so a profile the core cannot run is refused at start-up.
+            profile_schedulers(configuration, scheduler_settings(args))
+        except (ConfigError, PluginLoadError, FlagConflict, UnsupportedProfile) as exc:
+            log.error("invalid_flag", flag="--config", error=str(exc))
+            return 2
+        except ValueError as exc:  # a gate the live scheduler cannot honour
+            log.error("invalid_flag", flag="--feature-gates", error=str(exc))
+            return 2
     connection = load_connection(args.kubeconfig)
     client = command.kube_client(connection, args, agent="fleetsched-scheduler")
 
@@ -139,6 +292,15 @@ async def _serve(args: argparse.Namespace) -> int:
             estimators=estimators,
             observe_step=metrics.observe_step,
         )
+        profiles = {args.scheduler_name: scheduler}
+        if configuration is not None:
+            profiles = profile_schedulers(
+                configuration,
+                settings,
+                estimators=estimators,
+                observe_step=metrics.observe_step,
+            )
+            scheduler = next(iter(profiles.values()))
     except PluginSelectionError as exc:
         log.error("invalid_flag", flag="--plugins", error=str(exc))
         await client.close()
@@ -149,8 +311,9 @@ async def _serve(args: argparse.Namespace) -> int:
         scheduler=scheduler,
         run_core=run_core,
         accurate=accurate,
+        profiles=profiles,
         config=OperatorConfig(
-            scheduler_name=args.scheduler_name,
+            scheduler_names=frozenset(profiles),
             workers=max(args.workers, 1),
             leader_election=command.leader_election(args),
         ),
@@ -164,7 +327,7 @@ async def _serve(args: argparse.Namespace) -> int:
     stop = command.stop_on_signals()
     log.info(
         "scheduler_starting",
-        scheduler_name=args.scheduler_name,
+        scheduler_names=sorted(profiles),
         workers=args.workers,
         leader_elect=args.leader_elect,
         pid=os.getpid(),

@@ -49,3 +49,48 @@ def test_checker_notices_a_wrong_result(tmp_path: Path) -> None:
     result = _check(str(tmp_path))
     assert result.returncode == 1
     assert result.stdout.strip().splitlines()[-1] == "0 passed, 1 failed"
+
+
+def _default_configuration(directory: Path) -> Path:
+    """``fleetsched config default`` written to a file, as a user would."""
+    done = subprocess.run([sys.executable, "-m", "fleetsched", "config", "default"], capture_output=True,
+                          text=True, check=True, timeout=120)
+    path = directory / "default.yaml"
+    path.write_text(done.stdout)
+    return path
+
+
+def test_every_recorded_case_passes_with_the_default_configuration_file(tmp_path: Path) -> None:
+    cases = SUITE / "cases"
+    assert cases.is_dir(), f"{cases} is missing: the shared conformance suite must sit beside the repository"
+    config = _default_configuration(tmp_path)
+    cli = str(CLI) if CLI.exists() else f"{sys.executable} -m fleetsched"
+    result = subprocess.run(
+        [sys.executable, str(SUITE / "check.py"), "--cli", f"{cli} simulate --config {config}", "-j", "2",
+         str(cases)],
+        capture_output=True, text=True, timeout=1200, check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    expected = f"{len(list(cases.glob('*.expect.yaml')))} passed, 0 failed"
+    assert result.stdout.strip().splitlines()[-1] == expected
+
+
+def test_the_default_configuration_file_prints_what_no_file_prints(tmp_path: Path) -> None:
+    # Stronger than the expectations: the whole output, every binding and condition, is the same.
+    import contextlib
+    import io
+
+    from fleetsched.cli import main
+
+    config = _default_configuration(tmp_path)
+    inputs = sorted((SUITE / "cases").glob("*.input.yaml"))
+    assert inputs
+    for path in inputs:
+        outputs = []
+        for extra in ((), ("--config", str(config))):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(["simulate", str(path), "--explain", *extra])
+            outputs.append((code, out.getvalue(), err.getvalue()))
+        assert outputs[0] == outputs[1], path.name
+        assert outputs[0][0] == 0 and outputs[0][1], path.name

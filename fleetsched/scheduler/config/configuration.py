@@ -1,0 +1,87 @@
+"""The resolved ``SchedulerConfiguration``: the profiles plus the process settings the scheduler's
+flags carry (workers, leader election, API client, estimators), at today's flag defaults.
+
+Plain frozen values, like ``types.py``: no file format, no pydantic, no I/O. The defaults here are
+the defaults of ``fleetsched scheduler``'s flags; ``fleetsched config default`` prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fleetsched.scheduler.config.defaults import default_profile
+from fleetsched.scheduler.config.types import Profile
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "ClientConnection",
+    "EstimatorSettings",
+    "LeaderElection",
+    "SchedulerConfiguration",
+]
+
+API_VERSION = "config.fleetsched.io/v1alpha1"
+KIND = "SchedulerConfiguration"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElection:
+    """The coordination.k8s.io Lease (``--leader-elect*``); durations in seconds."""
+
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_name: str = "fleetsched-scheduler"
+    resource_namespace: str = "karmada-system"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConnection:
+    """The control plane's API client (``--kubeconfig``, ``--kube-api-qps``, ``--kube-api-burst``);
+    an empty kubeconfig means in-cluster."""
+
+    kubeconfig: str = ""
+    qps: float = 500.0
+    burst: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class EstimatorSettings:
+    """The accurate estimators (``--enable-scheduler-estimator`` and the ``--scheduler-estimator-*``
+    flags); the timeout is per binding, in seconds."""
+
+    enabled: bool = False
+    disable_in_pull_mode: bool = False
+    timeout_seconds: float = 3.0
+    port: int = 10352
+    service_prefix: str = "karmada-scheduler-estimator"
+    service_namespace: str = "karmada-system"
+    ca_file: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    insecure_skip_verify: bool = False
+
+
+def _default_profiles() -> tuple[Profile, ...]:
+    return (default_profile(),)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfiguration:
+    """One scheduler process: its profiles (one per ``schedulerName``) and its settings."""
+
+    profiles: tuple[Profile, ...] = field(default_factory=_default_profiles)
+    workers: int = 32
+    enable_empty_workload_propagation: bool = False
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+    estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
+
+    def scheduler_names(self) -> frozenset[str]:
+        return frozenset(p.scheduler_name for p in self.profiles)
+
+    def profile_for(self, scheduler_name: str) -> Profile | None:
+        """The profile serving bindings of ``scheduler_name``; None: no profile does (leave it alone)."""
+        return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)

@@ -1,0 +1,181 @@
+"""Reading a ``SchedulerConfiguration`` file: YAML, version, structure, out-of-tree plugins, resolution.
+
+The only I/O of the package is here: reading the file (``load_configuration``) and importing the
+out-of-tree plugins a profile enables. Every refusal is a ``ConfigError`` whose ``str()`` is one line,
+``<file>: <field path>: <reason>``, with ``(and N more problems)`` when there are several.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from fleetsched.scheduler.config import plugins as out_of_tree
+from fleetsched.scheduler.config import v1alpha1 as v1
+from fleetsched.scheduler.config.configuration import API_VERSION, KIND, SchedulerConfiguration
+from fleetsched.scheduler.config.defaults import in_tree_points
+from fleetsched.scheduler.config.resolve import Catalog, Problem, referenced_plugins, resolve
+from fleetsched.scheduler.config.types import ExtensionPoint
+
+__all__ = ["ConfigError", "LoadedConfiguration", "load_configuration", "parse_configuration"]
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used. ``str()``: ``<file>: <path>: <reason>``, one line."""
+
+    def __init__(self, reason: str, *, source: str = "", path: str = "") -> None:
+        self.reason = " ".join(reason.split())
+        self.source = source
+        self.path = path
+        super().__init__(": ".join(part for part in (source, path, self.reason) if part))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfiguration:
+    """The resolved configuration and the out-of-tree factories its profiles enable (name -> factory),
+    for the runtime's registry to merge with the in-tree one."""
+
+    configuration: SchedulerConfiguration
+    out_of_tree: Mapping[str, Callable[..., object]] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for step in loc:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+_TYPE_WORDS = {
+    "bool_type": "must be true or false",
+    "int_type": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+}
+
+
+def _reason(error: Mapping[str, Any]) -> str:
+    kind = error["type"]
+    if kind == "missing":
+        return "required field"
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind in _TYPE_WORDS:
+        value = error.get("input")
+        return f"{_TYPE_WORDS[kind]} (got {type(value).__name__ if value is not None else 'null'})"
+    if kind == "value_error":
+        cause = (error.get("ctx") or {}).get("error")
+        return str(cause) if cause is not None else str(error.get("msg"))
+    message = str(error.get("msg", "invalid"))
+    return re.sub(r"^Value error, ", "", message)
+
+
+def _first(problems: tuple[Problem, ...], source: str) -> ConfigError:
+    first = problems[0]
+    more = len(problems) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return ConfigError(first.reason + suffix, source=source, path=first.path)
+
+
+def _document(text: str, source: str) -> Mapping[str, Any]:
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"malformed YAML{where}: {exc.problem or exc.context}", source=source) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"malformed YAML: {exc}", source=source) from None
+    if not documents:
+        raise ConfigError(f"empty file: expected a {KIND} ({API_VERSION})", source=source)
+    if len(documents) > 1:
+        raise ConfigError(f"holds {len(documents)} YAML documents: expected one {KIND}", source=source)
+    doc = documents[0]
+    if not isinstance(doc, dict):
+        raise ConfigError(f"must be a mapping: a {KIND} ({API_VERSION})", source=source)
+    for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
+        value = doc.get(key)
+        if value is None:
+            raise ConfigError(f"required field (expected {expected!r})", source=source, path=key)
+        if value != expected:
+            reason = f"unsupported value {value!r} (supported: {expected!r})"
+            raise ConfigError(reason, source=source, path=key)
+    return doc
+
+
+def parse_model(text: str, *, source: str = "<config>") -> v1.SchedulerConfigurationModel:
+    """The file's structure, checked: YAML, one document, apiVersion and kind, fields and types."""
+    doc = _document(text, source)
+    try:
+        return v1.SchedulerConfigurationModel.model_validate(doc)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        problems = tuple(Problem(_path(tuple(e["loc"])), _reason(e)) for e in errors)
+        raise _first(problems, source) from None
+
+
+def parse_configuration(
+    text: str,
+    *,
+    source: str = "<config>",
+    workload_affinity: bool = False,
+    entry_points: bool = True,
+    extra_catalog: Catalog | None = None,
+    points_of: Callable[[Callable[..., object]], frozenset[ExtensionPoint] | None] = (
+        out_of_tree.extension_points_of
+    ),
+) -> LoadedConfiguration:
+    """The configuration a file's text means. ``entry_points``: look for out-of-tree plugins among the
+    installed distributions; ``extra_catalog``: further known plugins and their points (tests, the
+    runtime's registry); ``points_of``: which extension points an out-of-tree factory's plugins
+    implement (the runtime knows its interfaces best). Raises ``ConfigError`` or
+    ``plugins.PluginLoadError``, one line each."""
+    model = parse_model(text, source=source)
+    in_tree = in_tree_points(workload_affinity=workload_affinity)
+    catalog: dict[str, frozenset[ExtensionPoint] | None] = dict(in_tree)
+    if extra_catalog:
+        catalog.update(extra_catalog)
+    factories: Mapping[str, Callable[..., object]] = MappingProxyType({})
+    if entry_points:
+        # An in-tree plugin that the gate leaves out is still in-tree, not a name for a package to take.
+        reserved = set(in_tree_points(workload_affinity=True)) | set(catalog)
+        found = out_of_tree.discover(in_tree=reserved)
+        wanted = referenced_plugins(model) - set(catalog)
+        factories = out_of_tree.load(wanted, found)
+        # Installed but enabled nowhere: known (a profile may disable it), never imported.
+        catalog.update({name: None for name in found if name not in catalog})
+        for name, factory in factories.items():
+            catalog[name] = points_of(factory)
+    configuration, problems = resolve(model, catalog=catalog, workload_affinity=workload_affinity)
+    if configuration is None:
+        raise _first(problems, source)
+    return LoadedConfiguration(configuration, factories)
+
+
+def load_configuration(
+    path: str | Path, *, workload_affinity: bool = False, entry_points: bool = True
+) -> LoadedConfiguration:
+    """Read and resolve the file at ``path``; ConfigError (one line) when it cannot be used."""
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the configuration file: {exc.strerror or exc}", source=name) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: {exc.reason}", source=name) from None
+    return parse_configuration(
+        text, source=name, workload_affinity=workload_affinity, entry_points=entry_points
+    )
