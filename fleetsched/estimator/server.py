@@ -129,7 +129,7 @@ class EstimatorMetrics:
 
 @dataclass
 class SyncState:
-    """Written by the watch threads, read by request handlers and probes."""
+    """Written by the member watch, read by the servicer and the probes (all on the event loop)."""
 
     synced: bool = False
     connected: bool = False
@@ -280,7 +280,7 @@ class RunningServer:
     server: grpc.aio.Server
     port: int
     health: HealthServicer
-    executor: ThreadPoolExecutor = field(repr=False, default_factory=lambda: ThreadPoolExecutor(1))
+    executor: ThreadPoolExecutor = field(repr=False)
 
     async def mark(self, serving: bool) -> None:
         response = health_pb2.HealthCheckResponse
