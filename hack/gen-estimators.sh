@@ -3,8 +3,14 @@
 # manifests/estimator/template.yaml, the TLS certificates between the scheduler and the estimators,
 # and the kustomization that lists them. The names given are the whole set: others are removed.
 #
-#   hack/gen-estimators.sh [--new-ca] NAME...   e.g. hack/gen-estimators.sh member1 member2
-#   hack/gen-estimators.sh                      (no names: no estimators, still the scheduler's certificate)
+#   hack/gen-estimators.sh [CA-STEP] NAME...   e.g. hack/gen-estimators.sh member1 member2
+#   hack/gen-estimators.sh                     (no names: no estimators, still the scheduler's certificate)
+#
+# CA-STEP, to replace the CA without a moment where pods refuse each other (README: "Rotating the
+# estimators' certificates"), one per run and apply, in this order:
+#   --stage-ca     make the next CA and trust it beside the current one (leaves still from the current)
+#   --promote-ca   sign with the next CA (made now if not staged); keep trusting the one it replaces
+#   --drop-old-ca  stop trusting the replaced CA
 #
 # Output goes to manifests/estimators/ (or $ESTIMATORS_DIR). Each NAME must be the Cluster's name;
 # the Service is karmada-scheduler-estimator-NAME, so NAME must be a DNS label of at most 35
@@ -18,7 +24,8 @@
 # fleetsched-scheduler-estimator-tls. The CA's private key stays outside every directory kustomize
 # reads: in $ESTIMATOR_CA_DIR (default: .estimator-ca/ beside manifests/, i.e. at the repository
 # root; never committed). A run reuses that CA, so new leaf certificates are trusted by pods still
-# running with the old ones; --new-ca replaces it (README: "Rotating the estimators' certificates").
+# running with the old ones. tls/ca.crt is the trust bundle: the signing CA, plus the staged next
+# CA or the replaced old one between the steps above.
 # Leaf certificates are valid for $ESTIMATOR_CERT_DAYS days (default 365), the CA for 3650.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,11 +34,13 @@ out="${ESTIMATORS_DIR:-$root/manifests/estimators}"
 prefix="karmada-scheduler-estimator-"
 namespace="fleetsched-system"
 days="${ESTIMATOR_CERT_DAYS:-365}"
-new_ca=false
-if [[ ${1:-} == --new-ca ]]; then
-  new_ca=true
-  shift
-fi
+step=""
+case "${1:-}" in
+  --stage-ca | --promote-ca | --drop-old-ca)
+    step=$1
+    shift
+    ;;
+esac
 
 for name in "$@"; do
   if [[ ! $name =~ ^[a-z]([-a-z0-9]*[a-z0-9])?$ ]]; then
@@ -66,14 +75,36 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/tls"
 
-# The CA: reused unless --new-ca or there is none yet. Made in $tmp first, moved once all is written.
-if $new_ca || [[ ! -s $ca_dir/ca.crt || ! -s $ca_dir/ca.key ]]; then
+# The CA state, worked on in $tmp/ca and put back once everything is written: ca.{crt,key} signs,
+# next-ca.{crt,key} is staged, old-ca.crt was replaced (trusted, its key gone).
+mkdir -p "$tmp/ca"
+for file in ca.crt ca.key next-ca.crt next-ca.key old-ca.crt; do
+  if [[ -s $ca_dir/$file ]]; then cp "$ca_dir/$file" "$tmp/ca/"; fi
+done
+make_ca() {  # make_ca NAME: a new CA as $tmp/ca/NAME.{crt,key}
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 -sha256 \
-    -keyout "$tmp/ca.key" -out "$tmp/ca.crt" -subj "/CN=fleetsched-estimator-ca" \
+    -keyout "$tmp/ca/$1.key" -out "$tmp/ca/$1.crt" -subj "/CN=fleetsched-estimator-ca-$(date -u +%Y%m%d)-$(openssl rand -hex 4)" \
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-else
-  cp "$ca_dir/ca.crt" "$ca_dir/ca.key" "$tmp/"
+}
+if [[ ! -s $tmp/ca/ca.crt || ! -s $tmp/ca/ca.key ]]; then
+  rm -f "$tmp/ca/"*
+  make_ca ca
 fi
+case "$step" in
+  --stage-ca)
+    make_ca next-ca
+    ;;
+  --promote-ca)
+    [[ -s $tmp/ca/next-ca.key ]] || make_ca next-ca
+    mv "$tmp/ca/ca.crt" "$tmp/ca/old-ca.crt"
+    rm -f "$tmp/ca/ca.key"
+    mv "$tmp/ca/next-ca.crt" "$tmp/ca/ca.crt"
+    mv "$tmp/ca/next-ca.key" "$tmp/ca/ca.key"
+    ;;
+  --drop-old-ca)
+    rm -f "$tmp/ca/old-ca.crt"
+    ;;
+esac
 
 # issue DIR CN EXTENDED_KEY_USAGE [SUBJECT_ALT_NAMES]
 issue() {
@@ -87,7 +118,7 @@ issue() {
   } >"$dir/ext.cnf"
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 -keyout "$dir/tls.key" \
     -out "$dir/tls.csr" -subj "/CN=$cn" 2>/dev/null
-  openssl x509 -req -in "$dir/tls.csr" -CA "$tmp/ca.crt" -CAkey "$tmp/ca.key" -CAcreateserial \
+  openssl x509 -req -in "$dir/tls.csr" -CA "$tmp/ca/ca.crt" -CAkey "$tmp/ca/ca.key" -CAcreateserial \
     -CAserial "$tmp/ca.srl" -days "$days" -sha256 -extfile "$dir/ext.cnf" -out "$dir/tls.crt" 2>/dev/null
   rm -f "$dir/ext.cnf" "$dir/tls.csr"
   chmod 600 "$dir/tls.key"
@@ -98,7 +129,9 @@ for name in "$@"; do
   issue "$name" "$service.$namespace.svc" serverAuth \
     "DNS:$service.$namespace.svc.cluster.local,DNS:$service.$namespace.svc,DNS:$service.$namespace,DNS:$service"
 done
-cp "$tmp/ca.crt" "$tmp/tls/ca.crt"
+for file in ca.crt next-ca.crt old-ca.crt; do  # the trust bundle
+  if [[ -s $tmp/ca/$file ]]; then cat "$tmp/ca/$file"; fi
+done >"$tmp/tls/ca.crt"
 
 find "$out" -maxdepth 1 -name '*.yaml' ! -name kustomization.yaml -delete
 rm -rf "$out/tls"
@@ -149,6 +182,13 @@ mv "$tmp/tls" "$out/tls"
 mv "$tmp/kustomization.yaml" "$out/kustomization.yaml"
 mkdir -p "$ca_dir"
 chmod 700 "$ca_dir"
-install -m 600 "$tmp/ca.key" "$ca_dir/ca.key"
-install -m 644 "$tmp/ca.crt" "$ca_dir/ca.crt"
-echo "wrote $out/kustomization.yaml ($# estimators), certificates in $out/tls (CA key in $ca_dir)"
+rm -f "$ca_dir/next-ca.crt" "$ca_dir/next-ca.key" "$ca_dir/old-ca.crt"
+for file in "$tmp/ca/"*; do
+  case "$file" in
+    *.key) install -m 600 "$file" "$ca_dir/" ;;
+    *) install -m 644 "$file" "$ca_dir/" ;;
+  esac
+done
+trusted=$(grep -c 'BEGIN CERTIFICATE' "$out/tls/ca.crt")
+echo "wrote $out/kustomization.yaml ($# estimators), certificates in $out/tls (trusting $trusted CA(s);" \
+  "CA keys in $ca_dir)"

@@ -9,6 +9,8 @@ checks the server's certificate against the Service DNS name the scheduler dials
 from __future__ import annotations
 
 import argparse
+import itertools
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -139,8 +141,23 @@ def test_reissued_certificates_keep_the_ca_so_old_and_new_pods_interoperate(
     assert (estimators / "tls" / MEMBER / "tls.crt").read_bytes() != old_server_cert
     server = start_installed(start, estimators)
     assert call(server, old_scheduler) == 8, "a scheduler pod from before the re-run still gets in"
-    generate(tmp_path, "--new-ca", MEMBER)  # CA rotation: old clients are no longer trusted
-    rotated = start_installed(start, estimators)
+
+
+def test_the_ca_is_replaced_in_three_steps_with_no_moment_pods_refuse_each_other(
+        start: Callable[..., StartedServer], tmp_path: Path) -> None:
+    """A rollout runs pods of two consecutive steps at once, in both roles: they must all agree."""
+    estimators = tmp_path / "manifests" / "estimators"
+    phases: list[Path] = []
+    for step in ((), ("--stage-ca",), ("--promote-ca",), ("--drop-old-ca",)):
+        generate(tmp_path, *step, MEMBER)
+        phases.append(tmp_path / f"phase{len(phases)}")
+        shutil.copytree(estimators, phases[-1])
+    servers = [start_installed(start, phase) for phase in phases]
+    schedulers = [scheduler_credentials(phase) for phase in phases]
+    for before, after in itertools.pairwise(range(len(phases))):
+        assert call(servers[after], schedulers[before]) == 8, (before, after)
+        assert call(servers[before], schedulers[after]) == 8, (before, after)
+    # the first CA is really gone at the end: a scheduler from before the rotation is refused
     with pytest.raises(grpc.RpcError):
-        call(rotated, old_scheduler)
-    assert call(rotated, scheduler_credentials(estimators)) == 8
+        call(servers[-1], schedulers[0])
+    assert not (tmp_path / ".estimator-ca" / "old-ca.crt").exists()
