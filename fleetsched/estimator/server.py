@@ -20,7 +20,8 @@ Bounds, each refused with a one-line status that names the flag:
   behind a backlog past their deadline;
 * a request over one of the limits (bytes, node-affinity terms, expressions, values, tolerations,
   resource entries, components, assumed workloads): INVALID_ARGUMENT naming the field. gRPC itself
-  drops a message over twice ``max_request_bytes`` unread (RESOURCE_EXHAUSTED), a backstop for memory.
+  drops a message more than 1 MiB over ``max_request_bytes`` unread (RESOURCE_EXHAUSTED, not counted
+  here): the memory a request can take stays close to the limit.
 
 Each refusal is logged (``request_rejected``) and counted in
 ``fleetsched_estimator_rejected_requests_total{type, limit}`` and, as an error, in Karmada's request
@@ -59,6 +60,7 @@ __all__ = ["Capacity", "EstimatorMetrics", "ServerTLS", "SyncState", "serve", "s
 SERVICE_NAME = "github.com.karmada_io.karmada.pkg.estimator.service.Estimator"
 _CODES = {"Unknown": grpc.StatusCode.UNKNOWN, "InvalidArgument": grpc.StatusCode.INVALID_ARGUMENT,
           "Unavailable": grpc.StatusCode.UNAVAILABLE}
+RECEIVE_HEADROOM = 1 << 20
 # the rejection metric's limit label for the concurrency bound (the others are RequestLimits fields)
 CONCURRENCY_LIMIT = "max_concurrent_requests"
 log = structlog.get_logger("fleetsched.estimator")
@@ -299,8 +301,9 @@ async def start_server(service: EstimatorService, *, address: str, state: SyncSt
                        limits: RequestLimits = DEFAULT_LIMITS,
                        capacity: Capacity = Capacity()) -> RunningServer:
     """Bind and start; ``address`` like ``[::]:10352`` or ``127.0.0.1:0`` (port 0 picks a free port)."""
-    # gRPC's own limit is the backstop: twice ours, so that what lies between gets our INVALID_ARGUMENT
-    receive_limit = min(2 * limits.max_request_bytes, 2**31 - 1)
+    # gRPC's own limit is the memory backstop, a little above ours so that a request just over ours
+    # gets the INVALID_ARGUMENT naming the flag
+    receive_limit = min(limits.max_request_bytes + RECEIVE_HEADROOM, 2**31 - 1)
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", receive_limit)])
     executor = ThreadPoolExecutor(max_workers=capacity.workers, thread_name_prefix="estimate")
     servicer = EstimatorServicer(service, state, metrics, limits=limits, capacity=capacity, executor=executor)

@@ -45,7 +45,7 @@ log = structlog.get_logger("fleetsched.estimator")
 
 
 _LIMIT_HELP = {
-    "max_request_bytes": "bytes in one request (gRPC drops twice this unread)",
+    "max_request_bytes": "bytes in one request (gRPC drops 1 MiB more unread)",
     "max_affinity_terms": "nodeSelectorTerms in one node affinity",
     "max_affinity_expressions": "matchExpressions (and matchFields) in one node selector term",
     "max_affinity_values": "values of one node selector requirement",

@@ -219,3 +219,16 @@ def test_a_request_that_is_not_protobuf_is_invalid_argument(start: Callable[...,
             raw(b"\xff\xff\xff", timeout=GENEROUS)
     assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert refused.value.details().startswith("request is not a valid MaxAvailableReplicasRequest: ")
+
+
+def test_far_over_the_byte_limit_grpc_drops_the_message_unread(start: Callable[..., StartedServer]) -> None:
+    server = start(CLUSTER, NODES, limits=RequestLimits(max_request_bytes=1024))
+    huge = _claim(nodeSelector={"k": "v" * (2 << 20)})  # 2 MiB: past the 1 MiB headroom
+    with _channel(server) as channel:
+        stub = service_pb2_grpc.EstimatorStub(channel)
+        with pytest.raises(grpc.RpcError) as dropped:
+            stub.MaxAvailableReplicas(wire.replicas_request_to_pb(huge), timeout=GENEROUS)
+        after = stub.MaxAvailableReplicas(wire.replicas_request_to_pb(SMALL), timeout=GENEROUS)
+    assert dropped.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "larger than max" in dropped.value.details()
+    assert after.maxReplicas == 300 * 16
