@@ -10,8 +10,16 @@ each node claim until a node's labels, taints or presence change. The pod cache 
 estimator cache: only assigned non-terminal pods count; a pod on a node not (yet) known is remembered
 and counted when that node appears (spec 3.1, 3.3).
 
-Pure: no grpc, no Kubernetes client. Thread-safe through one lock, because the server's watch threads
-write while request handlers read.
+Pure: no grpc, no Kubernetes client.
+
+Threads: the watch writes on the server's event loop while estimates run in worker threads. Every
+write and every read of the mutable state holds one lock, and a read holds it only long enough to
+take a :class:`TableSnapshot`: the free-amount arrays (fresh arrays, never written after they are
+made), the node order (a list replaced, never changed in place) and the :class:`FilterIndex` of the
+current filter generation (immutable, rebuilt on the first read after a node's labels, taints or
+presence changed). The estimate itself, however long a request's claims take to evaluate, runs on
+that snapshot without the lock, so a heavy request never holds up the watch (or the event loop the
+watch runs on) and always sees one consistent version of the table.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from fleetsched.estimator.nodefilter import (
 )
 from fleetsched.estimator.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
-__all__ = ["NodeTable", "zone_key"]
+__all__ = ["FilterIndex", "NodeTable", "TableSnapshot", "zone_key"]
 
 # Amounts at or above this switch the table to exact Python integers (object arrays); below it int64
 # arithmetic (including sums of a few pods) cannot overflow.
@@ -65,6 +73,111 @@ class NodeView:
     unschedulable: bool
 
 
+class FilterIndex:
+    """Which slots a node claim admits, for one filter generation of the table: an immutable copy of
+    the label index and taint groups as slot arrays. Masks are cached per claim (bounded); the cache
+    has its own small lock because several worker threads share one index."""
+
+    def __init__(self, *, cap: int, present: np.ndarray, names: Sequence[str | None],
+                 label_index: Mapping[str, Mapping[str, set[int]]],
+                 taint_groups: Mapping[tuple[bool, tuple[Taint, ...]], set[int]]) -> None:
+        self.cap = cap
+        self.present = present.copy()
+        self.present.flags.writeable = False
+        self.names: tuple[str | None, ...] = tuple(names)
+        self.labels: dict[str, dict[str, np.ndarray]] = {
+            key: {value: np.fromiter(sorted(slots), dtype=np.intp, count=len(slots))
+                  for value, slots in values.items()}
+            for key, values in label_index.items()}
+        self.taint_groups: tuple[tuple[bool, tuple[Taint, ...], np.ndarray], ...] = tuple(
+            (unschedulable, taints, np.fromiter(sorted(slots), dtype=np.intp, count=len(slots)))
+            for (unschedulable, taints), slots in taint_groups.items())
+        self._masks: dict[NodeClaim, np.ndarray] = {}
+        self._masks_lock = threading.Lock()
+
+    def claim_mask(self, claim: NodeClaim) -> np.ndarray:
+        """Boolean array: which slots hold a node that ``claim`` admits (read-only, cached)."""
+        with self._masks_lock:
+            cached = self._masks.get(claim)
+        if cached is not None:
+            return cached
+        mask = self.present.copy()
+        for key, value in claim.node_selector:
+            mask &= self._slots_mask(self.labels.get(key, {}).get(value))
+        if claim.node_affinity is not None and mask.any():
+            mask &= self._affinity_mask(claim)
+        if mask.any():
+            mask &= self._toleration_mask(claim)
+        mask.flags.writeable = False  # shared by every request with this claim
+        with self._masks_lock:
+            if len(self._masks) > 1024:
+                self._masks.clear()
+            self._masks[claim] = mask
+        return mask
+
+    def _slots_mask(self, *indexes: np.ndarray | None) -> np.ndarray:
+        mask = np.zeros(self.cap, dtype=bool)
+        for index in indexes:
+            if index is not None and index.size:
+                mask[index] = True
+        return mask
+
+    def _affinity_mask(self, claim: NodeClaim) -> np.ndarray:
+        assert claim.node_affinity is not None
+        any_term = np.zeros(self.cap, dtype=bool)
+        for term in compile_terms(claim.node_affinity):
+            if term is None:
+                continue
+            expressions, fields = term
+            term_mask = self.present.copy()
+            for requirement in expressions:
+                term_mask &= self._label_requirement_mask(requirement)
+                if not term_mask.any():
+                    break
+            if fields and term_mask.any():
+                for slot in np.flatnonzero(term_mask):
+                    name = self.names[slot]
+                    if name is None or not all(field_matches(f, name) for f in fields):
+                        term_mask[slot] = False
+            any_term |= term_mask
+        return any_term
+
+    def _label_requirement_mask(self, requirement: CompiledRequirement) -> np.ndarray:
+        values = self.labels.get(requirement.key, {})
+        op = requirement.operator
+        if op in ("In", "NotIn"):
+            hits = self._slots_mask(*(values.get(v) for v in requirement.values))
+            return hits if op == "In" else ~hits
+        if op in ("Exists", "DoesNotExist"):
+            hits = self._slots_mask(*values.values())
+            return hits if op == "Exists" else ~hits
+        chosen = []
+        for value, slots in values.items():
+            number = parse_int64(value)
+            if number is None:
+                continue
+            if (number > requirement.bound) if op == "Gt" else (number < requirement.bound):
+                chosen.append(slots)
+        return self._slots_mask(*chosen)
+
+    def _toleration_mask(self, claim: NodeClaim) -> np.ndarray:
+        return self._slots_mask(*(slots for unschedulable, taints, slots in self.taint_groups
+                                  if tolerates_all(claim.tolerations, taints, unschedulable)))
+
+
+@dataclass(frozen=True, slots=True)
+class TableSnapshot:
+    """One consistent version of the table for one estimate, used without the table's lock."""
+
+    free: dict[str, np.ndarray]
+    order: Sequence[int]
+    index: FilterIndex
+    exact: bool
+
+    def claim_mask(self, claim: NodeClaim) -> np.ndarray:
+        return self.index.claim_mask(claim)
+
+
 class NodeTable:
     def __init__(self, capacity: int = 64) -> None:
         self._lock = threading.RLock()
@@ -91,7 +204,7 @@ class NodeTable:
         # pods
         self._pods: dict[str, tuple[str, dict[str, int]]] = {}
         self._pods_on: dict[str, set[str]] = {}
-        self._mask_cache: dict[NodeClaim, np.ndarray] = {}
+        self._filter_index: FilterIndex | None = None
         self._free_cache: dict[str, np.ndarray] = {}
         self._free_generation = -1
         self.generation = 0
@@ -119,7 +232,7 @@ class NodeTable:
         self._unschedulable.extend([False] * old)
         self._group_of.extend([None] * old)
         self._free_slots.extend(range(self._cap - 1, old - 1, -1))
-        self._mask_cache.clear()
+        self._filter_index = None
         self._free_cache.clear()
 
     def _to_exact(self) -> None:
@@ -144,7 +257,7 @@ class NodeTable:
     def _touch(self, filtering: bool) -> None:
         self.generation += 1
         if filtering:
-            self._mask_cache.clear()
+            self._filter_index = None
 
     # ------------------------------------------------------------------ nodes
     def upsert_node(self, name: str, *, labels: Mapping[str, str], taints: Sequence[Taint],
@@ -324,21 +437,39 @@ class NodeTable:
     def slot_of(self, name: str) -> int:
         return self._slot_of[name]
 
+    def snapshot(self, columns: Iterable[str] = ()) -> TableSnapshot:
+        """The free amounts of ``columns`` (plus pod slots), node order and filter index of this moment,
+        taken under the lock; everything in it stays valid, unchanged, after the lock is released."""
+        columns = tuple(columns)
+        with self._lock:
+            return TableSnapshot(self.free(columns), self.ordered_slots(), self._current_index(),
+                                 self.exact())
+
+    def _current_index(self) -> FilterIndex:
+        index = self._filter_index
+        if index is None:
+            index = self._filter_index = FilterIndex(
+                cap=self._cap, present=self._present, names=self._name_at, label_index=self._label_index,
+                taint_groups=self._taint_groups)
+        return index
+
     def free(self, columns: Iterable[str]) -> dict[str, np.ndarray]:
         """Read-only arrays of free amounts (allocatable - requested, clamped at 0) plus free pod slots,
-        computed once per column until a node or pod changes."""
-        if self._free_generation != self.generation:
-            self._free_cache.clear()
-            self._free_generation = self.generation
-        out: dict[str, np.ndarray] = {}
-        for name in set(columns) | {PODS}:
-            cached = self._free_cache.get(name)
-            if cached is None:
-                cached = self._compute_free(name)
-                cached.flags.writeable = False
-                self._free_cache[name] = cached
-            out[name] = cached
-        return out
+        computed once per column until a node or pod changes. Call with the lock held (or use
+        :meth:`snapshot`)."""
+        with self._lock:
+            if self._free_generation != self.generation:
+                self._free_cache.clear()
+                self._free_generation = self.generation
+            out: dict[str, np.ndarray] = {}
+            for name in set(columns) | {PODS}:
+                cached = self._free_cache.get(name)
+                if cached is None:
+                    cached = self._compute_free(name)
+                    cached.flags.writeable = False
+                    self._free_cache[name] = cached
+                out[name] = cached
+            return out
 
     def _compute_free(self, name: str) -> np.ndarray:
         if name == PODS:
@@ -353,84 +484,22 @@ class NodeTable:
         return self._dtype is object
 
     def ordered_slots(self) -> list[int]:
-        """Nodes in Kubernetes' node-tree order: round robin over zones (spec 3.1)."""
-        if self._order_cache is None:
-            order: list[int] = []
-            lists = [self._zone_nodes[z] for z in self._zones]
-            depth = 0
-            while len(order) < len(self._slot_of):
-                for nodes in lists:
-                    if depth < len(nodes):
-                        order.append(self._slot_of[nodes[depth]])
-                depth += 1
-            self._order_cache = order
-        return self._order_cache
+        """Nodes in Kubernetes' node-tree order: round robin over zones (spec 3.1). The list is replaced
+        when the order changes, never changed in place."""
+        with self._lock:
+            if self._order_cache is None:
+                order: list[int] = []
+                lists = [self._zone_nodes[z] for z in self._zones]
+                depth = 0
+                while len(order) < len(self._slot_of):
+                    for nodes in lists:
+                        if depth < len(nodes):
+                            order.append(self._slot_of[nodes[depth]])
+                    depth += 1
+                self._order_cache = order
+            return self._order_cache
 
     # ------------------------------------------------------------------ filtering
     def claim_mask(self, claim: NodeClaim) -> np.ndarray:
         """Boolean array: which slots hold a node that ``claim`` admits (cached until nodes change)."""
-        cached = self._mask_cache.get(claim)
-        if cached is not None:
-            return cached
-        mask = self._present.copy()
-        for key, value in claim.node_selector:
-            mask &= self._slots_mask(self._label_index.get(key, {}).get(value, ()))
-        if claim.node_affinity is not None and mask.any():
-            mask &= self._affinity_mask(claim)
-        if mask.any():
-            mask &= self._toleration_mask(claim)
-        if len(self._mask_cache) > 1024:
-            self._mask_cache.clear()
-        mask.flags.writeable = False  # shared by every request with this claim
-        self._mask_cache[claim] = mask
-        return mask
-
-    def _slots_mask(self, slots: Iterable[int]) -> np.ndarray:
-        mask = np.zeros(self._cap, dtype=bool)
-        index = np.fromiter(slots, dtype=np.intp)
-        if index.size:
-            mask[index] = True
-        return mask
-
-    def _affinity_mask(self, claim: NodeClaim) -> np.ndarray:
-        assert claim.node_affinity is not None
-        any_term = np.zeros(self._cap, dtype=bool)
-        for term in compile_terms(claim.node_affinity):
-            if term is None:
-                continue
-            expressions, fields = term
-            term_mask = self._present.copy()
-            for requirement in expressions:
-                term_mask &= self._label_requirement_mask(requirement)
-            if fields:
-                for slot in np.flatnonzero(term_mask):
-                    name = self._name_at[slot]
-                    if name is None or not all(field_matches(f, name) for f in fields):
-                        term_mask[slot] = False
-            any_term |= term_mask
-        return any_term
-
-    def _label_requirement_mask(self, requirement: CompiledRequirement) -> np.ndarray:
-        values = self._label_index.get(requirement.key, {})
-        op = requirement.operator
-        if op in ("In", "NotIn"):
-            hits = self._slots_mask(s for v in requirement.values for s in values.get(v, ()))
-            return hits if op == "In" else ~hits
-        if op in ("Exists", "DoesNotExist"):
-            hits = self._slots_mask(s for slots in values.values() for s in slots)
-            return hits if op == "Exists" else ~hits
-        chosen = []
-        for value, slots in values.items():
-            number = parse_int64(value)
-            if number is None:
-                continue
-            if (number > requirement.bound) if op == "Gt" else (number < requirement.bound):
-                chosen.extend(slots)
-        return self._slots_mask(chosen)
-
-    def _toleration_mask(self, claim: NodeClaim) -> np.ndarray:
-        ok: list[int] = []
-        for (unschedulable, taints), slots in self._taint_groups.items():
-            if tolerates_all(claim.tolerations, taints, unschedulable):
-                ok.extend(slots)
-        return self._slots_mask(ok)
+        return self.snapshot().claim_mask(claim)

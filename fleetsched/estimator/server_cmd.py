@@ -9,8 +9,13 @@ We also serve ``/readyz`` (503 until the caches have synced) and the standard gR
 
 Deliberate differences: the gRPC port opens at once and answers UNAVAILABLE until synced (Karmada opens
 it only after syncing); grpcio cannot enforce a TLS 1.3 minimum on the server, it negotiates 1.3 with
-clients that offer it; ``--parallelism`` is accepted for compatibility but a request is one vectorised
-pass, so there is no worker pool to size; profiling flags are accepted and ignored.
+clients that offer it; ``--parallelism`` (Karmada's worker count for one request's per-node loop) is the
+number of threads that estimate, a request each, since a request here is one vectorised pass;
+profiling flags are accepted and ignored.
+
+Added (fleetsched): ``--max-concurrent-requests`` (RESOURCE_EXHAUSTED beyond it) and the request limits
+of :mod:`fleetsched.estimator.limits` (``--max-request-bytes``, ``--max-affinity-terms`` ...;
+INVALID_ARGUMENT beyond them).
 """
 
 from __future__ import annotations
@@ -28,14 +33,29 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from fleetsched.controller.kube import Connection
 from fleetsched.estimator.cache import NodeTable
+from fleetsched.estimator.limits import DEFAULT_LIMITS, FLAGS, RequestLimits
 from fleetsched.estimator.plugins.resource_quota import QuotaStore
-from fleetsched.estimator.server import EstimatorMetrics, ServerTLS, SyncState, serve
+from fleetsched.estimator.server import Capacity, EstimatorMetrics, ServerTLS, SyncState, serve
 from fleetsched.estimator.service import EstimatorService, FeatureGates
 from fleetsched.flags import parse_bind_address, parse_feature_gates
 
 __all__ = ["add_arguments", "run"]
 
 log = structlog.get_logger("fleetsched.estimator")
+
+
+_LIMIT_HELP = {
+    "max_request_bytes": "bytes in one request (gRPC drops 1 MiB more unread)",
+    "max_affinity_terms": "nodeSelectorTerms in one node affinity",
+    "max_affinity_expressions": "matchExpressions (and matchFields) in one node selector term",
+    "max_affinity_values": "values of one node selector requirement",
+    "max_affinity_total_expressions": "node affinity expressions in one request, over all its claims",
+    "max_node_selector": "nodeSelector entries of one node claim",
+    "max_tolerations": "tolerations of one node claim",
+    "max_resource_entries": "resourceRequest entries of one replica requirement",
+    "max_components": "components of one request or assumed workload",
+    "max_assumed_workloads": "assumed workloads of one request",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not ask clients for a certificate even when a client CA is given")
     parser.add_argument("--kube-api-qps", type=float, default=20.0, help="QPS to the member API server")
     parser.add_argument("--kube-api-burst", type=int, default=30, help="burst to the member API server")
-    parser.add_argument("--parallelism", type=int, default=0, help="accepted for compatibility (0 means 16)")
+    parser.add_argument("--parallelism", type=int, default=0,
+                        help="threads that estimate, one request each (0 means 16)")
+    parser.add_argument("--max-concurrent-requests", type=int, default=Capacity().max_concurrent_requests,
+                        help="estimating RPCs admitted at once, computing or waiting for a thread; "
+                             "more get RESOURCE_EXHAUSTED (fleetsched)")
+    for name, flag in FLAGS.items():
+        parser.add_argument(flag, type=int, default=getattr(DEFAULT_LIMITS, name),
+                            help=f"most {_LIMIT_HELP[name]}; more is INVALID_ARGUMENT (fleetsched)")
     parser.add_argument("--metrics-bind-address", default=":8080", help="address of /metrics, '0' disables")
     parser.add_argument("--health-probe-bind-address", default=":10351",
                         help="address of /healthz and /readyz, '0' disables")
@@ -66,6 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", help="debug, info, warning or error")
 
 
+def limits_from(args: argparse.Namespace) -> RequestLimits:
+    return RequestLimits(**{name: getattr(args, name) for name in FLAGS})
+
+
+def capacity_from(args: argparse.Namespace) -> Capacity:
+    return Capacity(workers=args.parallelism or 16, max_concurrent_requests=args.max_concurrent_requests)
+
+
 def _validate(args: argparse.Namespace) -> list[str]:
     problems = []
     if not args.cluster_name:
@@ -74,6 +109,11 @@ def _validate(args: argparse.Namespace) -> list[str]:
         problems.append(f"--server-port: {args.server_port} must be between 0 and 65535")
     if args.parallelism < 0:
         problems.append(f"--parallelism: {args.parallelism} must not be negative")
+    if args.max_concurrent_requests < 1:
+        problems.append(f"--max-concurrent-requests: {args.max_concurrent_requests} must be at least 1")
+    for name, flag in FLAGS.items():
+        if getattr(args, name) < 1:
+            problems.append(f"{flag}: {getattr(args, name)} must be at least 1")
     if bool(args.grpc_auth_cert_file) != bool(args.grpc_auth_key_file):
         problems.append("--grpc-auth-cert-file and --grpc-auth-key-file: give both or neither")
     for flag in ("metrics_bind_address", "health_probe_bind_address"):
@@ -155,7 +195,8 @@ async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Conne
              scheduling_overcommit_protection=gates.scheduling_overcommit_protection)
     try:
         await serve(service, address=f"{args.server_bind_address}:{args.server_port}", state=state,
-                    metrics=metrics, tls=_tls(args), stop=stop)
+                    metrics=metrics, tls=_tls(args), stop=stop, limits=limits_from(args),
+                    capacity=capacity_from(args))
     finally:
         stop.set()
         await asyncio.gather(watch_task, return_exceptions=True)

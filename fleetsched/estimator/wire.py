@@ -9,6 +9,11 @@ toleration lists and request maps are left unset.
 Decoding reads the bytes fields and, when they are empty, the legacy field numbers of Karmada <= 1.17,
 whose payload bytes are identical (2.4). A corrupt payload or unparsable quantity raises
 :class:`EstimatorError` (gRPC UNKNOWN, like Karmada's plain errors).
+
+Given :class:`~fleetsched.estimator.limits.RequestLimits`, decoding also checks every count against them
+as soon as it is known (a node affinity's terms right after its bytes are parsed, before any value is
+built) and raises :class:`~fleetsched.estimator.limits.LimitExceeded` naming the field; without limits
+(``fleetsched estimate`` reading the user's own files) nothing is bounded.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from fleetsched.api.quantity import Quantity, QuantityError, parse_quantity
+from fleetsched.estimator import limits as bounds
 from fleetsched.estimator import model
 from fleetsched.estimator.pb import compat_pb2, estimator_pb2, k8s_types_pb2
 
@@ -268,19 +274,48 @@ def decode_quantity(data: bytes) -> Quantity:
     return go_parse_quantity(message.string)
 
 
-def _requirements_of(selector: Any) -> tuple[model.NodeSelectorRequirement, ...]:
+class _Budget:
+    """The limits of one request and what it has spent of its request-wide ones."""
+
+    def __init__(self, limits: bounds.RequestLimits | None) -> None:
+        self.limits = limits
+        self.expressions = 0
+
+    def check(self, field_path: str, count: int, limit: str, *, what: str = "entries") -> None:
+        if self.limits is not None:
+            bounds.check(field_path, count, self.limits, limit, what=what)
+
+    def spend_expressions(self, count: int) -> None:
+        self.expressions += count
+        self.check("request", self.expressions, "max_affinity_total_expressions",
+                   what="node affinity expressions")
+
+
+_UNBOUNDED = _Budget(None)
+
+
+def _requirements_of(selector: Any, path: str, budget: _Budget) -> tuple[model.NodeSelectorRequirement, ...]:
+    budget.check(path, len(selector), "max_affinity_expressions")
+    budget.spend_expressions(len(selector))
+    for index, r in enumerate(selector):
+        budget.check(f"{path}[{index}].values", len(r.values), "max_affinity_values")
     return tuple(model.NodeSelectorRequirement(r.key, r.operator, tuple(r.values)) for r in selector)
 
 
-def decode_node_selector(data: bytes) -> tuple[model.NodeSelectorTerm, ...] | None:
+def decode_node_selector(data: bytes, path: str = "nodeAffinity",
+                         budget: _Budget = _UNBOUNDED) -> tuple[model.NodeSelectorTerm, ...] | None:
     if not data:
         return None
     try:
         selector = k8s_types_pb2.NodeSelector.FromString(data)
     except DecodeError as exc:
         raise model.EstimatorError(f"failed to unmarshal node affinity: {exc}") from exc
-    return tuple(model.NodeSelectorTerm(_requirements_of(t.matchExpressions), _requirements_of(t.matchFields))
-                 for t in selector.nodeSelectorTerms)
+    terms = selector.nodeSelectorTerms
+    budget.check(path, len(terms), "max_affinity_terms", what="terms")
+    return tuple(model.NodeSelectorTerm(
+        _requirements_of(t.matchExpressions, f"{path}.nodeSelectorTerms[{i}].matchExpressions", budget),
+        _requirements_of(t.matchFields, f"{path}.nodeSelectorTerms[{i}].matchFields", budget))
+        for i, t in enumerate(terms))
 
 
 def decode_toleration(data: bytes) -> model.Toleration:
@@ -292,20 +327,23 @@ def decode_toleration(data: bytes) -> model.Toleration:
                             t.tolerationSeconds if t.HasField("tolerationSeconds") else None)
 
 
-def _claim_from_pb(message: Any, legacy: Any | None) -> model.NodeClaim:
+def _claim_from_pb(message: Any, legacy: Any | None, path: str, budget: _Budget) -> model.NodeClaim:
     affinity_bytes = message.nodeAffinityBytes
     toleration_bytes = list(message.tolerationsBytes)
     if legacy is not None:
         affinity_bytes = affinity_bytes or legacy.nodeAffinity
         toleration_bytes = toleration_bytes or list(legacy.tolerations)
+    budget.check(f"{path}.nodeSelector", len(message.nodeSelector), "max_node_selector")
+    budget.check(f"{path}.tolerations", len(toleration_bytes), "max_tolerations")
     return model.NodeClaim(
         node_selector=tuple(sorted(message.nodeSelector.items())),
-        node_affinity=decode_node_selector(affinity_bytes),
+        node_affinity=decode_node_selector(affinity_bytes, f"{path}.nodeAffinity", budget),
         tolerations=tuple(decode_toleration(b) for b in toleration_bytes),
     )
 
 
-def _requirements_from_pb(message: Any, *, component: bool) -> model.ReplicaRequirements:
+def _requirements_from_pb(message: Any, *, component: bool, path: str,
+                          budget: _Budget) -> model.ReplicaRequirements:
     request_bytes = dict(message.resourceRequestBytes)
     legacy = None
     if not request_bytes or (message.HasField("nodeClaim") and not message.nodeClaim.nodeAffinityBytes
@@ -315,11 +353,13 @@ def _requirements_from_pb(message: Any, *, component: bool) -> model.ReplicaRequ
         legacy = legacy_type.FromString(message.SerializeToString())
         if not request_bytes:
             request_bytes = dict(legacy.resourceRequest)
+    budget.check(f"{path}.resourceRequest", len(request_bytes), "max_resource_entries")
     claim = None
     if message.HasField("nodeClaim"):
-        claim = _claim_from_pb(message.nodeClaim, legacy.nodeClaim if legacy is not None else None)
+        claim = _claim_from_pb(message.nodeClaim, legacy.nodeClaim if legacy is not None else None,
+                               f"{path}.nodeClaim", budget)
     elif legacy is not None and legacy.HasField("nodeClaim"):
-        claim = _claim_from_pb(pb.NodeClaim(), legacy.nodeClaim)
+        claim = _claim_from_pb(pb.NodeClaim(), legacy.nodeClaim, f"{path}.nodeClaim", budget)
     return model.ReplicaRequirements(
         node_claim=claim,
         resource_request=tuple((name, decode_quantity(data)) for name, data in sorted(request_bytes.items())),
@@ -328,34 +368,43 @@ def _requirements_from_pb(message: Any, *, component: bool) -> model.ReplicaRequ
     )
 
 
-def _components_from_pb(messages: Iterable[Any]) -> tuple[model.Component, ...]:
+def _components_from_pb(messages: Any, path: str, budget: _Budget) -> tuple[model.Component, ...]:
+    budget.check(path, len(messages), "max_components")
     return tuple(
         model.Component(
             name=c.name, replicas=c.replicas,
-            requirements=(_requirements_from_pb(c.replicaRequirements, component=True)
+            requirements=(_requirements_from_pb(c.replicaRequirements, component=True,
+                                                path=f"{path}[{i}].replicaRequirements", budget=budget)
                           if c.HasField("replicaRequirements") else None))
-        for c in messages)
+        for i, c in enumerate(messages))
 
 
-def _assumed_from_pb(messages: Iterable[Any]) -> tuple[model.AssumedWorkload, ...]:
-    return tuple(model.AssumedWorkload(w.namespace, _components_from_pb(w.components)) for w in messages)
+def _assumed_from_pb(messages: Any, budget: _Budget) -> tuple[model.AssumedWorkload, ...]:
+    budget.check("assumedWorkloads", len(messages), "max_assumed_workloads")
+    return tuple(model.AssumedWorkload(w.namespace, _components_from_pb(
+        w.components, f"assumedWorkloads[{i}].components", budget)) for i, w in enumerate(messages))
 
 
-def replicas_request_from_pb(message: Any) -> model.MaxAvailableReplicasRequest:
+def replicas_request_from_pb(message: Any,
+                             limits: bounds.RequestLimits | None = None) -> model.MaxAvailableReplicasRequest:
+    budget = _Budget(limits)
     return model.MaxAvailableReplicasRequest(
         cluster=message.cluster,
-        replica_requirements=(_requirements_from_pb(message.replicaRequirements, component=False)
+        replica_requirements=(_requirements_from_pb(message.replicaRequirements, component=False,
+                                                    path="replicaRequirements", budget=budget)
                               if message.HasField("replicaRequirements") else None),
-        assumed_workloads=_assumed_from_pb(message.assumedWorkloads),
+        assumed_workloads=_assumed_from_pb(message.assumedWorkloads, budget),
     )
 
 
-def component_sets_request_from_pb(message: Any) -> model.MaxAvailableComponentSetsRequest:
+def component_sets_request_from_pb(
+        message: Any, limits: bounds.RequestLimits | None = None) -> model.MaxAvailableComponentSetsRequest:
+    budget = _Budget(limits)
     return model.MaxAvailableComponentSetsRequest(
         cluster=message.cluster,
-        components=_components_from_pb(message.components),
+        components=_components_from_pb(message.components, "components", budget),
         namespace=message.namespace,
-        assumed_workloads=_assumed_from_pb(message.assumedWorkloads),
+        assumed_workloads=_assumed_from_pb(message.assumedWorkloads, budget),
     )
 
 

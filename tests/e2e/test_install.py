@@ -207,14 +207,19 @@ def test_an_estimator_syncs_its_member_with_the_member_rbac(
                               check=False).strip() == "yes"
         assert member.kubectl("auth", "can-i", "get", "secrets", "-A", f"--kubeconfig={kubeconfig}",
                               check=False).strip() == "no"
-        docs = render(prepared_tree(tmp_path, members=("member1",)), fresh_apiserver)
+        tree = prepared_tree(tmp_path, members=("member1",))
+        docs = render(tree, fresh_apiserver)
         port = free_port()
+        tls = tree / "estimators" / "tls"  # what the Secret karmada-scheduler-estimator-member1-tls holds
         estimator = Component(
             kubeconfig=kubeconfig, log_path=tmp_path / "estimator.log", port=port,
             args=tuple(override(container_args(docs, "karmada-scheduler-estimator-member1"),
                                 kubeconfig=str(kubeconfig), server_bind_address="127.0.0.1",
                                 server_port=str(free_port()), metrics_bind_address=f"127.0.0.1:{port}",
-                                health_probe_bind_address=f"127.0.0.1:{port}")),
+                                health_probe_bind_address=f"127.0.0.1:{port}",
+                                grpc_auth_cert_file=str(tls / "member1" / "tls.crt"),
+                                grpc_auth_key_file=str(tls / "member1" / "tls.key"),
+                                grpc_client_ca_file=str(tls / "ca.crt"))),
         )
         try:
             estimator.start(timeout=60)  # /readyz is 503 until nodes and pods have been listed

@@ -117,6 +117,11 @@ def story(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory)
         server.apply(yaml.safe_dump_all(configurations))
 
         processes = {}
+        tls = tree / "estimators" / "tls"  # what the Secret fleetsched-scheduler-estimator-tls holds
+        mounted = {"scheduler": {"scheduler_estimator_ca_file": str(tls / "ca.crt"),
+                                 "scheduler_estimator_cert_file": str(tls / "scheduler" / "tls.crt"),
+                                 "scheduler_estimator_key_file": str(tls / "scheduler" / "tls.key")},
+                   "controller": {}}
         for command in ("scheduler", "controller"):
             port = free_port()
             kubeconfig = service_account_kubeconfig(server, f"fleetsched-{command}",
@@ -125,7 +130,7 @@ def story(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory)
                 kubeconfig=kubeconfig, log_path=workdir / f"{command}.log", port=port,
                 args=tuple(override(container_args(docs, f"fleetsched-{command}"), kubeconfig=str(kubeconfig),
                                     metrics_bind_address=f"127.0.0.1:{port}",
-                                    health_probe_bind_address=f"127.0.0.1:{port}")),
+                                    health_probe_bind_address=f"127.0.0.1:{port}", **mounted[command])),
             )
             started.append(process)
             process.start(timeout=90)  # /readyz: caches synced and the Lease held

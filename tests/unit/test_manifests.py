@@ -222,6 +222,79 @@ def test_the_webhook_configurations_carry_the_generated_ca(rendered: list[dict[s
         assert re.sub(r"\s", "", ca_bundle) == re.sub(r"\s", "", secret["data"]["ca.crt"])
 
 
+def _mounted_secret(pod: dict[str, Any], container: dict[str, Any], path: str) -> str:
+    """``secret/key`` that a file path in the container comes from."""
+    for mount in container["volumeMounts"]:
+        prefix = mount["mountPath"].rstrip("/") + "/"
+        if path.startswith(prefix):
+            volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+            return f"{volume['secret']['secretName']}/{path[len(prefix):]}"
+    raise AssertionError(f"{path} is not in any mounted volume")
+
+
+def _secret_keys(docs: list[dict[str, Any]]) -> set[str]:
+    """``name/key`` of every Secret in the render (generated names carry kustomize's hash, and the
+    references to them are rewritten to match)."""
+    return {f"{d['metadata']['name']}/{key}"
+            for d in docs if d["kind"] == "Secret" for key in d.get("data", {})}
+
+
+def test_scheduler_and_estimators_speak_mutual_tls_from_generated_secrets(
+        rendered: list[dict[str, Any]]) -> None:
+    keys = _secret_keys(rendered)
+    scheduler = find(rendered, "Deployment", "fleetsched-scheduler")
+    pod = scheduler["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    args = parse_command(container["args"])
+    client_files = (args.scheduler_estimator_ca_file, args.scheduler_estimator_cert_file,
+                    args.scheduler_estimator_key_file)
+    assert all(client_files), "the scheduler verifies the estimators and presents a client certificate"
+    assert args.insecure_skip_estimator_verify is False
+    for path in client_files:
+        assert _mounted_secret(pod, container, path) in keys, path
+    for member in MEMBERS:
+        estimator = find(rendered, "Deployment", f"karmada-scheduler-estimator-{member}")
+        pod = estimator["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        served = parse_command(container["args"])
+        server_files = (served.grpc_auth_cert_file, served.grpc_auth_key_file, served.grpc_client_ca_file)
+        assert all(server_files) and served.insecure_skip_grpc_client_verify is False, member
+        for path in server_files:
+            assert _mounted_secret(pod, container, path) in keys, path
+        # its own certificate: the Secret generated for this member
+        assert re.fullmatch(rf"karmada-scheduler-estimator-{member}-tls-[a-z0-9]+/tls\.crt",
+                            _mounted_secret(pod, container, served.grpc_auth_cert_file))
+    # no private key of a CA is in the install: only leaf keys (tls.key) and public CA certificates
+    for doc in rendered:
+        if doc["kind"] == "Secret":
+            assert set(doc["data"]) <= {"tls.crt", "tls.key", "ca.crt"}, doc["metadata"]["name"]
+
+
+def test_each_estimator_admits_only_the_scheduler_on_its_grpc_port(rendered: list[dict[str, Any]]) -> None:
+    scheduler_labels = find(rendered, "Deployment", "fleetsched-scheduler")["spec"]["template"]["metadata"][
+        "labels"]
+    for member in MEMBERS:
+        name = f"karmada-scheduler-estimator-{member}"
+        estimator = find(rendered, "Deployment", name)
+        container = estimator["spec"]["template"]["spec"]["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        policy = find(rendered, "NetworkPolicy", name)
+        spec = policy["spec"]
+        assert spec["podSelector"]["matchLabels"].items() <= estimator["spec"]["template"]["metadata"][
+            "labels"].items()
+        assert "Ingress" in spec["policyTypes"]
+        grpc_rules = [r for r in spec["ingress"] if any(p["port"] in ("grpc", ports["grpc"])
+                                                         for p in r.get("ports", ()))]
+        assert len(grpc_rules) == 1, "one rule opens the gRPC port"
+        sources = grpc_rules[0]["from"]
+        assert sources and all(set(s) == {"podSelector"} for s in sources), "pods only, no IP blocks"
+        for source in sources:
+            assert source["podSelector"]["matchLabels"].items() <= scheduler_labels.items()
+        # and the rules that leave other ports open name their ports, never the gRPC one
+        for rule in spec["ingress"]:
+            assert rule.get("ports"), "no rule admits every port"
+
+
 # ---- RBAC ------------------------------------------------------------------------------------
 
 
@@ -444,8 +517,11 @@ def test_member_rbac_is_read_only_on_what_the_estimator_watches() -> None:
 
 
 def run_generator(out: Path, *names: str) -> subprocess.CompletedProcess[str]:
+    # the CA goes beside this session's temporary directories, outside the directory kustomize would read
+    ca = out.parent.parent / f"{out.parent.name}-estimator-ca"
     return subprocess.run([str(ROOT / "hack" / "gen-estimators.sh"), *names], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "ESTIMATORS_DIR": str(out)})
+                          env={"PATH": "/usr/bin:/bin", "ESTIMATORS_DIR": str(out),
+                               "ESTIMATOR_CA_DIR": str(ca)})
 
 
 @pytest.mark.parametrize(("name", "reason"), [
@@ -465,8 +541,12 @@ def test_the_estimator_generator_refuses_names_no_service_can_carry(tmp_path: Pa
 def test_the_estimator_generator_replaces_the_whole_set(tmp_path: Path) -> None:
     assert run_generator(tmp_path, "a1", "b2").returncode == 0
     assert run_generator(tmp_path, "b2").returncode == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["b2.yaml", "kustomization.yaml"]
-    assert yaml.safe_load((tmp_path / "kustomization.yaml").read_text())["resources"] == ["b2.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b2.yaml", "kustomization.yaml", "tls"]
+    assert sorted(p.name for p in (tmp_path / "tls").iterdir()) == ["b2", "ca.crt", "scheduler"]
+    kustomization = yaml.safe_load((tmp_path / "kustomization.yaml").read_text())
+    assert kustomization["resources"] == ["b2.yaml"]
+    assert [g["name"] for g in kustomization["secretGenerator"]] == [
+        "fleetsched-scheduler-estimator-tls", "karmada-scheduler-estimator-b2-tls"]
     assert run_generator(tmp_path, "x", "x").returncode == 2
 
 
@@ -592,7 +672,8 @@ def test_the_shipped_estimator_list_is_the_generators_empty_set(tmp_path: Path) 
     assert run_generator(tmp_path).returncode == 0
     shipped = MANIFESTS / "estimators"
     why = "manifests/estimators ships empty: run hack/gen-estimators.sh (no names) before committing"
-    assert sorted(p.name for p in shipped.iterdir()) == ["kustomization.yaml"], why
+    # tls/ is what the generator writes beside it, never committed (.gitignore)
+    assert sorted(p.name for p in shipped.iterdir() if p.name != "tls") == ["kustomization.yaml"], why
     assert (shipped / "kustomization.yaml").read_text() == (tmp_path / "kustomization.yaml").read_text(), why
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from fleetsched.estimator.cache import NodeTable
+from fleetsched.estimator.cache import NodeTable, TableSnapshot
 from fleetsched.estimator.framework import Code, EstimateContext, PluginResult
 from fleetsched.estimator.model import EMPTY_CLAIM, MAX_INT32, Component, ReplicaRequirements
 from fleetsched.estimator.resources import PODS, demand_of
@@ -33,43 +33,44 @@ class NodeResourceEstimator:
     def __init__(self, table: NodeTable) -> None:
         self._table = table
 
-    def _sim_components(self, components: Iterable[Component]) -> list[SimComponent]:
+    def _sim_components(self, snapshot: TableSnapshot, components: Iterable[Component]) -> list[SimComponent]:
         out = []
         for component in components:
             claim = component.requirements.claim if component.requirements is not None else EMPTY_CLAIM
-            out.append(SimComponent(self._table.claim_mask(claim), _demand(component.requirements),
+            out.append(SimComponent(snapshot.claim_mask(claim), _demand(component.requirements),
                                     component.replicas))
         return out
 
-    def _simulator(self, ctx: EstimateContext, extra_columns: Iterable[str]) -> tuple[FirstFit, dict]:
+    def _snapshot(self, ctx: EstimateContext, extra_columns: Iterable[str]) -> TableSnapshot:
+        """One version of the table with every column this estimate reads (cache.py: the lock is held
+        only while it is taken, never while the estimate runs)."""
         columns = set(extra_columns)
         for workload in ctx.assumed_workloads:
             for component in workload.components:
                 columns.update(name for name, _ in _demand(component.requirements))
-        free = self._table.free(columns)
-        simulator = FirstFit(free, self._table.ordered_slots())
+        return self._table.snapshot(columns)
+
+    def _simulator(self, ctx: EstimateContext, snapshot: TableSnapshot) -> FirstFit:
+        simulator = FirstFit(snapshot.free, snapshot.order)
         for workload in ctx.assumed_workloads:
             if workload.components:
-                simulator.simulate(self._sim_components(workload.components), 1)
-        return simulator, free
+                simulator.simulate(self._sim_components(snapshot, workload.components), 1)
+        return simulator
 
     def estimate_replicas(self, ctx: EstimateContext,
                           requirements: ReplicaRequirements | None) -> PluginResult:
         demand = _demand(requirements)
         claim = requirements.claim if requirements is not None else EMPTY_CLAIM
-        table = self._table
-        with table.lock:
-            if ctx.assumed_workloads:
-                simulator, like = self._simulator(ctx, (name for name, _ in demand))
-                free = simulator.arrays(like)
-            else:
-                free = table.free(name for name, _ in demand)
-            mask = table.claim_mask(claim)
-            exact = table.exact()
+        snapshot = self._snapshot(ctx, (name for name, _ in demand))
+        if ctx.assumed_workloads:
+            free = self._simulator(ctx, snapshot).arrays(snapshot.free)
+        else:
+            free = snapshot.free
+        mask = snapshot.claim_mask(claim)
         fits = free[PODS][mask]
         for name, amount in demand:
             column = free[name][mask]
-            if not exact and amount >= _INT64_SAFE:
+            if not snapshot.exact and amount >= _INT64_SAFE:
                 fits = np.zeros_like(fits)  # every stored amount is smaller than this demand
                 break
             fits = np.minimum(fits, column // amount)
@@ -80,8 +81,7 @@ class NodeResourceEstimator:
                             namespace: str) -> PluginResult:
         if not components:
             return PluginResult.no_operation()
-        with self._table.lock:
-            columns = {name for c in components for name, _ in _demand(c.requirements)}
-            simulator, _ = self._simulator(ctx, columns)
-            sets = simulator.simulate(self._sim_components(components), MAX_INT32, keep_state=False)
+        snapshot = self._snapshot(ctx, {name for c in components for name, _ in _demand(c.requirements)})
+        simulator = self._simulator(ctx, snapshot)
+        sets = simulator.simulate(self._sim_components(snapshot, components), MAX_INT32, keep_state=False)
         return PluginResult(sets, Code.UNSCHEDULABLE if sets == 0 else Code.SUCCESS)

@@ -12,9 +12,19 @@ from typing import Any
 import pytest
 
 from fleetsched.estimator.inventory import MemberInventory
-from fleetsched.estimator.server import EstimatorMetrics, RunningServer, ServerTLS, SyncState, start_server
+from fleetsched.estimator.limits import DEFAULT_LIMITS, RequestLimits
+from fleetsched.estimator.server import (
+    Capacity,
+    EstimatorMetrics,
+    RunningServer,
+    ServerTLS,
+    SyncState,
+    start_server,
+)
 from fleetsched.estimator.service import FeatureGates
 from fleetsched.testing.pki import CertificateAuthority
+
+DEFAULT_CAPACITY = Capacity()
 
 
 class LoopThread:
@@ -60,12 +70,13 @@ def start(loop_thread: LoopThread) -> Iterator[Callable[..., StartedServer]]:
 
     def _start(cluster: str, objects: Sequence[Mapping[str, Any]], *, tls: ServerTLS | None = None,
                synced: bool = True, gates: FeatureGates | None = None,
-               address: str = "127.0.0.1:0") -> StartedServer:
+               address: str = "127.0.0.1:0", limits: RequestLimits = DEFAULT_LIMITS,
+               capacity: Capacity = DEFAULT_CAPACITY) -> StartedServer:
         inventory = MemberInventory(cluster, objects, gates)
         state = SyncState(synced=synced, connected=synced)
         metrics = EstimatorMetrics()
         running = loop_thread.run(start_server(inventory.service, address=address, state=state,
-                                               metrics=metrics, tls=tls))
+                                               metrics=metrics, tls=tls, limits=limits, capacity=capacity))
         server = StartedServer(running, inventory, state, metrics)
         started.append(server)
         return server

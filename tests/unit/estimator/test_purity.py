@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-PURE = ["model", "resources", "nodefilter", "cache", "simulator", "framework", "replica", "service",
+PURE = ["model", "limits", "resources", "nodefilter", "cache", "simulator", "framework", "replica", "service",
         "inventory", "inprocess", "handlers", "wire", "estimate_cmd", "plugins.node_resource",
         "plugins.resource_quota"]
 

@@ -8,6 +8,8 @@ import pytest
 
 from fleetsched import cli
 from fleetsched.estimator import server_cmd
+from fleetsched.estimator.limits import DEFAULT_LIMITS
+from fleetsched.estimator.server import Capacity
 from fleetsched.flags import parse_feature_gates
 
 
@@ -30,6 +32,9 @@ def test_flags_and_defaults_are_karmadas() -> None:
     pytest.param(["--grpc-auth-cert-file", "c.pem"], "give both or neither", id="cert without key"),
     pytest.param(["--kubeconfig", "/does/not/exist"], "--kubeconfig: cannot load /does/not/exist",
                  id="kubeconfig"),
+    pytest.param(["--max-affinity-terms", "0"], "--max-affinity-terms: 0 must be at least 1", id="limit"),
+    pytest.param(["--max-concurrent-requests", "0"], "--max-concurrent-requests: 0 must be at least 1",
+                 id="concurrency"),
 ])
 def test_bad_flags_exit_2_with_the_reason(argv: list[str], message: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,3 +46,17 @@ def test_feature_gates_parse_like_kubernetes() -> None:
     assert parse_feature_gates("ResourceQuotaEstimate=true, SchedulingOvercommitProtection=false") == {
         "ResourceQuotaEstimate": True, "SchedulingOvercommitProtection": False}
     assert parse_feature_gates("") == {}
+
+
+def test_limit_and_capacity_flags_reach_the_server() -> None:
+    parser = argparse.ArgumentParser()
+    server_cmd.add_arguments(parser)
+    defaults = parser.parse_args(["--cluster-name", "m"])
+    assert server_cmd.limits_from(defaults) == DEFAULT_LIMITS
+    assert server_cmd.capacity_from(defaults) == Capacity(workers=16, max_concurrent_requests=64)
+    args = parser.parse_args(["--cluster-name", "m", "--max-affinity-terms", "7", "--max-request-bytes",
+                              "1024", "--parallelism", "3", "--max-concurrent-requests", "5"])
+    limits = server_cmd.limits_from(args)
+    assert (limits.max_affinity_terms, limits.max_request_bytes) == (7, 1024)
+    assert limits.max_tolerations == DEFAULT_LIMITS.max_tolerations
+    assert server_cmd.capacity_from(args) == Capacity(workers=3, max_concurrent_requests=5)

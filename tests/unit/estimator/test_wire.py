@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from fleetsched.estimator import wire
+import pytest
+
+from fleetsched.estimator import handlers, wire
+from fleetsched.estimator.inventory import MemberInventory
+from fleetsched.estimator.limits import LimitExceeded, RequestLimits
 from fleetsched.estimator.pb import compat_pb2, estimator_pb2, k8s_types_pb2
 
 
@@ -99,3 +103,47 @@ def test_dual_write_carries_both_layouts() -> None:
     # and a current reader decodes the same request as without the extra fields
     plain = wire.replicas_request_from_pb(wire.replicas_request_to_pb(raw))
     assert wire.replicas_request_from_pb(current) == plain
+
+
+# ---------------------------------------------------------------------------------------------- limits
+def test_limits_are_checked_before_values_are_built_and_name_the_field() -> None:
+    raw = {"cluster": "m", "replicaRequirements": {"nodeClaim": {"hardNodeAffinity": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x", "y"]}]}]}}}}
+    message = wire.replicas_request_to_pb(raw)
+    assert wire.replicas_request_from_pb(message) == wire.replicas_request_from_pb(
+        message, RequestLimits(max_affinity_terms=2, max_affinity_values=2))
+    with pytest.raises(LimitExceeded) as terms:
+        wire.replicas_request_from_pb(message, RequestLimits(max_affinity_terms=1))
+    assert terms.value.code == "InvalidArgument" and terms.value.limit == "max_affinity_terms"
+    assert terms.value.message == ("replicaRequirements.nodeClaim.nodeAffinity has 2 terms, "
+                                   "more than --max-affinity-terms=1")
+    with pytest.raises(LimitExceeded) as values:
+        wire.replicas_request_from_pb(message, RequestLimits(max_affinity_values=1))
+    assert values.value.message == (
+        "replicaRequirements.nodeClaim.nodeAffinity.nodeSelectorTerms[1].matchFields[0].values has 2 "
+        "entries, more than --max-affinity-values=1")
+
+
+def test_legacy_fields_are_bounded_like_current_ones() -> None:
+    raw = {"cluster": "m", "replicaRequirements": {"resourceRequest": {"cpu": "1"}, "nodeClaim": {
+        "tolerations": [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}]}}}
+    current = wire.replicas_request_to_pb(raw)
+    legacy_only = estimator_pb2.MaxAvailableReplicasRequest.FromString(
+        wire.add_legacy_fields(current).SerializeToString())
+    legacy_only.replicaRequirements.nodeClaim.ClearField("tolerationsBytes")
+    with pytest.raises(LimitExceeded, match=
+            r"nodeClaim.tolerations has 2 entries, more than --max-tolerations=1$"):
+        wire.replicas_request_from_pb(legacy_only, RequestLimits(max_tolerations=1))
+
+
+def test_an_empty_cluster_still_refuses_a_request_over_a_limit_but_not_a_corrupt_one() -> None:
+    empty = MemberInventory("m", [])
+    over = wire.replicas_request_to_pb({"cluster": "m", "replicaRequirements": {
+        "resourceRequest": {"cpu": "1", "memory": "1Gi"}}})
+    with pytest.raises(LimitExceeded):
+        handlers.max_available_replicas(empty.service, over, limits=RequestLimits(max_resource_entries=1))
+    corrupt = wire.replicas_request_to_pb({"cluster": "m"})
+    corrupt.replicaRequirements.resourceRequestBytes["cpu"] = b"\x0a\x03abc"
+    answer = handlers.max_available_replicas(empty.service, corrupt, limits=RequestLimits())
+    assert answer.maxReplicas == 0  # Karmada's order: an empty cluster answers before decoding
