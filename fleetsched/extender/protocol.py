@@ -7,8 +7,9 @@ names. The scheduler POSTs JSON to ``{urlPrefix}/{filterVerb}`` and ``{urlPrefix
 
 * Request (both verbs), ``ExtenderArgs``: ``apiVersion``, ``kind: ExtenderArgs``, ``binding`` (the
   ResourceBinding or ClusterResourceBinding, ``objects.binding_object``), ``clusters`` (the
-  candidate Cluster objects, ``objects.cluster_object``) and ``clusterNames`` (their names, in the
-  same order).
+  candidate Cluster objects, ``objects.cluster_object``; left out for an extender that caches
+  clusters itself, kube's ``nodeCacheCapable``) and ``clusterNames`` (their names, in the same
+  order).
 * Filter response, ``ExtenderFilterResult``: ``clusterNames`` (kept; required, ``null`` = none),
   ``failedClusters`` and ``failedAndUnresolvableClusters`` (name -> reason), ``error``.
 * Prioritize response, ``ClusterPriorityList``: ``priorities: [{cluster, score}]`` and ``error``;
@@ -63,7 +64,7 @@ class ExtenderArgs(_Wire):
     api_version: Literal["extender.fleetsched.io/v1alpha1"]
     kind: Literal["ExtenderArgs"]
     binding: dict[str, Any]
-    clusters: list[dict[str, Any]]
+    clusters: list[dict[str, Any]] | None = None
     cluster_names: list[str]
 
 
@@ -97,12 +98,13 @@ class ClusterPriorityList(_Wire):
 _BARE_PRIORITIES = TypeAdapter(list[ClusterPriority])
 
 
-def encode_args(binding_json: bytes, cluster_jsons: Sequence[bytes], names: Sequence[str]) -> bytes:
-    """An ``ExtenderArgs`` body from already-rendered parts (``objects.binding_json``/``cluster_json``)."""
+def encode_args(binding_json: bytes, cluster_jsons: Sequence[bytes] | None, names: Sequence[str]) -> bytes:
+    """An ``ExtenderArgs`` body from already-rendered parts (``objects.binding_json``/``cluster_json``);
+    ``cluster_jsons=None`` leaves ``clusters`` out (an extender that caches clusters)."""
+    clusters = (b',"clusters":[' + b",".join(cluster_jsons) + b"]") if cluster_jsons is not None else b""
     return b"".join((
         b'{"apiVersion":"', API_VERSION.encode(), b'","kind":"', ARGS_KIND.encode(), b'","binding":',
-        binding_json, b',"clusters":[', b",".join(cluster_jsons), b'],"clusterNames":',
-        orjson.dumps(list(names)), b"}",
+        binding_json, clusters, b',"clusterNames":', orjson.dumps(list(names)), b"}",
     ))
 
 

@@ -131,9 +131,9 @@ class ClusterRejection:
         return f"extender {self.extender}: {self.reason}"
 
 
-@dataclass(frozen=True, slots=True)
-class ExtenderScore:
-    """One extender's part of a cluster's score: raw (0..10), its weight, and the scaled product."""
+class ExtenderScore(NamedTuple):
+    """One extender's part of a cluster's score: raw (0..10), its weight, and the scaled product.
+    (A NamedTuple: one is made per cluster and extender for every binding.)"""
 
     extender: str
     raw: int
@@ -219,14 +219,17 @@ def _apply_filter(
 def _merge_scores(
     answers: Sequence[tuple[Extender | AsyncExtender, Mapping[str, int]]], feasible: tuple[ClusterInfo, ...]
 ) -> tuple[dict[str, int], dict[str, tuple[ExtenderScore, ...]]]:
-    totals = {c.name: 0 for c in feasible}
-    parts: dict[str, list[ExtenderScore]] = {c.name: [] for c in feasible}
+    names = [c.name for c in feasible]
+    totals = dict.fromkeys(names, 0)
+    parts: dict[str, list[ExtenderScore]] = {name: [] for name in names}
+    scale = MAX_CLUSTER_SCORE // MAX_EXTENDER_PRIORITY  # weighted_score, inlined: this loop is hot
     for ext, raw_scores in answers:
-        for cluster in feasible:
-            raw = raw_scores.get(cluster.name, 0)
-            part = ExtenderScore(ext.name, raw, ext.weight, weighted_score(raw, ext.weight))
-            parts[cluster.name].append(part)
-            totals[cluster.name] += part.score
+        ext_name, weight = ext.name, ext.weight
+        for name in names:
+            raw = raw_scores.get(name, 0)
+            score = raw * weight * scale
+            parts[name].append(ExtenderScore(ext_name, raw, weight, score))
+            totals[name] += score
     return totals, {name: tuple(p) for name, p in parts.items()}
 
 

@@ -16,8 +16,12 @@ Behaviours (``Behaviour``):
 * ``http-500``: HTTP 500; ``error-field``: a 200 whose ``error`` field is set.
 
 A *down* extender is a port nothing listens on (``closed_port()``). The server counts the TCP
-connections and requests it saw (``stats``, or ``GET /stats`` when it runs as a process), so tests
+connections and requests it saw (``stats``, or ``GET /stats`` with the CPU time when it runs as a
+process), so tests
 can check keep-alive reuse. With ``client_ca`` it requires a client certificate signed by that CA.
+Requests are checked against ``ExtenderArgs`` (a 400 otherwise) unless ``validate=False``; without
+``clusters`` in the request (a cluster-cache-capable client) it knows no labels, so it keeps every
+cluster and scores 0.
 
 Run it as a process (as ``bench/extender.py`` does):
 ``python -m fleetsched.testing.extender --cert C --key K [--client-ca CA] [--port P]``; it prints
@@ -34,12 +38,14 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+import uvloop
 from aiohttp import web
 from pydantic import ValidationError
 
@@ -96,13 +102,19 @@ def _labels(cluster: Mapping[str, Any]) -> Mapping[str, str]:
     return labels
 
 
-def _filter(args: ExtenderArgs) -> dict[str, Any]:
+def _candidates(args: Mapping[str, Any]) -> list[tuple[str, Mapping[str, str]]]:
+    """(name, labels) per candidate; without ``clusters`` (names only) no cluster has labels."""
+    if args.get("clusters") is None:
+        return [(name, {}) for name in args["clusterNames"]]
+    return [(c["metadata"]["name"], _labels(c)) for c in args["clusters"]]
+
+
+def _filter(args: Mapping[str, Any]) -> dict[str, Any]:
     kept: list[str] = []
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
-    for cluster in args.clusters:
-        name = cluster["metadata"]["name"]
-        verdict = _labels(cluster).get(FILTER_LABEL, "")
+    for name, labels in _candidates(args):
+        verdict = labels.get(FILTER_LABEL, "")
         if verdict == "reject":
             failed[name] = f"label {FILTER_LABEL}=reject"
         elif verdict == "unresolvable":
@@ -113,11 +125,9 @@ def _filter(args: ExtenderArgs) -> dict[str, Any]:
             "failedClusters": failed, "failedAndUnresolvableClusters": unresolvable, "error": ""}
 
 
-def _prioritize(args: ExtenderArgs) -> dict[str, Any]:
-    priorities = [
-        {"cluster": c["metadata"]["name"], "score": int(_labels(c).get(SCORE_LABEL, "0"))}
-        for c in args.clusters
-    ]
+def _prioritize(args: Mapping[str, Any]) -> dict[str, Any]:
+    priorities = [{"cluster": name, "score": int(labels.get(SCORE_LABEL, "0"))}
+                  for name, labels in _candidates(args)]
     return {"apiVersion": API_VERSION, "kind": "ClusterPriorityList", "priorities": priorities, "error": ""}
 
 
@@ -127,8 +137,9 @@ class ExtenderServer:
 
     def __init__(self, *, cert_file: Path | None = None, key_file: Path | None = None,
                  client_ca_file: Path | None = None, host: str = "127.0.0.1", port: int = 0,
-                 slow_seconds: float = 1.0) -> None:
+                 slow_seconds: float = 1.0, validate: bool = True) -> None:
         self.host = host
+        self.validate = validate
         self.port = port
         self.slow_seconds = slow_seconds
         self.stats = ServerStats()
@@ -159,7 +170,8 @@ class ExtenderServer:
         return app
 
     async def _stats(self, _: web.Request) -> web.Response:
-        return web.json_response({"connections": self.stats.connections, "requests": self.stats.requests})
+        return web.json_response({"connections": self.stats.connections, "requests": self.stats.requests,
+                                  "cpu_seconds": time.process_time()})
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         peer = request.transport.get_extra_info("peername") if request.transport else None
@@ -173,11 +185,13 @@ class ExtenderServer:
             return web.Response(status=404, text="no such behaviour")
         if verb not in ("filter", "prioritize"):
             return web.Response(status=404, text="no such verb")
-        try:
-            args = ExtenderArgs.model_validate_json(await request.read())
-        except ValidationError as exc:
-            return web.Response(status=400, text=f"bad ExtenderArgs: {exc.errors()[0]}")
-        self.stats.last_args = args
+        body = await request.read()
+        if self.validate:
+            try:
+                self.stats.last_args = ExtenderArgs.model_validate_json(body)
+            except ValidationError as exc:
+                return web.Response(status=400, text=f"bad ExtenderArgs: {exc.errors()[0]}")
+        args = orjson.loads(body)
         if behaviour is Behaviour.SLOW:
             await asyncio.sleep(self.slow_seconds)
         elif behaviour is Behaviour.HTTP_500:
@@ -213,7 +227,7 @@ class ExtenderServer:
             self._runner = None
 
     def __enter__(self) -> ExtenderServer:
-        self._loop = asyncio.new_event_loop()
+        self._loop = uvloop.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="test-extender", daemon=True)
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self.start_here(), self._loop).result(10)
@@ -243,11 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--slow-seconds", type=float, default=1.0)
+    parser.add_argument("--no-validate", action="store_true",
+                        help="decode requests as plain JSON, without checking them against ExtenderArgs "
+                             "(what a lean extender does; for benchmarks)")
     args = parser.parse_args(argv)
     server = ExtenderServer(cert_file=args.cert, key_file=args.key, client_ca_file=args.client_ca,
-                            host=args.host, port=args.port, slow_seconds=args.slow_seconds)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(server))
+                            host=args.host, port=args.port, slow_seconds=args.slow_seconds,
+                            validate=not args.no_validate)
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(_serve(server))
     return 0
 
 
