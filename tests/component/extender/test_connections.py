@@ -102,3 +102,12 @@ def test_configuration_errors_name_the_extender_and_field(tls: ExtenderTLS | Non
         HTTPExtender(ExtenderConfig(url_prefix=url, filter_verb="filter", tls=tls))
     assert str(caught.value).startswith(message)
     assert "\n" not in str(caught.value)
+
+
+def test_a_cluster_cache_capable_extender_gets_names_only(server: ExtenderServer, pki: Pki,
+                                                          make: Extenders) -> None:
+    ext = make(config(server.url(Behaviour.OK), pki), cluster_cache_capable=True)
+    # the test extender knows no labels without the objects, so it keeps everything
+    assert ext.filter(BINDING, CLUSTERS).kept == ("m1", "m2", "m3", "m4")
+    args = server.stats.last_args
+    assert args is not None and args.clusters is None and args.cluster_names == ["m1", "m2", "m3", "m4"]

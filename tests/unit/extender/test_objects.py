@@ -97,7 +97,9 @@ def test_the_objects_are_valid_karmada_objects() -> None:
     binding = ResourceBinding.model_validate(binding_object(binding_from_dict(BINDING)))
     assert binding.spec.replica_requirements is not None
     assert str(binding.spec.replica_requirements.resource_request["cpu"]) == "250m"
-    cluster = Cluster.model_validate(cluster_object(cluster_from_dict(CLUSTER)))
+    # the items of ``clusters`` carry no apiVersion/kind, like the items of a kube NodeList
+    cluster = Cluster.model_validate({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                                      **cluster_object(cluster_from_dict(CLUSTER))})
     assert cluster.spec.taints is not None and cluster.spec.taints[0].key == "dedicated"
 
 
