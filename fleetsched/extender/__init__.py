@@ -21,7 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fleetsched.extender.client import EdgeLoop, ExtenderConfigError, HTTPExtender
+    from fleetsched.extender.client import EdgeLoop, ExtenderConfigError, HTTPExtender, build_extenders
     from fleetsched.extender.errors import ExtenderError, FaultKind
     from fleetsched.extender.protocol import API_VERSION
     from fleetsched.extender.run import (
@@ -46,6 +46,7 @@ _EXPORTS = {
     "FilterResult": "run",
     "HTTPExtender": "client",
     "SkippedExtender": "run",
+    "build_extenders": "client",
     "run_extenders": "run",
     "run_extenders_async": "run",
 }
@@ -62,6 +63,7 @@ __all__ = [
     "FilterResult",
     "HTTPExtender",
     "SkippedExtender",
+    "build_extenders",
     "run_extenders",
     "run_extenders_async",
 ]

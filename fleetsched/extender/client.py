@@ -56,7 +56,7 @@ from fleetsched.extender.run import VERB_FILTER, VERB_PRIORITIZE, FilterResult
 from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
 from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "EdgeLoop", "ExtenderConfigError", "HTTPExtender"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "EdgeLoop", "ExtenderConfigError", "HTTPExtender", "build_extenders"]
 
 # An answer names at most every candidate with a reason; 8 MiB holds tens of thousands of clusters.
 DEFAULT_MAX_RESPONSE_BYTES = 8 << 20
@@ -368,3 +368,12 @@ class HTTPExtender:
                                         f"the answer exceeds the limit of {limit} bytes")
                 chunks.append(chunk)
             return b"".join(chunks)
+
+
+def build_extenders(
+    configs: Sequence[ExtenderConfig], *, loop: asyncio.AbstractEventLoop | None = None
+) -> tuple[HTTPExtender, ...]:
+    """One ``HTTPExtender`` per configured extender, in configuration order (the order filters run
+    in). Raises ``ExtenderConfigError`` for the first one that cannot be built, so a bad profile
+    stops the scheduler at start-up."""
+    return tuple(HTTPExtender(config, loop=loop) for config in configs)

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from fleetsched.extender.client import ExtenderConfigError, HTTPExtender
+from fleetsched.extender.client import ExtenderConfigError, HTTPExtender, build_extenders
 from fleetsched.extender.errors import ExtenderError, FaultKind
 from fleetsched.extender.run import run_extenders
 from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
@@ -80,6 +80,16 @@ def test_mutual_tls_needs_the_client_certificate(pki: Pki, make: Extenders) -> N
         assert caught.value.extender == without.name
         # TLS 1.3 completes the handshake before the server refuses, so the client only sees a close
         assert "client certificate" in caught.value.detail
+
+
+def test_extenders_are_built_in_configuration_order_and_a_bad_one_is_refused() -> None:
+    good = ExtenderConfig(url_prefix="https://a:1/x", filter_verb="filter")
+    built = build_extenders([good, ExtenderConfig(url_prefix="https://b:1/x", prioritize_verb="p", weight=4)])
+    assert [(e.name, e.supports_filter, e.supports_prioritize, e.weight) for e in built] == [
+        ("https://a:1/x", True, False, 1), ("https://b:1/x", False, True, 4)]
+    with pytest.raises(ExtenderConfigError, match=r"^extender https://c:1/x: tls\.certFile: cannot read"):
+        build_extenders([good, ExtenderConfig(url_prefix="https://c:1/x",
+                                              tls=ExtenderTLS(cert_file="/nonexistent/tls.crt"))])
 
 
 @pytest.mark.parametrize(("tls", "url", "message"), [

@@ -23,6 +23,8 @@ metrics.register(REGISTRY)
 
 FAULTS = [
     pytest.param("down", FaultKind.UNREACHABLE, "cannot connect to 127.0.0.1", id="down"),
+    pytest.param("no such host", FaultKind.UNREACHABLE, "cannot resolve no-such-extender.invalid",
+                 id="DNS"),
     pytest.param(Behaviour.SLOW, FaultKind.SLOW, "no answer within 0.3 s", id="slow"),
     pytest.param(Behaviour.HTTP_500, FaultKind.ERRORING, "HTTP 500", id="HTTP 500"),
     pytest.param(Behaviour.ERROR_FIELD, FaultKind.ERRORING, "extender error: cost database unavailable",
@@ -35,7 +37,11 @@ FAULTS = [
 
 
 def _url(server: ExtenderServer, behaviour: str) -> str:
-    return f"https://127.0.0.1:{closed_port()}/ok" if behaviour == "down" else server.url(behaviour)
+    if behaviour == "down":
+        return f"https://127.0.0.1:{closed_port()}/ok"
+    if behaviour == "no such host":
+        return "https://no-such-extender.invalid:8443/ok"
+    return server.url(behaviour)
 
 
 def _count(name: str, **labels: str) -> float:
