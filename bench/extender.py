@@ -9,7 +9,8 @@ loopback with a throwaway CA, builds 100 Clusters (labels, taints, resource summ
 - cold clusters: as blocking, but every round gets new ClusterInfo values, so each request also
   renders all 100 clusters (what a round costs right after every cluster changed);
 - names only: a cluster-cache-capable extender (kube's ``nodeCacheCapable``): requests carry
-  ``clusterNames`` and not the Cluster objects.
+  ``clusterNames`` and not the Cluster objects;
+- 1 cluster: the floor, two HTTPS exchanges with almost nothing in them.
 
 The test extender decodes requests as plain JSON (``--no-validate``), as a lean extender would.
 
@@ -173,6 +174,10 @@ def main() -> int:
     args = parser.parse_args()
     load_before = os.getloadavg()
     fleet = clusters(args.clusters)
+    bindings = [a_binding(i) for i in range(args.rounds + 100)]  # built outside the timing
+
+    def binding(i: int) -> SchedulingBinding:
+        return bindings[i]  # a new binding each round; warm-up rounds use the last ones
     with tempfile.TemporaryDirectory() as tmp:
         proc, port, tls = start_server(Path(tmp))
         try:
@@ -186,21 +191,25 @@ def main() -> int:
             print(f"  the extender keeps {kept} of {len(fleet)} clusters and scores them")
 
             server = Server(port, str(tls.ca_file))
-            blocking = timed(server, args.rounds, 50, lambda i: run_extenders([ext], a_binding(i), fleet))
+            blocking = timed(server, args.rounds, 50, lambda i: run_extenders([ext], binding(i), fleet))
             conns_blocking = int(server.stats()["connections"])
             cold_rounds = max(args.rounds // 4, 50)
             fresh = [clusters(args.clusters) for _ in range(cold_rounds + 10)]  # built outside the timing
-            cold = timed(server, cold_rounds, 10, lambda i: run_extenders([ext], a_binding(i), fresh[i]))
+            cold = timed(server, cold_rounds, 10, lambda i: run_extenders([ext], binding(i), fresh[i]))
             ext.close()
             names_ext = HTTPExtender(cfg, cluster_cache_capable=True)
             names_only = timed(server, args.rounds, 50,
-                               lambda i: run_extenders([names_ext], a_binding(i), fleet))
+                               lambda i: run_extenders([names_ext], binding(i), fleet))
             names_ext.close()
+            floor_ext = HTTPExtender(cfg)
+            floor = timed(server, args.rounds, 50,
+                          lambda i: run_extenders([floor_ext], binding(i), fleet[:1]))
+            floor_ext.close()
 
             async def on_loop() -> Run:
                 own = HTTPExtender(cfg, loop=asyncio.get_running_loop())
                 run = await timed_async(server, args.rounds, 50,
-                                        lambda i: run_extenders_async([own], a_binding(i), fleet))
+                                        lambda i: run_extenders_async([own], binding(i), fleet))
                 await own.aclose()
                 return run
 
@@ -214,6 +223,7 @@ def main() -> int:
     report("async face (on the owning loop)", awaited)
     report("blocking face, cold clusters", cold)
     report("blocking face, names only", names_only)
+    report("blocking face, 1 cluster (floor)", floor)
     print(f"  TCP connections the extender saw: {conns_blocking} for the blocking runs, "
           f"{conns_total} in all (one more per client)")
     print("  load average before " + "/".join(f"{x:.2f}" for x in load_before)

@@ -164,14 +164,28 @@ class ExtenderOutcome:
     ``feasible`` are the clusters every asked extender kept, in input order; ``rejections`` maps each
     other candidate to the extender that rejected it; ``scores`` the weighted extender score of each
     feasible cluster (0 when no extender scored it), ``score_parts`` the per-extender parts for
-    ``--explain``; ``skipped`` the ignorable extenders that failed.
+    ``--explain``; ``skipped`` the ignorable extenders that failed. Raw scores are validated against
+    the candidates by the client (``protocol.decode_priorities``); names outside ``feasible`` are
+    ignored here.
     """
 
     feasible: tuple[ClusterInfo, ...]
     rejections: Mapping[str, ClusterRejection] = field(default_factory=dict)
     scores: Mapping[str, int] = field(default_factory=dict)
-    score_parts: Mapping[str, tuple[ExtenderScore, ...]] = field(default_factory=dict)
+    # (extender, weight, raw scores) per extender that answered; ``score_parts`` is built from it
+    # only when asked, since only ``--explain`` and the explanation annotation read it.
+    answers: tuple[tuple[str, int, Mapping[str, int]], ...] = ()
     skipped: tuple[SkippedExtender, ...] = ()
+
+    @property
+    def score_parts(self) -> dict[str, tuple[ExtenderScore, ...]]:
+        """Per feasible cluster, each answering extender's raw score, weight and weighted score."""
+        return {
+            c.name: tuple(ExtenderScore(ext, raw.get(c.name, 0), weight,
+                                        weighted_score(raw.get(c.name, 0), weight))
+                          for ext, weight, raw in self.answers)
+            for c in self.feasible
+        }
 
 
 def weighted_score(raw: int, weight: int) -> int:
@@ -218,19 +232,14 @@ def _apply_filter(
 
 def _merge_scores(
     answers: Sequence[tuple[Extender | AsyncExtender, Mapping[str, int]]], feasible: tuple[ClusterInfo, ...]
-) -> tuple[dict[str, int], dict[str, tuple[ExtenderScore, ...]]]:
-    names = [c.name for c in feasible]
-    totals = dict.fromkeys(names, 0)
-    parts: dict[str, list[ExtenderScore]] = {name: [] for name in names}
-    scale = MAX_CLUSTER_SCORE // MAX_EXTENDER_PRIORITY  # weighted_score, inlined: this loop is hot
+) -> tuple[dict[str, int], tuple[tuple[str, int, Mapping[str, int]], ...]]:
+    totals = {c.name: 0 for c in feasible}
     for ext, raw_scores in answers:
-        ext_name, weight = ext.name, ext.weight
-        for name in names:
-            raw = raw_scores.get(name, 0)
-            score = raw * weight * scale
-            parts[name].append(ExtenderScore(ext_name, raw, weight, score))
-            totals[name] += score
-    return totals, {name: tuple(p) for name, p in parts.items()}
+        factor = ext.weight * (MAX_CLUSTER_SCORE // MAX_EXTENDER_PRIORITY)  # weighted_score, per extender
+        for name, raw in raw_scores.items():
+            if name in totals:
+                totals[name] += raw * factor
+    return totals, tuple((ext.name, ext.weight, raw_scores) for ext, raw_scores in answers)
 
 
 def _prioritizers(extenders: Sequence[Extender | AsyncExtender]) -> list[Extender | AsyncExtender]:
@@ -304,8 +313,8 @@ def run_extender_prioritizers(
             _skip_or_raise(ext.name, ext.ignorable, VERB_PRIORITIZE, result, skipped_now)
         else:
             answers.append((ext, result))
-    totals, parts = _merge_scores(answers, clusters)
-    return ExtenderOutcome(clusters, scores=totals, score_parts=parts, skipped=tuple(skipped_now))
+    totals, kept_answers = _merge_scores(answers, clusters)
+    return ExtenderOutcome(clusters, scores=totals, answers=kept_answers, skipped=tuple(skipped_now))
 
 
 def run_extenders(
@@ -316,7 +325,7 @@ def run_extenders(
     Raises ``ExtenderError`` (naming the extender) when a non-ignorable extender fails."""
     filtered = run_extender_filters(extenders, binding, clusters)
     scored = run_extender_prioritizers(extenders, binding, filtered.feasible, skipped=filtered.skipped)
-    return ExtenderOutcome(filtered.feasible, filtered.rejections, scored.scores, scored.score_parts,
+    return ExtenderOutcome(filtered.feasible, filtered.rejections, scored.scores, scored.answers,
                            scored.skipped)
 
 
@@ -363,8 +372,8 @@ async def run_extender_prioritizers_async(
             _skip_or_raise(ext.name, ext.ignorable, VERB_PRIORITIZE, result, skipped_now)
         else:
             answers.append((ext, result))
-    totals, parts = _merge_scores(answers, clusters)
-    return ExtenderOutcome(clusters, scores=totals, score_parts=parts, skipped=tuple(skipped_now))
+    totals, kept_answers = _merge_scores(answers, clusters)
+    return ExtenderOutcome(clusters, scores=totals, answers=kept_answers, skipped=tuple(skipped_now))
 
 
 async def run_extenders_async(
@@ -375,5 +384,5 @@ async def run_extenders_async(
     scored = await run_extender_prioritizers_async(
         extenders, binding, filtered.feasible, skipped=filtered.skipped
     )
-    return ExtenderOutcome(filtered.feasible, filtered.rejections, scored.scores, scored.score_parts,
+    return ExtenderOutcome(filtered.feasible, filtered.rejections, scored.scores, scored.answers,
                            scored.skipped)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetsched.extender import protocol
 from fleetsched.extender.errors import ExtenderError, FaultKind
 from fleetsched.extender.protocol import decode_filter_result, decode_priorities
 
@@ -93,3 +99,58 @@ def test_bad_prioritize_answers(body: str, kind: FaultKind, detail: str) -> None
     assert caught.value.kind is kind and caught.value.verb == "prioritize"
     assert caught.value.detail == detail or caught.value.detail.startswith(detail)
     assert str(caught.value) == f"extender https://e/x prioritize failed ({kind}): {caught.value.detail}"
+
+
+# ----------------------------------------------------------- the fast paths read what the models read
+_names = st.sampled_from(["m1", "m2", "m3", "x"])
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 12), st.floats(0, 10, allow_nan=False),
+                     _names, st.just("extender.fleetsched.io/v1alpha1"))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(_names, inner, max_size=3)), max_leaves=8)
+_item = st.dictionaries(st.sampled_from(["cluster", "host", "score", "extra"]),
+                        st.one_of(_names, st.integers(-1, 11), st.booleans(), st.none()), max_size=4)
+_filter_answer = st.dictionaries(
+    st.sampled_from(["apiVersion", "kind", "clusterNames", "failedClusters",
+                     "failedAndUnresolvableClusters", "error", "extra"]),
+    st.one_of(_values, st.lists(_names, max_size=4), st.dictionaries(_names, _names, max_size=3)),
+    max_size=6)
+_priority_answer = st.one_of(
+    st.lists(_item, max_size=4),
+    st.dictionaries(st.sampled_from(["apiVersion", "kind", "priorities", "error", "extra"]),
+                    st.one_of(_values, st.lists(_item, max_size=4)), max_size=5))
+
+
+def _outcome(decode: Any, body: bytes) -> Any:
+    try:
+        return ("ok", decode(body, CANDIDATES, extender="e"))
+    except ExtenderError as exc:
+        return ("error", exc.kind, exc.detail)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_filter_answer)
+def test_the_fast_filter_path_reads_what_the_model_reads(answer: dict[str, Any]) -> None:
+    body = orjson.dumps(answer)
+    fast = protocol._fast_filter(body)
+    if fast is not None:
+        assert fast == protocol._model_filter(body, "e", "filter")
+    # and the public decoder gives the same outcome as the model path alone
+    model_only = _outcome(lambda b, c, extender: _decode_with_model(b, c), body)
+    assert _outcome(decode_filter_result, body) == model_only
+
+
+@settings(max_examples=300, deadline=None)
+@given(_priority_answer)
+def test_the_fast_prioritize_path_reads_what_the_model_reads(answer: Any) -> None:
+    body = orjson.dumps(answer)
+    fast = protocol._fast_priorities(body)
+    if fast is not None:
+        assert fast == protocol._model_priorities(body, "e", "prioritize")
+
+
+def _decode_with_model(body: bytes, candidates: list[str]) -> Any:
+    fast, protocol._fast_filter = protocol._fast_filter, lambda _: None  # type: ignore[assignment]
+    try:
+        return decode_filter_result(body, candidates, extender="e")
+    finally:
+        protocol._fast_filter = fast  # type: ignore[assignment]
