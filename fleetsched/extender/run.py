@@ -242,6 +242,16 @@ def _merge_scores(
     return totals, tuple((ext.name, ext.weight, raw_scores) for ext, raw_scores in answers)
 
 
+def _checked_scores(ext_name: str, scores: Mapping[str, int]) -> Mapping[str, int]:
+    """The HTTP client checks answers on the wire; this holds other extender objects to the range."""
+    for name, raw in scores.items():
+        if type(raw) is not int or not MIN_EXTENDER_PRIORITY <= raw <= MAX_EXTENDER_PRIORITY:
+            raise ExtenderError(ext_name, VERB_PRIORITIZE, FaultKind.MALFORMED,
+                                f"score {raw!r} for cluster {name!r} is not an integer in "
+                                f"{MIN_EXTENDER_PRIORITY}..{MAX_EXTENDER_PRIORITY}")
+    return scores
+
+
 def _prioritizers(extenders: Sequence[Extender | AsyncExtender]) -> list[Extender | AsyncExtender]:
     return [e for e in extenders if e.supports_prioritize and e.weight > 0]
 
@@ -309,10 +319,12 @@ def run_extender_prioritizers(
     results = _concurrently([lambda e=ext: e.prioritize(binding, clusters) for ext in asked])  # type: ignore[misc]
     answers: list[tuple[Extender | AsyncExtender, Mapping[str, int]]] = []
     for ext, result in zip(asked, results, strict=True):
-        if isinstance(result, BaseException):
-            _skip_or_raise(ext.name, ext.ignorable, VERB_PRIORITIZE, result, skipped_now)
-        else:
-            answers.append((ext, result))
+        try:
+            if isinstance(result, BaseException):
+                raise result
+            answers.append((ext, _checked_scores(ext.name, result)))
+        except Exception as exc:
+            _skip_or_raise(ext.name, ext.ignorable, VERB_PRIORITIZE, exc, skipped_now)
     totals, kept_answers = _merge_scores(answers, clusters)
     return ExtenderOutcome(clusters, scores=totals, answers=kept_answers, skipped=tuple(skipped_now))
 
@@ -366,12 +378,14 @@ async def run_extender_prioritizers_async(
     results = await asyncio.gather(*calls, return_exceptions=True)
     answers: list[tuple[Extender | AsyncExtender, Mapping[str, int]]] = []
     for ext, result in zip(asked, results, strict=True):
-        if isinstance(result, BaseException):
-            if not isinstance(result, Exception):
-                raise result  # cancellation and the like are not extender faults
-            _skip_or_raise(ext.name, ext.ignorable, VERB_PRIORITIZE, result, skipped_now)
-        else:
-            answers.append((ext, result))
+        if isinstance(result, BaseException) and not isinstance(result, Exception):
+            raise result  # cancellation and the like are not extender faults
+        try:
+            if isinstance(result, BaseException):
+                raise result
+            answers.append((ext, _checked_scores(ext.name, result)))
+        except Exception as exc:
+            _skip_or_raise(ext.name, ext.ignorable, VERB_PRIORITIZE, exc, skipped_now)
     totals, kept_answers = _merge_scores(answers, clusters)
     return ExtenderOutcome(clusters, scores=totals, answers=kept_answers, skipped=tuple(skipped_now))
 

@@ -138,6 +138,16 @@ def test_ignorable_skips_and_counts_while_not_ignorable_raises(fault: Exception)
                                      "unexpected ValueError: bug in the extender object")
 
 
+def test_an_out_of_range_score_from_any_extender_object_is_malformed() -> None:
+    wild = FakeExtender("wild", scores={"m1": 11})
+    with pytest.raises(ExtenderError, match=r"^extender wild prioritize failed \(malformed\): score 11 for"):
+        run_extenders([wild], BINDING, CLUSTERS)
+    wild.ignorable = True
+    outcome = run_extenders([wild], BINDING, CLUSTERS)
+    assert outcome.scores == dict.fromkeys(["m1", "m2", "m3", "m4"], 0)
+    assert [(s.verb, s.kind) for s in outcome.skipped] == [("prioritize", FaultKind.MALFORMED)]
+
+
 async def test_the_async_face_gives_the_same_outcome() -> None:
     def extenders() -> list[FakeExtender]:
         return [FakeExtender("first", reject={"m2": "over budget"}, scores={"m1": 2}),
