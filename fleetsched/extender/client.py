@@ -11,7 +11,8 @@
   more, within the same deadline);
 * slow: no complete answer within ``httpTimeout``, which bounds connect, TLS, send and the whole
   response body together;
-* erroring: an HTTP status other than 200, or a non-empty ``error`` field;
+* erroring: an HTTP status other than 200 (redirects are not followed), or a non-empty ``error``
+  field;
 * malformed: not JSON, the wrong shape or types, larger than ``max_response_bytes``, or naming a
   cluster that was not a candidate.
 
@@ -349,7 +350,9 @@ class HTTPExtender:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _post(self, session: aiohttp.ClientSession, verb: str, url: str, body: bytes) -> bytes:
-        async with session.post(url, data=body, server_hostname=self._server_hostname) as resp:
+        # Redirects are not followed: the binding is not sent anywhere the configuration did not name.
+        async with session.post(url, data=body, server_hostname=self._server_hostname,
+                                allow_redirects=False) as resp:
             if resp.status != 200:
                 snippet = (await resp.content.read(200)).decode("utf-8", "replace").strip()
                 raise ExtenderError(self.name, verb, FaultKind.ERRORING,

@@ -13,7 +13,8 @@ Behaviours (``Behaviour``):
 * ``slow``: answers as ``ok`` after ``slow_seconds``;
 * ``garbage``: a 200 whose body is not JSON; ``wrong-shape``: JSON of the wrong types;
   ``stranger``: keeps / scores a cluster that was not a candidate;
-* ``http-500``: HTTP 500; ``error-field``: a 200 whose ``error`` field is set.
+* ``http-500``: HTTP 500; ``error-field``: a 200 whose ``error`` field is set;
+* ``huge``: a 1 MiB answer in chunks, without a Content-Length; ``redirect``: a 307 to ``ok``.
 
 A *down* extender is a port nothing listens on (``closed_port()``). The server counts the TCP
 connections and requests it saw (``stats``, or ``GET /stats`` with the CPU time when it runs as a
@@ -65,6 +66,8 @@ class Behaviour(enum.StrEnum):
     STRANGER = "stranger"
     HTTP_500 = "http-500"
     ERROR_FIELD = "error-field"
+    HUGE = "huge"
+    REDIRECT = "redirect"
 
 
 @dataclass
@@ -208,6 +211,19 @@ class ExtenderServer:
             body = ({"clusterNames": ["not-a-candidate"]} if verb == "filter"
                     else [{"host": "not-a-candidate", "score": 1}])
             return web.json_response(body)
+        elif behaviour is Behaviour.HUGE:
+            # chunked, so no Content-Length announces the size: only the running count can stop it
+            stream = web.StreamResponse(headers={"Content-Type": "application/json"})
+            stream.enable_chunked_encoding()
+            await stream.prepare(request)
+            await stream.write(b'{"clusterNames": [], "padding": "')
+            for _ in range(64):
+                await stream.write(b"x" * 16384)
+            await stream.write(b'"}')
+            await stream.write_eof()
+            return stream
+        elif behaviour is Behaviour.REDIRECT:
+            raise web.HTTPTemporaryRedirect(f"/{Behaviour.OK}/{verb}")
         answer = _filter(args) if verb == "filter" else _prioritize(args)
         return web.Response(body=orjson.dumps(answer), content_type="application/json")
 

@@ -27,6 +27,7 @@ FAULTS = [
                  id="DNS"),
     pytest.param(Behaviour.SLOW, FaultKind.SLOW, "no answer within 0.3 s", id="slow"),
     pytest.param(Behaviour.HTTP_500, FaultKind.ERRORING, "HTTP 500", id="HTTP 500"),
+    pytest.param(Behaviour.REDIRECT, FaultKind.ERRORING, "HTTP 307", id="redirect not followed"),
     pytest.param(Behaviour.ERROR_FIELD, FaultKind.ERRORING, "extender error: cost database unavailable",
                  id="error field"),
     pytest.param(Behaviour.GARBAGE, FaultKind.MALFORMED, "response is not JSON", id="not JSON"),
@@ -143,6 +144,15 @@ def test_an_answer_over_the_size_limit_is_malformed(
     ext = make(config(server.url(Behaviour.OK), pki), max_response_bytes=64)
     with pytest.raises(ExtenderError, match=r"\(malformed\): the answer of \d+ bytes exceeds the limit"):
         ext.filter(BINDING, CLUSTERS)
+
+
+def test_a_streamed_answer_is_cut_off_at_the_limit(server: ExtenderServer, pki: Pki, make: Extenders) -> None:
+    ext = make(config(server.url(Behaviour.HUGE), pki, timeout=5), max_response_bytes=100_000)
+    with pytest.raises(ExtenderError, match=r"\(malformed\): the answer exceeds the limit of 100000 bytes$"):
+        ext.filter(BINDING, CLUSTERS)
+    # under the default limit (8 MiB) the same answer is read whole, and its extra field is tolerated
+    roomy = make(config(server.url(Behaviour.HUGE), pki, timeout=5))
+    assert roomy.filter(BINDING, CLUSTERS).kept == ()
 
 
 async def test_async_face_from_another_loop_and_on_its_own(server: ExtenderServer, pki: Pki,
