@@ -73,13 +73,18 @@ VERB_PRIORITIZE = "prioritize"
 NOT_KEPT = "not kept by the extender"
 
 
-class FilterResult(NamedTuple):
+# The framework runtime's ``interface.ExtenderFilterResult`` has this very shape (same fields,
+# defaults and frozen slots); once both are on one branch, this class is meant to become that one
+# (``from fleetsched.scheduler.framework.interface import ExtenderFilterResult as FilterResult``),
+# since the runtime checks the answer's type.
+@dataclass(frozen=True, slots=True)
+class FilterResult:
     """One extender's filter answer: the kept candidates (in the order given), and the rejected ones
-    with a reason each. Unpacks as ``kept, failed, unresolvable``."""
+    with a reason each (``failed``: may fit later; ``unresolvable``: kube's FailedAndUnresolvable)."""
 
     kept: tuple[str, ...]
-    failed: Mapping[str, str]
-    unresolvable: Mapping[str, str]
+    failed: Mapping[str, str] = field(default_factory=dict)
+    unresolvable: Mapping[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -133,7 +138,7 @@ class ClusterRejection:
 
 class ExtenderScore(NamedTuple):
     """One extender's part of a cluster's score: raw (0..10), its weight, and the scaled product.
-    (A NamedTuple: one is made per cluster and extender for every binding.)"""
+    (A NamedTuple, cheap to make: ``ExtenderOutcome.score_parts`` builds one per cluster and extender.)"""
 
     extender: str
     raw: int

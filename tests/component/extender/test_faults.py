@@ -54,7 +54,8 @@ def test_ok_extender_filters_and_scores_by_cluster_labels(
     ext = make(config(server.url(Behaviour.OK), pki))
     before = _count("fleetsched_scheduler_extender_duration_seconds_count",
                     extender=ext.name, verb="filter", result="success")
-    kept, failed, unresolvable = ext.filter(BINDING, CLUSTERS)
+    result = ext.filter(BINDING, CLUSTERS)
+    kept, failed, unresolvable = result.kept, result.failed, result.unresolvable
     assert kept == ("m1", "m4")
     assert failed == {"m2": "label extender.test/filter=reject"}
     assert unresolvable == {"m3": "label extender.test/filter=unresolvable"}

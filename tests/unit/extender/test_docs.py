@@ -30,6 +30,7 @@ def test_the_request_example_is_what_the_client_sends() -> None:
 def test_the_answer_examples_decode() -> None:
     request, filter_answer, priorities = _json_blocks()[:3]
     names = request["clusterNames"]
-    kept, failed, _ = decode_filter_result(json.dumps(filter_answer).encode(), names, extender="e")
-    assert kept == ("member1",) and failed == {"member2": "cost 9 is over the tenant's budget of 5"}
+    result = decode_filter_result(json.dumps(filter_answer).encode(), names, extender="e")
+    assert result.kept == ("member1",)
+    assert result.failed == {"member2": "cost 9 is over the tenant's budget of 5"}
     assert decode_priorities(json.dumps(priorities).encode(), names, extender="e") == {"member1": 7}

@@ -17,7 +17,8 @@ CANDIDATES = ["m1", "m2", "m3"]
 
 
 def _filter(body: str) -> tuple[object, ...]:
-    return tuple(decode_filter_result(body.encode(), CANDIDATES, extender="https://e/x"))
+    result = decode_filter_result(body.encode(), CANDIDATES, extender="https://e/x")
+    return result.kept, result.failed, result.unresolvable
 
 
 def _scores(body: str) -> dict[str, int]:
