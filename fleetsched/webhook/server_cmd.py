@@ -148,6 +148,7 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
     metrics_address = parse_bind_address(args.metrics_bind_address)
     probe_address = parse_bind_address(args.health_probe_bind_address)
     context = server.ssl_context(config)
+    server.tune_allocator()
     metrics = server.Metrics()
     runners: list[web.AppRunner] = []
 
