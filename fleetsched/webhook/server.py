@@ -283,7 +283,7 @@ _LIBC = _load_libc()
 
 
 async def _guarded(request: web.Request, gate: _Gate, metrics: Metrics, *, path: str,
-                   work: Callable[[bytearray, str | None], Any], offload_ok: bool = True) -> tuple[Any, int]:
+                   work: Callable[[bytearray, str | None], Any]) -> tuple[Any, int]:
     """Admit, read and run ``work(body, content_type)``, on a thread for a large body.
     Returns (result, body size); raises ``_Aborted`` (already logged) for a request cut short."""
     loop = asyncio.get_running_loop()
@@ -299,7 +299,7 @@ async def _guarded(request: web.Request, gate: _Gate, metrics: Metrics, *, path:
             body = await _read_body(request, deadline)
             size = len(body)
             content_type = request.headers.get("Content-Type")
-            if large and offload_ok:
+            if large:
                 # Decoding a large body takes long enough that the loop should keep answering
                 # other (small) requests meanwhile.
                 result = await loop.run_in_executor(gate.executor, work, body, content_type)
@@ -329,7 +329,8 @@ def _admission_handler(path: str, config: ServerConfig, metrics: Metrics, gate: 
                 (payload, outcome), size = await _guarded(request, gate, metrics, path=path, work=work)
             except _Aborted as exc:
                 head = b""
-                if exc.reason in ("too_many_requests", "too_many_large_requests"):
+                if exc.size == 0 and exc.reason in ("too_many_requests", "too_many_large_requests",
+                                                    "body_too_large"):
                     # The answer should carry the uid the API server checks: peek at the first bytes.
                     with contextlib.suppress(Exception):
                         async with asyncio.timeout(0.2):
@@ -360,7 +361,7 @@ def _convert_handler(config: ServerConfig, metrics: Metrics, gate: _Gate
         if cost.peak > config.settings.max_review_memory:
             return 413, {"message": f"request entity is too large to decode (about {cost.peak} bytes, "
                                     f"limit {config.settings.max_review_memory}, --max-review-memory)"}
-        return conversion.handle(bytes(body), content_type)
+        return conversion.handle(body, content_type)
 
     async def handler(request: web.Request) -> web.StreamResponse:
         try:
