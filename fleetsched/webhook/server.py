@@ -114,10 +114,17 @@ class Metrics:
 def ssl_context(config: ServerConfig) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = TLS_VERSIONS[config.tls_min_version]
-    context.load_cert_chain(str(config.cert_file), str(config.key_file))
+    try:
+        context.load_cert_chain(str(config.cert_file), str(config.key_file))
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"serving certificate {config.cert_file} / {config.key_file}: "
+                         f"{exc.strerror or exc}") from None
     if config.client_ca_file is not None:
         context.verify_mode = ssl.CERT_REQUIRED
-        context.load_verify_locations(cafile=str(config.client_ca_file))
+        try:
+            context.load_verify_locations(cafile=str(config.client_ca_file))
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"--client-ca-file {config.client_ca_file}: {exc.strerror or exc}") from None
     return context
 
 

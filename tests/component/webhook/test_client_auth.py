@@ -78,4 +78,4 @@ def test_an_unreadable_client_ca_fails_at_start_with_a_message(tmp_path: Path) -
     with pytest.raises(RuntimeError, match="exited with 2"):
         process.start(timeout=10)
     assert process.log_path is not None
-    assert "fleetsched webhook:" in process.log_path.read_text()
+    assert f"fleetsched webhook: --client-ca-file {tmp_path / 'bad-ca.crt'}: " in process.log_path.read_text()

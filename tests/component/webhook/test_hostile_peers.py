@@ -236,3 +236,15 @@ def test_large_bodies_queue_apart_and_small_reviews_pass_beside_them(tight: Webh
         assert "--max-large-requests-in-flight" in second["response"]["status"]["message"]
         assert small_review(tight, "small-beside")["response"]["allowed"] is True
     assert wait_for_events(tight, "too_many_large_requests", 1)
+
+
+def test_a_conversion_body_past_the_memory_budget_is_refused(defaults: WebhookProcess) -> None:
+    nodes = b",".join([b"{}"] * 2_000_000)
+    payload = (b'{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"objects":['
+               + nodes + b"]}}")
+    conn = connect(defaults, timeout=30)
+    conn.request("POST", "/convert", body=payload, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    text = response.read().decode()
+    conn.close()
+    assert response.status == 413 and "--max-review-memory" in text
