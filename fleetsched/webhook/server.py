@@ -416,9 +416,10 @@ def build_app(config: ServerConfig, metrics: Metrics | None = None) -> web.Appli
 
 
 class _Connection(web_protocol.RequestHandler):
-    """aiohttp's connection protocol with a header clock: from the connection (after the TLS
-    handshake) or from the first byte of a request on a kept-alive connection, the request line
-    and headers must be complete within ``header_timeout``, or the connection is dropped."""
+    """aiohttp's connection protocol with a header clock: from the first byte of a request, its
+    line and headers must be complete within ``header_timeout``, or the connection is dropped.
+    A connection that sends nothing is idle, not slow (Go's client may keep a fresh connection
+    unused in its pool): aiohttp closes it after the idle timeout."""
 
     def __init__(self, manager: web.Server, *, header_timeout: float, metrics: Metrics,
                  **kwargs: Any) -> None:
@@ -427,14 +428,13 @@ class _Connection(web_protocol.RequestHandler):
         self._header_clock: asyncio.TimerHandle | None = None
         self._metrics = metrics
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        self._arm()
-
     def data_received(self, data: bytes) -> None:
         if self._header_clock is None and self._waiting_for_headers():
             self._arm()
         super().data_received(data)
+        if self._header_clock is not None and self._messages:  # the headers are complete
+            self._header_clock.cancel()
+            self._header_clock = None
 
     def connection_lost(self, exc: BaseException | None) -> None:
         if self._header_clock is not None:

@@ -248,3 +248,20 @@ def test_a_conversion_body_past_the_memory_budget_is_refused(defaults: WebhookPr
     text = response.read().decode()
     conn.close()
     assert response.status == 413 and "--max-review-memory" in text
+
+
+def test_the_header_clock_restarts_for_each_request_on_a_kept_alive_connection(tight: WebhookProcess) -> None:
+    sent = body(a_review(a_policy({}), uid="first"))
+    with tls(tight) as sock:
+        time.sleep(1.5)  # idle past the header timeout before the first byte: idling is not slow headers
+        sock.sendall(headers(len(sent)) + sent)
+        status, got = read_response(sock)
+        assert status == 200 and got["response"]["uid"] == "first"
+        time.sleep(1.5)  # idle again between requests: the connection stays
+        sock.sendall(headers(len(sent)) + sent)
+        assert read_response(sock)[1]["response"]["uid"] == "first"
+        for byte in headers(len(sent))[:20]:  # now a second request whose headers dribble in
+            with contextlib.suppress(OSError):
+                sock.send(bytes([byte]))
+            time.sleep(0.2)
+        assert closed_by_server(sock, within=5)
