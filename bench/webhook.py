@@ -7,7 +7,13 @@ Starts the server as a process (throwaway CA, TLS 1.3), then sends AdmissionRevi
 For a small allowed policy, a large policy denied with many errors, and the mutating path.
 Prints p50/p99/max in milliseconds and requests per second. Never asserts a time.
 
-    .venv/bin/python bench/webhook.py [--requests N] [--clients C]
+Memory (issue 14): N concurrent maximum-size bodies (just under 7 MiB, N=8 by default) sent at
+once to a fresh server process, while one client keeps sending small valid reviews. Prints the
+server's peak RSS (VmHWM), its RSS before and after the burst, what the large requests were
+answered, and the small reviews' latency meanwhile, with the load average. The manifest's memory
+request and limit (manifests/webhook/base/deployment.yaml) are sized from this figure.
+
+    .venv/bin/python bench/webhook.py [--requests N] [--clients C] [--only latency|memory] [--concurrent N]
 """
 
 from __future__ import annotations
@@ -15,11 +21,14 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,13 +111,120 @@ def line(name: str, samples: list[float], wall: float | None = None) -> str:
             f"mean={statistics.fmean(ms):6.2f} ms  {rps:8.1f} req/s")
 
 
+MAX_BODY = 7 * 1024 * 1024
+
+
+def _selectors(n: int) -> bytes:
+    return json.dumps(a_review(a_policy({"resourceSelectors": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "default", "name": f"cm-{i}"}
+        for i in range(n)]}), uid="big")).encode()
+
+
+def _long_string(n: int) -> bytes:
+    obj = a_policy({})
+    obj["metadata"]["annotations"] = {"note": "a" * n}
+    return json.dumps(a_review(obj, uid="big")).encode()
+
+
+def max_body(make: Callable[[int], bytes]) -> bytes:
+    """The largest body of this shape under the 7 MiB limit (within 1%)."""
+    one, hundred = len(make(1)), len(make(100))
+    n = int((MAX_BODY - one) / ((hundred - one) / 99))
+    while len(payload := make(n)) >= MAX_BODY:
+        n = int(n * 0.995)
+    return payload
+
+
+def proc_kib(pid: int, field: str) -> int:
+    for text in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if text.startswith(field + ":"):
+            return int(text.split()[1])
+    raise KeyError(field)
+
+
+def memory_run(cert_dir: Path, name: str, payload: bytes, concurrent: int) -> None:
+    with WebhookProcess(cert_dir) as webhook:
+        assert webhook.process is not None
+        pid = webhook.process.pid
+        small = json.dumps(a_review(SMALL)).encode()
+        run_sequential(webhook, "/validate-propagationpolicy", small, 50, fresh=False)  # warm-up
+        before = proc_kib(pid, "VmRSS")
+        done = threading.Event()
+        small_samples: list[float] = []
+        answers: Counter[str] = Counter()
+        lock = threading.Lock()
+
+        def small_client() -> None:
+            conn = connect(webhook)
+            while not done.is_set():
+                start = time.perf_counter()
+                review = one(conn, "/validate-propagationpolicy", small)
+                small_samples.append(time.perf_counter() - start)
+                assert review["response"]["allowed"] is True
+                time.sleep(0.01)
+            conn.close()
+
+        def big_client() -> None:
+            conn = connect(webhook)
+            conn.timeout = 120
+            try:
+                status = one(conn, "/validate-propagationpolicy", payload)["response"]["status"]
+                key = f"{status['code']}"
+            except OSError as exc:
+                key = type(exc).__name__
+            finally:
+                conn.close()
+            with lock:
+                answers[key] += 1
+
+        prober = threading.Thread(target=small_client)
+        prober.start()
+        time.sleep(0.2)
+        bigs = [threading.Thread(target=big_client) for _ in range(concurrent)]
+        start = time.perf_counter()
+        for t in bigs:
+            t.start()
+        for t in bigs:
+            t.join()
+        wall = time.perf_counter() - start
+        time.sleep(0.3)
+        done.set()
+        prober.join()
+        peak = proc_kib(pid, "VmHWM")
+        after = proc_kib(pid, "VmRSS")
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        codes = ", ".join(f"{k}: {v}" for k, v in sorted(answers.items()))
+        print(f"{name}: {concurrent} x {len(payload) / 2**20:.2f} MiB at once, answered in {wall:.2f} s "
+              f"(codes {codes})")
+        print(f"  server RSS: before {before / 1024:.0f} MiB, peak {peak / 1024:.0f} MiB, "
+              f"after {after / 1024:.0f} MiB   (load average {load})")
+        print("  " + line("small reviews meanwhile", small_samples).strip())
+
+
+def memory(concurrent: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_dir = Path(tmp)
+        make_certificates(cert_dir)
+        print(f"memory: python {sys.version.split()[0]}, load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        memory_run(cert_dir, "policy with 7 MiB of resourceSelectors", max_body(_selectors), concurrent)
+        memory_run(cert_dir, "policy with a 7 MiB annotation", max_body(_long_string), concurrent)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="requests per keep-alive scenario")
     parser.add_argument("--fresh-requests", type=int, default=300,
                         help="requests per fresh-connection scenario")
     parser.add_argument("--clients", type=int, default=4, help="concurrent keep-alive clients")
+    parser.add_argument("--only", choices=("latency", "memory"), help="run one part only")
+    parser.add_argument("--concurrent", type=int, default=8,
+                        help="maximum-size bodies sent at once in the memory part (default 8)")
     args = parser.parse_args(argv)
+    if args.only != "latency":
+        memory(args.concurrent)
+    if args.only == "memory":
+        return 0
 
     small = json.dumps(a_review(SMALL)).encode()
     large = json.dumps(a_review(LARGE)).encode()

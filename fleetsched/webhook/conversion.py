@@ -97,7 +97,7 @@ def convert_binding(obj: Any, desired_api_version: str) -> dict[str, Any]:
     return converted
 
 
-def handle(body: bytes, content_type: str | None) -> tuple[int, dict[str, Any]]:
+def handle(body: bytes | bytearray, content_type: str | None) -> tuple[int, dict[str, Any]]:
     """(HTTP status, ConversionReview) for one ``/convert`` call. Never raises."""
     review: dict[str, Any] = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview"}
     if content_type != "application/json":

@@ -11,24 +11,33 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetsched.webhook import gojson, patch, rules, schema
+from fleetsched.webhook import budget, gojson, patch, rules, schema
 
 __all__ = [
     "ENDPOINTS",
     "MAX_REQUEST_BYTES",
+    "MAX_REVIEW_MEMORY",
     "Endpoint",
     "Outcome",
     "Settings",
     "handle",
+    "peek_uid",
 ]
 
 # controller-runtime's limit on an admission request body (webhook.md §3.1).
 MAX_REQUEST_BYTES = 7 * 1024 * 1024
+# What one request may take to decode and check (``budget.estimate``), by default three times the
+# largest body: a body that would expand further is refused before it is parsed.
+MAX_REVIEW_MEMORY = 3 * MAX_REQUEST_BYTES
+# request.uid is the first "uid" the API server writes (Go field order: kind, apiVersion, request.uid).
+_UID = re.compile(rb'"uid"\s*:\s*"((?:[^"\\\n]|\\.){0,253})"')
+_UID_HEAD = 4096
 
 GROUP_VERSION = {"PropagationPolicy": "policy.karmada.io/v1alpha1",
                  "ClusterPropagationPolicy": "policy.karmada.io/v1alpha1",
@@ -79,6 +88,7 @@ _ADMISSION_REVIEW = schema.Struct("AdmissionReview", "v1.AdmissionReview", (
 @dataclass(frozen=True, slots=True)
 class Settings:
     multiple_pod_templates: bool = False
+    max_review_memory: int = MAX_REVIEW_MEMORY
 
 
 @dataclass(slots=True)
@@ -231,6 +241,10 @@ def _label_patch(raw_object: dict[str, Any], labels: dict[str, str], label: str)
     return []
 
 
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
 # --- the review ----------------------------------------------------------------------------
 
 def _response(answer: _Answer, uid: str) -> dict[str, Any]:
@@ -247,9 +261,34 @@ def _response(answer: _Answer, uid: str) -> dict[str, Any]:
     return response
 
 
-def handle(path: str, body: bytes, content_type: str | None, *, settings: Settings | None = None,
-           new_id: Callable[[], str] | None = None) -> Outcome:
-    """Answer one admission call. Never raises."""
+def peek_uid(head: bytes | bytearray) -> str:
+    """``request.uid`` read from the first bytes of a body, without parsing it ("" if not there).
+
+    Used where the body is refused unread or undecoded (too large, too costly, too many requests),
+    so the answer still carries the uid the API server checks it against."""
+    match = _UID.search(bytes(head[:_UID_HEAD]))
+    if match is None:
+        return ""
+    try:
+        value = json.loads(b'"' + match.group(1) + b'"')
+    except ValueError:
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+def refusal(uid: str, code: int, reason: str, message: str, *, api_version: str = "admission.k8s.io/v1"
+            ) -> dict[str, Any]:
+    """The AdmissionReview for a request the server refuses before ``handle`` (a denial)."""
+    answer = _Answer(False, code, reason, message)
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": _response(answer, uid)}
+
+
+def handle(path: str, body: bytes | bytearray, content_type: str | None, *,
+           settings: Settings | None = None, new_id: Callable[[], str] | None = None) -> Outcome:
+    """Answer one admission call. Never raises.
+
+    A ``bytearray`` body is consumed: it is cleared as soon as it is decoded to text, so its
+    memory is released before the JSON tree is built (the server passes one for that reason)."""
     settings = settings or Settings()
     new_id = new_id or (lambda: str(uuid.uuid4()))
     api_version = "admission.k8s.io/v1"
@@ -265,10 +304,21 @@ def handle(path: str, body: bytes, content_type: str | None, *, settings: Settin
             raise _BadRequest(f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes", 413)
         if content_type != "application/json":
             raise _BadRequest(f"contentType={content_type or ''}, expected application/json")
+        cost = budget.estimate(body)
+        if cost.peak > settings.max_review_memory:
+            uid = peek_uid(body)
+            log.update(refused="decode_budget", estimated_bytes=cost.peak)
+            raise _BadRequest(f"request entity is too large to decode: it would take about "
+                              f"{_mib(cost.peak)} of memory, limit is {_mib(settings.max_review_memory)} "
+                              f"(--max-review-memory)", 413)
+        text = gojson.decode_text(body)
+        if isinstance(body, bytearray):
+            body.clear()
         try:
-            raw_review = gojson.loads(body)
+            raw_review = gojson.loads(text)
         except (ValueError, RecursionError) as exc:
             raise _BadRequest(f"couldn't decode the AdmissionReview: invalid JSON: {exc}") from None
+        del text
         if not isinstance(raw_review, dict):
             raise _BadRequest(f"couldn't decode the AdmissionReview: json: cannot unmarshal "
                               f"{schema.json_kind(raw_review)} into Go value of type v1.AdmissionReview")

@@ -5,31 +5,66 @@ it to ``review.handle`` and writes the AdmissionReview it returns with HTTP 200,
 controller-runtime does (the outcome, including errors, is in ``response.status``). Health and
 Prometheus metrics are served here too. The serving certificate is re-read when its files
 change, so a rotated Secret needs no restart.
+
+A peer cannot hold the server's memory or its connections (``Limits``): the TLS handshake and
+the request headers must arrive within ``header_timeout``, the body within ``body_timeout``;
+a body over 7 MiB is refused from its Content-Length, unread; at most ``max_in_flight``
+admission requests are served at once, and of those at most ``max_large_in_flight`` with a
+body over ``LARGE_BODY_BYTES`` (those are decoded on their own threads, so small reviews keep
+being answered on the event loop meanwhile); a request past a limit is answered at once (or,
+for a large body, after waiting up to ``large_wait``) with a 429 AdmissionReview. Every request
+that ends early is one ``admission_aborted`` JSON log line with its reason, never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import concurrent.futures
+import contextlib
+import ctypes
+import ctypes.util
 import json
 import os
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 import prometheus_client
 import structlog
-from aiohttp import web
+from aiohttp import web, web_protocol
 
-from fleetsched.webhook import conversion, review
+from fleetsched.webhook import budget, conversion, review
 
-__all__ = ["Metrics", "ServerConfig", "build_app", "build_probe_app", "ssl_context", "watch_certificate"]
+__all__ = ["LARGE_BODY_BYTES", "Limits", "Metrics", "ServerConfig", "build_app", "build_probe_app",
+           "serve_https", "ssl_context", "tune_allocator", "watch_certificate"]
 
 log = structlog.get_logger("fleetsched.webhook")
 
-OFFLOAD_BYTES = 256 * 1024
+# A body over this is "large": read and decoded under the large-request limit, on its own thread.
+LARGE_BODY_BYTES = 256 * 1024
+# Idle keep-alive connections are closed after this; longer than Go's http.Transport default
+# (IdleConnTimeout 90 s) so the API server, not the webhook, closes an idle connection first.
+IDLE_TIMEOUT = 120.0
+_READ_CHUNK = 64 * 1024
+# After an early answer (413, 408, 429) the rest of the body is read and dropped for at most this
+# long, so the client can read the answer before the connection closes (aiohttp's default is 10 s
+# spent decrypting a body nobody wants; with much less, a client still sending gets a reset).
+LINGER = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one peer may cost the server (flags of ``fleetsched webhook``)."""
+
+    header_timeout: float = 5.0  # TLS handshake + request line and headers
+    body_timeout: float = 10.0  # the whole body, from the end of the headers
+    max_in_flight: int = 64  # admission requests being read or answered
+    max_large_in_flight: int = 2  # of those, with a body over LARGE_BODY_BYTES
+    large_wait: float = 1.0  # how long a large request waits for a slot before a 429
 
 TLS_VERSIONS = {
     "1.0": ssl.TLSVersion.TLSv1,
@@ -45,6 +80,8 @@ class ServerConfig:
     key_file: Path
     tls_min_version: str = "1.3"
     settings: review.Settings = field(default_factory=review.Settings)
+    limits: Limits = field(default_factory=Limits)
+    client_ca_file: Path | None = None  # when set, a client certificate signed by it is required
 
 
 class Metrics:
@@ -65,6 +102,10 @@ class Metrics:
         self.decisions = prometheus_client.Counter(
             "fleetsched_webhook_admission_decisions_total", "Admission answers by path and decision.",
             ["webhook", "allowed"], registry=self.registry)
+        self.aborted = prometheus_client.Counter(
+            "fleetsched_webhook_requests_aborted_total",
+            "Requests ended before a review: timeouts, disconnects, oversized bodies, limits.",
+            ["reason"], registry=self.registry)
 
     def render(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)
@@ -73,7 +114,17 @@ class Metrics:
 def ssl_context(config: ServerConfig) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = TLS_VERSIONS[config.tls_min_version]
-    context.load_cert_chain(str(config.cert_file), str(config.key_file))
+    try:
+        context.load_cert_chain(str(config.cert_file), str(config.key_file))
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"serving certificate {config.cert_file} / {config.key_file}: "
+                         f"{exc.strerror or exc}") from None
+    if config.client_ca_file is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        try:
+            context.load_verify_locations(cafile=str(config.client_ca_file))
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"--client-ca-file {config.client_ca_file}: {exc.strerror or exc}") from None
     return context
 
 
@@ -96,35 +147,203 @@ async def watch_certificate(context: ssl.SSLContext, config: ServerConfig, *, in
             log.warning("serving_certificate_reload_failed", error=str(exc))
 
 
-async def _read_bounded(request: web.Request, limit: int) -> bytes:
-    """At most ``limit + 1`` bytes of the body: enough to know it is too large."""
-    chunks: list[bytes] = []
+class _Aborted(Exception):
+    """A request that ends before it can be reviewed; ``reason`` is the log and metric label."""
+
+    def __init__(self, reason: str, message: str, *, code: int = 400, close: bool = True,
+                 size: int = 0) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
+        self.close = close
+        self.size = size  # body bytes read before the end
+
+
+def _abort_log(reason: str, request: web.Request | None, metrics: Metrics, **fields: Any) -> None:
+    metrics.aborted.labels(reason).inc()
+    if request is not None:
+        fields.setdefault("path", request.path)
+        peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+        if peer:
+            fields.setdefault("peer", f"{peer[0]}:{peer[1]}")
+    log.warning("admission_aborted", reason=reason, **fields)
+
+
+async def _read_body(request: web.Request, deadline: float) -> bytearray:
+    """The body, at most ``MAX_REQUEST_BYTES``, by ``deadline`` (loop time); raises ``_Aborted``.
+
+    With a Content-Length the buffer is allocated once at its final size (growing it would copy,
+    holding two buffers for a moment)."""
+    length = request.content_length
+    body = bytearray(length or 0)
     size = 0
-    while size <= limit:
-        chunk = await request.content.read(min(65536, limit + 1 - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+    try:
+        async with asyncio.timeout_at(deadline):
+            if length is not None:
+                with memoryview(body) as view:
+                    while size < length:
+                        chunk = await request.content.read(min(_READ_CHUNK, length - size))
+                        if not chunk:
+                            break
+                        view[size:size + len(chunk)] = chunk
+                        size += len(chunk)
+                if size < length:
+                    raise _Aborted("client_disconnected", f"the body ended after {size} of {length} bytes",
+                                   size=size)
+            else:
+                while chunk := await request.content.read(_READ_CHUNK):
+                    body += chunk
+                    size = len(body)
+                    if size > review.MAX_REQUEST_BYTES:
+                        raise _Aborted("body_too_large", f"request entity is too large; limit is "
+                                       f"{review.MAX_REQUEST_BYTES} bytes", code=413, size=size)
+    except TimeoutError:
+        raise _Aborted("body_timeout", f"the request body did not arrive within the body timeout "
+                       f"({size} of {length if length is not None else '?'} bytes read)",
+                       code=408, size=size) from None
+    except (aiohttp.ClientError, ConnectionError, asyncio.IncompleteReadError) as exc:
+        raise _Aborted("client_disconnected", f"the client went away after {size} of "
+                       f"{length if length is not None else '?'} body bytes ({type(exc).__name__})",
+                       size=size) from None
+    return body
 
 
-def _admission_handler(path: str, config: ServerConfig, metrics: Metrics
-                       ) -> Callable[[web.Request], Awaitable[web.Response]]:
-    async def handler(request: web.Request) -> web.Response:
+def _refusal_response(uid: str, exc: _Aborted) -> web.Response:
+    reasons = {408: "Timeout", 413: "RequestEntityTooLarge", 429: "TooManyRequests"}
+    answer = review.refusal(uid, exc.code, reasons.get(exc.code, "BadRequest"), str(exc))
+    response = web.Response(body=json.dumps(answer, separators=(",", ":")).encode(),
+                            content_type="application/json")
+    if exc.close:
+        response.force_close()  # the rest of the body is not worth reading
+    return response
+
+
+class _Gate:
+    """The in-flight limits: a count for every request, a semaphore for large bodies."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.in_flight = 0
+        self.large_in_flight = 0
+        self.large = asyncio.Semaphore(limits.max_large_in_flight)
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=limits.max_large_in_flight, thread_name_prefix="webhook-review")
+
+    @contextlib.asynccontextmanager
+    async def admit(self, large: bool) -> AsyncIterator[None]:
+        if self.in_flight >= self.limits.max_in_flight:
+            raise _Aborted("too_many_requests", f"too many admission requests in flight (limit "
+                           f"{self.limits.max_in_flight}, --max-requests-in-flight); retry", code=429)
+        self.in_flight += 1
+        try:
+            if not large:
+                yield
+                return
+            try:
+                async with asyncio.timeout(self.limits.large_wait):
+                    await self.large.acquire()
+            except TimeoutError:
+                raise _Aborted("too_many_large_requests", f"too many large admission requests in flight "
+                               f"(limit {self.limits.max_large_in_flight} over {LARGE_BODY_BYTES} bytes, "
+                               f"--max-large-requests-in-flight); retry", code=429) from None
+            self.large_in_flight += 1
+            try:
+                yield
+            finally:
+                self.large_in_flight -= 1
+                self.large.release()
+                if self.large_in_flight == 0:  # the last large one is done
+                    _release_free_memory()
+        finally:
+            self.in_flight -= 1
+
+
+def tune_allocator() -> None:
+    """Serve every large buffer from its own mapping (glibc's M_MMAP_THRESHOLD fixed at 128 KiB),
+    so it goes back to the OS when freed: left dynamic, the threshold rises after the first large
+    free and later bodies stay in the heap, which is why RSS did not fall after a burst."""
+    if _LIBC is not None and hasattr(_LIBC, "mallopt"):
+        with contextlib.suppress(Exception):
+            _LIBC.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+
+
+_M_MMAP_THRESHOLD = -3
+
+
+def _release_free_memory() -> None:
+    """Give freed heap back to the OS (glibc keeps it otherwise), so RSS falls after a burst."""
+    if _LIBC is not None:
+        with contextlib.suppress(Exception):
+            _LIBC.malloc_trim(0)
+
+
+def _load_libc() -> Any:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+    return libc if libc is not None and hasattr(libc, "malloc_trim") else None
+
+
+_LIBC = _load_libc()
+
+
+async def _guarded(request: web.Request, gate: _Gate, metrics: Metrics, *, path: str,
+                   work: Callable[[bytearray, str | None], Any]) -> tuple[Any, int]:
+    """Admit, read and run ``work(body, content_type)``, on a thread for a large body.
+    Returns (result, body size); raises ``_Aborted`` (already logged) for a request cut short."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + gate.limits.body_timeout
+    length = request.content_length
+    size = 0
+    try:
+        if length is not None and length > review.MAX_REQUEST_BYTES:
+            raise _Aborted("body_too_large", f"request entity is too large; limit is "
+                           f"{review.MAX_REQUEST_BYTES} bytes (Content-Length {length})", code=413)
+        large = length is None or length > LARGE_BODY_BYTES
+        async with gate.admit(large):
+            body = await _read_body(request, deadline)
+            size = len(body)
+            content_type = request.headers.get("Content-Type")
+            if large:
+                # Decoding a large body takes long enough that the loop should keep answering
+                # other (small) requests meanwhile.
+                result = await loop.run_in_executor(gate.executor, work, body, content_type)
+            else:
+                result = work(body, content_type)
+            del body
+            return result, size
+    except _Aborted as exc:
+        _abort_log(exc.reason, request, metrics, code=exc.code, message=str(exc), bytes=exc.size or size,
+                   content_length=length)
+        raise
+
+
+def _admission_handler(path: str, config: ServerConfig, metrics: Metrics, gate: _Gate
+                       ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    def work(body: bytearray, content_type: str | None) -> tuple[bytes, review.Outcome]:
+        outcome = review.handle(path, body, content_type, settings=config.settings)
+        payload = json.dumps(outcome.review, separators=(",", ":"), ensure_ascii=False).encode()
+        outcome.review = {}  # the payload is what is kept; drop the tree now
+        return payload, outcome
+
+    async def handler(request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         metrics.in_flight.labels(path).inc()
         try:
-            body = await _read_bounded(request, review.MAX_REQUEST_BYTES)
-            content_type = request.headers.get("Content-Type")
-            if len(body) > OFFLOAD_BYTES:
-                # A large body takes long enough to decode and check that the loop should keep
-                # answering other (small) requests meanwhile.
-                call = functools.partial(review.handle, path, body, content_type, settings=config.settings)
-                outcome = await asyncio.get_running_loop().run_in_executor(None, call)
-            else:
-                outcome = review.handle(path, body, content_type, settings=config.settings)
-            payload = json.dumps(outcome.review, separators=(",", ":"), ensure_ascii=False).encode()
+            try:
+                (payload, outcome), size = await _guarded(request, gate, metrics, path=path, work=work)
+            except _Aborted as exc:
+                head = b""
+                if exc.size == 0 and exc.reason in ("too_many_requests", "too_many_large_requests",
+                                                    "body_too_large"):
+                    # The answer should carry the uid the API server checks: peek at the first bytes.
+                    with contextlib.suppress(Exception):
+                        async with asyncio.timeout(0.2):
+                            head = await request.content.read(4096)
+                metrics.requests.labels(path, str(exc.code)).inc()
+                return _refusal_response(review.peek_uid(head), exc)
         finally:
             metrics.in_flight.labels(path).dec()
         elapsed = time.perf_counter() - started
@@ -132,7 +351,7 @@ def _admission_handler(path: str, config: ServerConfig, metrics: Metrics
         metrics.latency.labels(path).observe(elapsed)
         metrics.decisions.labels(path, str(outcome.allowed).lower()).inc()
         event = log.info if outcome.code < 500 else log.error
-        event("admission_reviewed", duration_ms=round(elapsed * 1000, 3), bytes=len(body),
+        event("admission_reviewed", duration_ms=round(elapsed * 1000, 3), bytes=size,
               message=outcome.message[:500], **outcome.log)
         response = web.Response(body=payload, content_type="application/json")
         if outcome.code == 413:
@@ -142,16 +361,31 @@ def _admission_handler(path: str, config: ServerConfig, metrics: Metrics
     return handler
 
 
-async def _convert(request: web.Request) -> web.Response:
-    body = await _read_bounded(request, review.MAX_REQUEST_BYTES)
-    if len(body) > review.MAX_REQUEST_BYTES:
-        return web.Response(status=413, text="request entity is too large")
-    status, answer = conversion.handle(body, request.headers.get("Content-Type"))
-    response = answer.get("response", {})
-    log.info("conversion_reviewed", uid=response.get("uid", ""),
-             objects=len(response.get("convertedObjects", [])),
-             result=response.get("result", {}).get("status"))
-    return web.json_response(answer, status=status)
+def _convert_handler(config: ServerConfig, metrics: Metrics, gate: _Gate
+                     ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    def work(body: bytearray, content_type: str | None) -> tuple[int, dict[str, Any]]:
+        cost = budget.estimate(body)
+        if cost.peak > config.settings.max_review_memory:
+            return 413, {"message": f"request entity is too large to decode (about {cost.peak} bytes, "
+                                    f"limit {config.settings.max_review_memory}, --max-review-memory)"}
+        return conversion.handle(body, content_type)
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        try:
+            (status, answer), _ = await _guarded(request, gate, metrics, path="/convert", work=work)
+        except _Aborted as exc:
+            response = web.Response(status=exc.code, text=str(exc))
+            response.force_close()
+            return response
+        if status == 413:
+            return web.Response(status=413, text=answer["message"])
+        response = answer.get("response", {})
+        log.info("conversion_reviewed", uid=response.get("uid", ""),
+                 objects=len(response.get("convertedObjects", [])),
+                 result=response.get("result", {}).get("status"))
+        return web.json_response(answer, status=status)
+
+    return handler
 
 
 async def _ok(_: web.Request) -> web.Response:
@@ -167,12 +401,82 @@ def build_app(config: ServerConfig, metrics: Metrics | None = None) -> web.Appli
     """The HTTPS application: admission paths plus health (Karmada serves /readyz on this port)."""
     metrics = metrics or Metrics()
     app = web.Application(client_max_size=review.MAX_REQUEST_BYTES + 1)
+    gate = _Gate(config.limits)
     for path in review.ENDPOINTS:
-        app.router.add_route("*", path, _admission_handler(path, config, metrics))
-    app.router.add_post("/convert", _convert)
+        app.router.add_route("*", path, _admission_handler(path, config, metrics, gate))
+    app.router.add_post("/convert", _convert_handler(config, metrics, gate))
     _add_health(app)
     app["metrics"] = metrics
+
+    async def stop_executor(_: web.Application) -> None:
+        gate.executor.shutdown(wait=False, cancel_futures=True)
+
+    app.on_cleanup.append(stop_executor)
     return app
+
+
+class _Connection(web_protocol.RequestHandler):
+    """aiohttp's connection protocol with a header clock: from the first byte of a request, its
+    line and headers must be complete within ``header_timeout``, or the connection is dropped.
+    A connection that sends nothing is idle, not slow (Go's client may keep a fresh connection
+    unused in its pool): aiohttp closes it after the idle timeout."""
+
+    def __init__(self, manager: web.Server, *, header_timeout: float, metrics: Metrics,
+                 **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._header_timeout = header_timeout
+        self._header_clock: asyncio.TimerHandle | None = None
+        self._metrics = metrics
+
+    def data_received(self, data: bytes) -> None:
+        if self._header_clock is None and self._waiting_for_headers():
+            self._arm()
+        super().data_received(data)
+        if self._header_clock is not None and self._messages:  # the headers are complete
+            self._header_clock.cancel()
+            self._header_clock = None
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self._header_clock is not None:
+            self._header_clock.cancel()
+            self._header_clock = None
+        super().connection_lost(exc)
+
+    def _waiting_for_headers(self) -> bool:
+        waiter = self._waiter
+        return self._current_request is None and (waiter is None or not waiter.done()) and not self._messages
+
+    def _arm(self) -> None:
+        self._header_clock = self._loop.call_later(self._header_timeout, self._header_deadline)
+
+    def _header_deadline(self) -> None:
+        self._header_clock = None
+        transport = self.transport
+        if transport is None or not self._waiting_for_headers():
+            return
+        peer = transport.get_extra_info("peername")
+        _abort_log("header_timeout", None, self._metrics,
+                   peer=f"{peer[0]}:{peer[1]}" if peer else "",
+                   message=f"the request headers did not arrive within {self._header_timeout}s")
+        self.force_close()
+        transport.abort()  # no TLS close_notify exchange with a peer that does not read
+
+
+async def serve_https(runner: web.AppRunner, host: str, port: int, context: ssl.SSLContext,
+                      config: ServerConfig, metrics: Metrics) -> asyncio.AbstractServer:
+    """Listen with ``runner``'s application behind the header clock; the TLS handshake has the
+    same deadline. ``runner`` must be set up; close the returned server before its cleanup."""
+    manager = runner.server
+    assert manager is not None, "runner.setup() first"
+    loop = asyncio.get_running_loop()
+    limits = config.limits
+
+    def connection() -> _Connection:
+        return _Connection(manager, loop=loop, header_timeout=limits.header_timeout, metrics=metrics,
+                           keepalive_timeout=IDLE_TIMEOUT, lingering_time=LINGER, access_log=None)
+
+    return await loop.create_server(connection, host, port, ssl=context,
+                                    ssl_handshake_timeout=limits.header_timeout)
 
 
 def build_probe_app(metrics: Metrics | None, *, health: bool) -> web.Application:

@@ -51,7 +51,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="accepted for compatibility (ClusterTaintPolicy is not served)")
     parser.add_argument("--cert-check-interval", type=float, default=10.0,
                         help="seconds between checks of the certificate files for rotation (default 10)")
+    parser.add_argument("--client-ca-file", default="",
+                        help="PEM CA bundle; when set, every HTTPS client (the API server) must present a "
+                             "certificate it signed (default: no client authentication)")
+    parser.add_argument("--header-timeout", type=_positive_float, default=5.0,
+                        help="seconds for the TLS handshake and for a request's headers; a slower "
+                             "connection is dropped (default 5)")
+    parser.add_argument("--body-timeout", type=_positive_float, default=10.0,
+                        help="seconds for a request's body after its headers (default 10)")
+    parser.add_argument("--max-requests-in-flight", type=_positive_int, default=64,
+                        help="admission requests served at once; more are answered with code 429 at once "
+                             "(default 64)")
+    parser.add_argument("--max-large-requests-in-flight", type=_positive_int, default=2,
+                        help=f"of those, requests with a body over {server.LARGE_BODY_BYTES // 1024} KiB; "
+                             "more wait up to --large-request-wait, then get code 429 (default 2)")
+    parser.add_argument("--large-request-wait", type=_non_negative_float, default=1.0,
+                        help="seconds a large request waits for a slot (default 1)")
+    parser.add_argument("--max-review-memory", type=_positive_int, default=review.MAX_REVIEW_MEMORY,
+                        help="bytes one request may take to decode, estimated from the body before it is "
+                             f"parsed; a body over it is answered with code 413 (default "
+                             f"{review.MAX_REVIEW_MEMORY}, 3 x the 7 MiB body limit)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+
+
+def _number(kind: type[float] | type[int], text: str, *, zero_ok: bool) -> float:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0 or (value == 0 and not zero_ok) or value != value:
+        raise argparse.ArgumentTypeError(f"must be {'>= 0' if zero_ok else '> 0'}, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    return float(_number(float, text, zero_ok=False))
+
+
+def _non_negative_float(text: str) -> float:
+    return float(_number(float, text, zero_ok=True))
+
+
+def _positive_int(text: str) -> int:
+    return int(_number(int, text, zero_ok=False))
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
@@ -64,12 +106,23 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
 
 
 def _configure_logging(level: str) -> None:
-    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(message)s")
+    # Records from aiohttp and asyncio (a TLS error, a handler bug) are JSON lines too: one line
+    # each, with any traceback folded into the "exception" field.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.stdlib.add_logger_name,
+                           structlog.processors.TimeStamper(fmt="iso", utc=True)],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
@@ -84,20 +137,27 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
         cert_file=cert_dir / args.tls_cert_file_name,
         key_file=cert_dir / args.tls_private_key_file_name,
         tls_min_version=args.tls_min_version,
-        settings=review.Settings(multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False)),
+        settings=review.Settings(multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
+                                 max_review_memory=args.max_review_memory),
+        limits=server.Limits(header_timeout=args.header_timeout, body_timeout=args.body_timeout,
+                             max_in_flight=args.max_requests_in_flight,
+                             max_large_in_flight=args.max_large_requests_in_flight,
+                             large_wait=args.large_request_wait),
+        client_ca_file=Path(args.client_ca_file) if args.client_ca_file else None,
     )
     metrics_address = parse_bind_address(args.metrics_bind_address)
     probe_address = parse_bind_address(args.health_probe_bind_address)
     context = server.ssl_context(config)
+    server.tune_allocator()
     metrics = server.Metrics()
     runners: list[web.AppRunner] = []
 
     main_runner = web.AppRunner(server.build_app(config, metrics), access_log=None, handle_signals=False)
     await main_runner.setup()
     runners.append(main_runner)
-    await web.TCPSite(main_runner, args.bind_address, args.port, ssl_context=context).start()
+    listener = await server.serve_https(main_runner, args.bind_address, args.port, context, config, metrics)
     log.info("webhook_serving", address=args.bind_address, port=args.port, cert_dir=str(cert_dir),
-             tls_min_version=args.tls_min_version)
+             tls_min_version=args.tls_min_version, client_ca_file=args.client_ca_file or None)
 
     extra: dict[tuple[str, int], tuple[bool, bool]] = {}
     if metrics_address is not None:
@@ -129,6 +189,7 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
+        listener.close()
         for runner in reversed(runners):
             await runner.cleanup()
         log.info("webhook_stopped")

@@ -27,7 +27,7 @@ from typing import Any
 from fleetsched.testing.pki import CertificateAuthority, write_private
 
 __all__ = ["CPP_LABEL", "PP_LABEL", "WebhookProcess", "a_policy", "a_review", "body", "free_port",
-           "make_certificates"]
+           "make_certificates", "make_client_certificate"]
 
 SERVICE_NAMES = ("fleetsched-webhook.fleetsched-system.svc",
                  "fleetsched-webhook.fleetsched-system.svc.cluster.local")
@@ -37,6 +37,18 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def make_client_certificate(directory: Path, common_name: str = "kube-apiserver") -> tuple[Path, Path]:
+    """A client CA (client-ca.crt) and a certificate it signed for ``common_name``
+    (client.crt, client.key) in ``directory``: what the API server presents with --client-ca-file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = CertificateAuthority.create("fleetsched-webhook-client-ca")
+    cert, key = ca.issue(common_name)
+    (directory / "client-ca.crt").write_bytes(ca.cert_pem)
+    (directory / "client.crt").write_bytes(cert)
+    write_private(directory / "client.key", key)
+    return directory / "client.crt", directory / "client.key"
 
 
 def make_certificates(directory: Path, *, dns_names: tuple[str, ...] = ("localhost", *SERVICE_NAMES),
@@ -63,13 +75,18 @@ class WebhookProcess:
     extra_args: tuple[str, ...] = ()
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = None
+    # (certificate, key) this helper presents, for a server started with --client-ca-file
+    client_cert: tuple[Path, Path] | None = None
 
     @property
     def base_url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
     def client_context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+        context = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+        if self.client_cert is not None:
+            context.load_cert_chain(str(self.client_cert[0]), str(self.client_cert[1]))
+        return context
 
     def start(self, *, timeout: float = 30.0) -> WebhookProcess:
         args = [sys.executable, "-m", "fleetsched", "webhook", "--bind-address", "127.0.0.1",
@@ -89,6 +106,8 @@ class WebhookProcess:
             context = ssl.create_default_context()
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
+            if self.client_cert is not None:
+                context.load_cert_chain(str(self.client_cert[0]), str(self.client_cert[1]))
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"fleetsched webhook exited with {self.process.returncode}: "

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from fleetsched.webhook import review, server_cmd
+from fleetsched.webhook import review, server, server_cmd
 
 BASE = Path(__file__).resolve().parents[3] / "manifests" / "webhook" / "base"
 
@@ -61,3 +61,57 @@ def test_deployment_arguments_are_flags_the_server_accepts() -> None:
             ref = hook["clientConfig"]["service"]
             target = (ref["namespace"], ref["name"], ref["port"])
             assert target == ("fleetsched-system", "fleetsched-webhook", 443)
+
+
+def _webhook_args(container: dict[str, Any]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    server_cmd.add_arguments(parser)
+    return parser.parse_args(container["args"][1:])
+
+
+def _mebibytes(quantity: str) -> float:
+    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024}
+    return float(quantity[:-2]) * units[quantity[-2:]]
+
+
+def test_the_memory_limit_covers_the_bound_the_flags_give() -> None:
+    container = documents()["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    args = _webhook_args(container)
+    mib = 1024 * 1024
+    bound = (40 * mib  # baseline RSS, bench/webhook.py
+             + args.max_large_requests_in_flight * args.max_review_memory
+             + args.max_requests_in_flight * server.LARGE_BODY_BYTES  # small bodies buffered
+             + args.max_review_memory) / mib  # one small body decoded on the event loop
+    limit = _mebibytes(container["resources"]["limits"]["memory"])
+    assert limit >= bound, f"limit {limit} MiB is under the {bound:.0f} MiB the flags allow"
+    assert _mebibytes(container["resources"]["requests"]["memory"]) <= limit
+
+
+def test_the_network_policy_admits_only_api_servers_to_the_https_port() -> None:
+    docs = documents()
+    deployment, policy = docs["Deployment"], docs["NetworkPolicy"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    args = _webhook_args(deployment["spec"]["template"]["spec"]["containers"][0])
+    rules = {rule["ports"][0]["port"]: rule["from"] for rule in policy["spec"]["ingress"]}
+    assert set(rules) == {args.port, 8080}
+    assert [peer["podSelector"]["matchLabels"] for peer in rules[args.port]] == [
+        {"app": "karmada-apiserver"}, {"component": "kube-apiserver"}]
+
+
+def test_the_client_auth_variant_mounts_the_ca_it_names() -> None:
+    from tests.unit.test_manifests import kustomize
+
+    docs = kustomize(BASE.parent / "client-auth")
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    args = _webhook_args(container)
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert Path(args.client_ca_file).parent == Path(mounts["client-ca"])
+    volume = next(v for v in pod["volumes"] if v["name"] == "client-ca")
+    assert volume["configMap"]["name"] == "fleetsched-webhook-client-ca"
+    # The kubelet presents no client certificate: readiness is asked on the plain-HTTP probe port.
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 8000}
+    assert args.health_probe_bind_address == ":8000"
