@@ -73,7 +73,8 @@ def test_mutual_tls_needs_the_client_certificate(pki: Pki, make: Extenders) -> N
                         client_ca_file=pki.ca_file) as server:
         with_cert = make(config(server.url(Behaviour.OK), pki, client_cert=True))
         assert with_cert.filter(BINDING, CLUSTERS).kept == ("m1", "m4")
-        without = make(config(server.url(Behaviour.OK), pki, timeout=10)  # the refusal is immediate; a loaded CI machine must not turn it into "slow")
+        # The refusal is immediate; a loaded machine must not turn it into "slow".
+        without = make(config(server.url(Behaviour.OK), pki, timeout=10))
         with pytest.raises(ExtenderError) as caught:
             without.filter(BINDING, CLUSTERS)
         assert caught.value.kind is FaultKind.UNREACHABLE
