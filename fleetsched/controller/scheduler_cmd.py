@@ -3,7 +3,9 @@
 Flags follow karmada-scheduler where it has one (``--scheduler-name``, ``--plugins``,
 ``--enable-scheduler-estimator``, ``--scheduler-estimator-timeout``, ``--kube-api-qps``,
 ``--kube-api-burst``, ``--leader-elect*``, ``--metrics-bind-address``,
-``--health-probe-bind-address``); ``--workers`` is ours (Karmada has one worker).
+``--health-probe-bind-address``); ``--workers`` and ``--scheduling-timeout`` are ours (Karmada has
+one worker and no budget). The core runs in threads of its own, one per worker, within the budget
+(``controller/compute.py``); the event loop only does I/O.
 
 Endpoints: ``/healthz`` (the process is alive), ``/readyz`` (caches synced and, with leader
 election, holding the Lease), ``/metrics`` (Prometheus). SIGTERM/SIGINT stop taking new work,
@@ -13,13 +15,12 @@ finish in-flight writes, release the Lease and exit 0.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from typing import Any
 
 import structlog
 
-from fleetsched.controller import command, metrics
+from fleetsched.controller import command, compute
 from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
@@ -44,7 +45,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only bindings whose spec.schedulerName matches are scheduled (default %(default)s)",
     )
     parser.add_argument(
-        "--workers", type=int, default=32, help="concurrent scheduling workers (default %(default)s)"
+        "--workers",
+        type=int,
+        default=32,
+        help="concurrent scheduling workers, each with a thread of its own for the scheduling core and "
+        "its estimator calls (default %(default)s)",
+    )
+    parser.add_argument(
+        "--scheduling-timeout",
+        type=command.non_negative_duration,
+        default=compute.DEFAULT_BUDGET,
+        help="budget of one binding's scheduling; past it the binding gets Scheduled=False "
+        "(SchedulerError) and is retried with backoff while the others go on; 0 disables (default 30s)",
     )
     command.add_kube_api_arguments(parser, qps=500.0, burst=1000)
     parser.add_argument(
@@ -112,7 +124,6 @@ async def _serve(args: argparse.Namespace) -> int:
 
     estimators: list[Any] = []
     accurate: Any = None
-    run_core = None
     if args.enable_scheduler_estimator:
         try:
             from fleetsched.controller.estimation import accurate_estimator
@@ -126,7 +137,6 @@ async def _serve(args: argparse.Namespace) -> int:
             return 2
         accurate = await accurate_estimator(client, args)
         estimators.append(accurate)
-        run_core = asyncio.to_thread  # the estimator blocks on gRPC: keep the event loop free
     try:
         settings = scheduler_settings(args)
     except ValueError as exc:
@@ -137,7 +147,7 @@ async def _serve(args: argparse.Namespace) -> int:
         scheduler = Scheduler(
             settings=settings,
             estimators=estimators,
-            observe_step=metrics.observe_step,
+            observe_step=compute.observe_step,  # the step's metric, then a budget checkpoint
         )
     except PluginSelectionError as exc:
         log.error("invalid_flag", flag="--plugins", error=str(exc))
@@ -147,12 +157,12 @@ async def _serve(args: argparse.Namespace) -> int:
         client=client,
         connection=connection,
         scheduler=scheduler,
-        run_core=run_core,
         accurate=accurate,
         config=OperatorConfig(
             scheduler_name=args.scheduler_name,
             workers=max(args.workers, 1),
             leader_election=command.leader_election(args),
+            scheduling_timeout=args.scheduling_timeout or None,
         ),
     )
 
@@ -166,6 +176,7 @@ async def _serve(args: argparse.Namespace) -> int:
         "scheduler_starting",
         scheduler_name=args.scheduler_name,
         workers=args.workers,
+        scheduling_timeout=args.scheduling_timeout,
         leader_elect=args.leader_elect,
         pid=os.getpid(),
     )
