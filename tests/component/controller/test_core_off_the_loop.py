@@ -139,7 +139,7 @@ class SlowFor:
         self.finished = threading.Event()
 
     def schedule(self, binding: Any, status: Any, snapshot: Any) -> Any:
-        if binding.key == self.slow:
+        if binding.key == self.slow and not self.finished.is_set():  # spins once, at most 20 s
             self.computing.set()
             end = time.monotonic() + 20
             while not self.release() and time.monotonic() < end:
