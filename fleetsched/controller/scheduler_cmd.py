@@ -118,6 +118,16 @@ def scheduler_settings(args: argparse.Namespace) -> Settings:
     )
 
 
+def operator_config(args: argparse.Namespace) -> OperatorConfig:
+    """The operator's settings from the flags (``--scheduling-timeout=0``: no budget)."""
+    return OperatorConfig(
+        scheduler_name=args.scheduler_name,
+        workers=max(args.workers, 1),
+        leader_election=command.leader_election(args),
+        scheduling_timeout=args.scheduling_timeout or None,
+    )
+
+
 async def _serve(args: argparse.Namespace) -> int:
     connection = load_connection(args.kubeconfig)
     client = command.kube_client(connection, args, agent="fleetsched-scheduler")
@@ -137,6 +147,13 @@ async def _serve(args: argparse.Namespace) -> int:
             return 2
         accurate = await accurate_estimator(client, args)
         estimators.append(accurate)
+        if 0 < args.scheduling_timeout <= args.scheduler_estimator_timeout:
+            log.warning(
+                "flag_conflict",
+                flag="--scheduling-timeout",
+                error="not above --scheduler-estimator-timeout: a binding whose estimator hangs "
+                "runs out of budget before the general estimate can be used",
+            )
     try:
         settings = scheduler_settings(args)
     except ValueError as exc:
@@ -158,12 +175,7 @@ async def _serve(args: argparse.Namespace) -> int:
         connection=connection,
         scheduler=scheduler,
         accurate=accurate,
-        config=OperatorConfig(
-            scheduler_name=args.scheduler_name,
-            workers=max(args.workers, 1),
-            leader_election=command.leader_election(args),
-            scheduling_timeout=args.scheduling_timeout or None,
-        ),
+        config=operator_config(args),
     )
 
     runners = await start_endpoints(

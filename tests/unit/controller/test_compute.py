@@ -6,6 +6,7 @@ small so the tests end soon, and every wait has a generous bound so a failure fa
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import threading
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from fleetsched.controller import metrics
+from fleetsched.controller import metrics, scheduler_cmd
 from fleetsched.controller.compute import STOP_ABANDONED, STOP_CHECKPOINT, BudgetExceeded, CoreExecutor
 from fleetsched.controller.kube import Connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
@@ -131,3 +132,25 @@ def test_checkpoint_outside_a_budgeted_run_does_nothing() -> None:
 def test_bad_sizes_are_refused(threads: int, budget: float) -> None:
     with pytest.raises(ValueError):
         CoreExecutor(threads=threads, budget=budget)
+
+
+def _scheduler_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    scheduler_cmd.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_the_budget_and_the_threads_come_from_the_flags() -> None:
+    config = scheduler_cmd.operator_config(_scheduler_args("--workers=7"))
+    assert (config.workers, config.scheduling_timeout) == (7, 30.0)
+    minute = scheduler_cmd.operator_config(_scheduler_args("--scheduling-timeout=1m"))
+    assert minute.scheduling_timeout == 60.0
+    unbounded = scheduler_cmd.operator_config(_scheduler_args("--scheduling-timeout=0"))
+    assert unbounded.scheduling_timeout is None
+
+
+def test_a_negative_budget_is_refused_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _scheduler_args("--scheduling-timeout=-5s")
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith("argument --scheduling-timeout: invalid duration '-5s' (must be 0 or more)")
