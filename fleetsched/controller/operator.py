@@ -58,6 +58,7 @@ from fleetsched.scheduler.convert import (
 )
 from fleetsched.scheduler.matching import cluster_matches
 from fleetsched.scheduler.outcome import Condition
+from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
 
 log = structlog.get_logger("fleetsched.scheduler")
 
@@ -392,7 +393,7 @@ class SchedulerOperator(ControllerRuntime):
             return Outcome.DONE  # unreadable binding: only a change to it can help
         return Outcome.ERROR
 
-    async def _compute(self, key: str, binding: Any, status: Any) -> ScheduleResult:
+    async def _compute(self, key: str, binding: SchedulingBinding, status: BindingStatus) -> ScheduleResult:
         """The core on the current cluster snapshot, in a core thread within the budget
         (``BudgetExceeded`` past it). The one step that computes; everything around it is I/O."""
         assert self.compute is not None
