@@ -27,7 +27,6 @@ binding's condition and the queue's error backoff.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -103,36 +102,29 @@ class CoreExecutor:
 
     async def run(self, fn: Callable[..., T], /, *args: Any, key: str = "") -> T:
         """``fn(*args)`` in a core thread; raises ``BudgetExceeded`` when over the budget."""
-        loop = asyncio.get_running_loop()
         budget = self.budget
-        computation = _Computation(budget or 0.0)
-        started = asyncio.Event()
+        if budget is None:
+            return await asyncio.wrap_future(self._pool.submit(fn, *args))
+        computation = _Computation(budget)
 
         def call() -> T:
-            if budget is not None:
-                computation.deadline = time.monotonic() + budget
-            with contextlib.suppress(RuntimeError):  # the loop is closing
-                loop.call_soon_threadsafe(started.set)
-            if budget is None:
-                return fn(*args)
+            computation.deadline = time.monotonic() + budget
             with groups.checkpointing(computation.check):
                 return fn(*args)
 
         future: Future[T] = self._pool.submit(call)
         waited = asyncio.wrap_future(future)
         try:
-            if budget is None:
-                return await waited
-            starting = asyncio.ensure_future(started.wait())
-            try:
-                await asyncio.wait({waited, starting}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                starting.cancel()
-            if not waited.done():
-                done, _ = await asyncio.wait({waited}, timeout=budget + self.grace)
-                if not done:
-                    self._abandon(computation, future, waited, key)
-                    raise BudgetExceeded(budget, stop=STOP_ABANDONED)
+            # The budget counts from the thread's start: while the call waits for a free thread
+            # (``deadline`` unset) the worker keeps waiting; then until the deadline plus the grace.
+            timeout = budget + self.grace
+            while not (await asyncio.wait({waited}, timeout=timeout))[0]:
+                deadline = computation.deadline
+                if deadline is not None:
+                    timeout = deadline + self.grace - time.monotonic()
+                    if timeout <= 0:
+                        self._abandon(computation, future, waited, key)
+                        raise BudgetExceeded(budget, stop=STOP_ABANDONED)
             try:
                 return waited.result()
             except BudgetExceeded as exc:
