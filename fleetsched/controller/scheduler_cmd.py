@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 import structlog
 
-from fleetsched.controller import command, compute
+from fleetsched.controller import command, compute, metrics
 from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
@@ -204,4 +205,14 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return command.run_command(_serve, args)
+    code = command.run_command(_serve, args)
+    abandoned = metrics.REGISTRY.get_sample_value("fleetsched_scheduler_abandoned_computations") or 0
+    if abandoned:
+        # Everything is written and the Lease released; what is left is a computation past its
+        # budget whose result would be discarded anyway. The interpreter would join its thread
+        # at exit, so a stop could take as long as that computation: leave without it.
+        log.warning("exiting_with_abandoned_computations", computations=int(abandoned), exit_code=code)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
