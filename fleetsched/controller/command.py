@@ -39,6 +39,14 @@ def duration(text: str) -> float:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 3s, 500ms)") from None
 
 
+def non_negative_duration(text: str) -> float:
+    """A ``duration`` that may be 0 (meaning "none") but not negative."""
+    value = duration(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (must be 0 or more)")
+    return value
+
+
 def feature_gates(text: str) -> dict[str, bool]:
     """argparse type of ``--feature-gates``: Karmada's gates, as Kubernetes parses them."""
     try:

@@ -7,20 +7,46 @@ found the way Karmada finds them: ``<prefix>-<cluster>`` in ``--scheduler-estima
 looked up through the control plane (an ExternalName Service gives ``externalName:targetPort``),
 else the in-cluster DNS names.
 
-The client blocks on gRPC, so with it enabled the operator runs the scheduling core in worker
-threads; the Service lookups it makes from its dial threads go through the operator's event loop.
+The client blocks on gRPC; the operator runs the scheduling core, and so these calls, in its core
+threads (one per ``--workers``, ``controller/compute.py``), never on the event loop. The Service
+lookups the client makes from its dial threads go through the operator's event loop. Every RPC is
+counted (``RpcMetrics``): in flight now, the peak of that since the start, and by status code.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fleetsched.controller import metrics
 from fleetsched.controller.kube import ApiError, KubeClient
 from fleetsched.estimator.client import AccurateEstimatorClient, ClientTLS, EstimatorClientConfig
+
+
+class RpcMetrics:
+    """The client's ``RpcObserver``: estimator RPCs in flight, their peak, and their outcomes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.peak = 0
+
+    def rpc_started(self, method: str, cluster: str) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            metrics.ESTIMATOR_RPCS_IN_FLIGHT.set(self.in_flight)
+            metrics.ESTIMATOR_RPCS_IN_FLIGHT_PEAK.set(self.peak)
+
+    def rpc_finished(self, method: str, cluster: str, code: str, seconds: float) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            metrics.ESTIMATOR_RPCS_IN_FLIGHT.set(self.in_flight)
+        metrics.ESTIMATOR_RPCS.labels(method, code).inc()
 
 
 def _read(path: str | None) -> bytes | None:
@@ -55,5 +81,6 @@ async def accurate_estimator(client: KubeClient, args: argparse.Namespace) -> Ac
         tls=tls,
         service_lookup=lookup,
         disable_in_pull_mode=args.disable_scheduler_estimator_in_pull_mode,
+        observer=RpcMetrics(),
     )
     return AccurateEstimatorClient(config)

@@ -81,6 +81,41 @@ API_WRITES = Counter(
     registry=REGISTRY,
 )
 LEADER = Gauge("fleetsched_scheduler_is_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
+# The core runs in threads of its own, within --scheduling-timeout per binding (controller/compute.py).
+CORE_THREADS = Gauge(
+    "fleetsched_scheduler_core_threads",
+    "Threads the scheduling core runs in (one per worker, --workers).",
+    registry=REGISTRY,
+)
+BUDGET_EXCEEDED = Counter(
+    "fleetsched_scheduler_budget_exceeded_total",
+    "Bindings whose scheduling took longer than --scheduling-timeout, by how they were stopped "
+    "(checkpoint: the core stopped itself; abandoned: the worker stopped waiting).",
+    ["stop"],
+    registry=REGISTRY,
+)
+ABANDONED_COMPUTATIONS = Gauge(
+    "fleetsched_scheduler_abandoned_computations",
+    "Computations past their budget still holding a core thread; their results will be discarded.",
+    registry=REGISTRY,
+)
+# Accurate estimator calls (--enable-scheduler-estimator), one per cluster per batch.
+ESTIMATOR_RPCS_IN_FLIGHT = Gauge(
+    "fleetsched_scheduler_estimator_rpcs_in_flight",
+    "Accurate estimator RPCs waiting for an answer now.",
+    registry=REGISTRY,
+)
+ESTIMATOR_RPCS_IN_FLIGHT_PEAK = Gauge(
+    "fleetsched_scheduler_estimator_rpcs_in_flight_peak",
+    "The most accurate estimator RPCs that were waiting at the same time since the start.",
+    registry=REGISTRY,
+)
+ESTIMATOR_RPCS = Counter(
+    "fleetsched_scheduler_estimator_rpcs_total",
+    "Accurate estimator RPCs by method and gRPC status code (OK, DEADLINE_EXCEEDED, ...).",
+    ["method", "code"],
+    registry=REGISTRY,
+)
 
 # Label values, as karmada-scheduler uses them.
 RESULT_SUCCESS = "scheduled"

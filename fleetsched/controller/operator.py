@@ -3,7 +3,8 @@
 Data flow (design.md "Data flow in the operator"):
 
   kopf raw watch events (bindings, Clusters) -> caches -> which keys to queue (decision.py)
-  -> SchedulingQueue -> N workers: §3.4 decision, the pure core on the current cluster snapshot,
+  -> SchedulingQueue -> N workers: §3.4 decision, the pure core on the current cluster snapshot
+  (in a core thread within the per-binding budget, compute.py; never on the event loop),
   the core's rendering -> at most two writes per binding (spec + annotations, then status),
   retried from a fresh read on 409 Conflict -> Events on the binding and its template.
 
@@ -21,7 +22,7 @@ import datetime as dt
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ import structlog
 
 from fleetsched.controller import decision, metrics, runtime
 from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key
+from fleetsched.controller.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.events import (
     NORMAL,
     REASON_FAILED,
@@ -56,6 +58,7 @@ from fleetsched.scheduler.convert import (
 )
 from fleetsched.scheduler.matching import cluster_matches
 from fleetsched.scheduler.outcome import Condition
+from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
 
 log = structlog.get_logger("fleetsched.scheduler")
 
@@ -94,6 +97,8 @@ class OperatorConfig:
     workers: int = 4
     leader_election: LeaderElectionConfig | None = None
     graceful_timeout: float = 20.0
+    # --scheduling-timeout: one binding's budget in the core (None: unbounded)
+    scheduling_timeout: float | None = DEFAULT_BUDGET
 
 
 @dataclass
@@ -102,7 +107,8 @@ class SchedulerOperator(ControllerRuntime):
     connection: Connection
     scheduler: Scheduler
     config: OperatorConfig = field(default_factory=OperatorConfig)
-    run_core: Callable[..., Any] | None = None  # set to run the core off the event loop
+    # the core's threads (one per worker) and budget; built from ``config`` when not given
+    compute: CoreExecutor | None = None
     accurate: Any = None  # the accurate estimator client (connect/forget per Cluster), if enabled
     # schedulerName -> the Scheduler of that profile; a name absent here uses ``scheduler``.
     profiles: Mapping[str, Scheduler] = field(default_factory=dict)
@@ -120,6 +126,10 @@ class SchedulerOperator(ControllerRuntime):
 
     worker_key_field = "binding"
     runtime_log = log
+
+    def __post_init__(self) -> None:
+        if self.compute is None:
+            self.compute = CoreExecutor(threads=self.config.workers, budget=self.config.scheduling_timeout)
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
 
@@ -229,7 +239,7 @@ class SchedulerOperator(ControllerRuntime):
         if self.accurate is not None:
             # Karmada dials every cluster's estimator at start; a failure is retried later.
             clusters = [o["metadata"]["name"] for o in self.clusters]
-            self._background(asyncio.to_thread(self.accurate.connect, clusters))
+            self._background(asyncio.wrap_future(self.accurate.connect_in_background(clusters)))
         runtime.settle_gc()
         self.synced.set()
         log.info(
@@ -314,6 +324,7 @@ class SchedulerOperator(ControllerRuntime):
             metrics.SCALE_SCHEDULE if verdict.reason == "ReplicasChanged" else metrics.RECONCILE_SCHEDULE
         )
         started = time.perf_counter()
+        over_budget = False
         try:
             binding = binding_from_dict(obj)
             status = status_from_dict(obj)
@@ -321,12 +332,14 @@ class SchedulerOperator(ControllerRuntime):
             # Bad input: report it on the binding and keep serving the others; a spec change retries.
             result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
         else:
-            snapshot = self.clusters.snapshot()
-            scheduler = self.profiles.get(decision.effective_scheduler_name(obj), self.scheduler)
-            if self.run_core is not None:
-                result = await self.run_core(scheduler.schedule, binding, status, snapshot)
-            else:
-                result = scheduler.schedule(binding, status, snapshot)
+            try:
+                result = await self._compute(
+                    key, binding, status, scheduler_name=decision.effective_scheduler_name(obj)
+                )
+            except BudgetExceeded as exc:
+                # Reported like any scheduler error (condition, Event), then retried with backoff.
+                over_budget = True
+                result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
         if result.condition is None:
             return Outcome.ERROR
 
@@ -375,6 +388,8 @@ class SchedulerOperator(ControllerRuntime):
             spec_written=patches.spec is not None,
             status_written=patches.status is not None,
         )
+        if over_budget:
+            return Outcome.ERROR
         if ok or result.condition.reason == "NoClusterFit":
             return Outcome.DONE  # a FitError is not retried from the queue (§3.5)
         if result.condition.reason == "Unschedulable":
@@ -382,6 +397,17 @@ class SchedulerOperator(ControllerRuntime):
         if result.condition.reason == "SchedulerError" and result.attempts == ():
             return Outcome.DONE  # unreadable binding: only a change to it can help
         return Outcome.ERROR
+
+    async def _compute(
+        self, key: str, binding: SchedulingBinding, status: BindingStatus, *, scheduler_name: str
+    ) -> ScheduleResult:
+        """The core of the binding's profile on the current cluster snapshot, in a core thread
+        within the budget (``BudgetExceeded`` past it). The one step that computes; everything
+        around it is I/O."""
+        assert self.compute is not None
+        snapshot = self.clusters.snapshot()
+        scheduler = self.profiles.get(scheduler_name, self.scheduler)
+        return await self.compute.run(scheduler.schedule, binding, status, snapshot, key=key)
 
     async def _write_status(
         self, kind: str, key: str, body: dict[str, Any], result: ScheduleResult
@@ -525,4 +551,6 @@ class SchedulerOperator(ControllerRuntime):
         await self.shutdown(
             workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
         )
+        if self.compute is not None:
+            self.compute.close()
         return 1 if watch_failed else 0

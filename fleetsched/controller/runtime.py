@@ -36,6 +36,10 @@ from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding
 log = structlog.get_logger("fleetsched.controller")
 
 
+# How long a worker that met a lapsed Lease waits before taking a key again.
+NOT_LEADER_PAUSE = 0.1
+
+
 class NotLeader(Exception):
     """Leadership was lost before a write; the key goes back to the queue."""
 
@@ -233,6 +237,11 @@ class ControllerRuntime:
             except NotLeader:
                 self.queue.done(entry, Outcome.DONE)
                 self.queue.push(entry.key)
+                self._in_flight.discard(task)
+                # The renewal is overdue but the elector has not run yet to say so (``leading`` is
+                # still set): without a pause this worker would pop the key again at once, and
+                # again, never yielding to the loop, so the elector would never run.
+                await asyncio.sleep(NOT_LEADER_PAUSE)
                 continue
             except Exception as exc:  # a bug must not kill the worker
                 fields = {self.worker_key_field: entry.key, "error": repr(exc)}

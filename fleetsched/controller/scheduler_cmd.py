@@ -3,7 +3,9 @@
 Flags follow karmada-scheduler where it has one (``--scheduler-name``, ``--plugins``,
 ``--enable-scheduler-estimator``, ``--scheduler-estimator-timeout``, ``--kube-api-qps``,
 ``--kube-api-burst``, ``--leader-elect*``, ``--metrics-bind-address``,
-``--health-probe-bind-address``); ``--workers`` is ours (Karmada has one worker).
+``--health-probe-bind-address``); ``--workers`` and ``--scheduling-timeout`` are ours (Karmada has
+one worker and no budget). The core runs in threads of its own, one per worker, within the budget
+(``controller/compute.py``); the event loop only does I/O.
 
 ``--config FILE`` reads a ``SchedulerConfiguration`` (``fleetsched config default`` prints the
 default one): its profiles, one per ``schedulerName``, and the settings the flags above carry. A
@@ -18,14 +20,14 @@ finish in-flight writes, release the Lease and exit 0.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from fleetsched.controller import command, metrics
+from fleetsched.controller import command, compute, metrics
 from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
@@ -54,7 +56,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only bindings whose spec.schedulerName matches are scheduled (default %(default)s)",
     )
     parser.add_argument(
-        "--workers", type=int, default=32, help="concurrent scheduling workers (default %(default)s)"
+        "--workers",
+        type=int,
+        default=32,
+        help="concurrent scheduling workers, each with a thread of its own for the scheduling core and "
+        "its estimator calls (default %(default)s)",
+    )
+    parser.add_argument(
+        "--scheduling-timeout",
+        type=command.non_negative_duration,
+        default=compute.DEFAULT_BUDGET,
+        help="budget of one binding's scheduling; past it the binding gets Scheduled=False "
+        "(SchedulerError) and is retried with backoff while the others go on; 0 disables (default 30s)",
     )
     command.add_kube_api_arguments(parser, qps=500.0, burst=1000)
     parser.add_argument(
@@ -244,6 +257,19 @@ def scheduler_settings(args: argparse.Namespace) -> Settings:
     )
 
 
+def operator_config(
+    args: argparse.Namespace, *, scheduler_names: frozenset[str] | None = None
+) -> OperatorConfig:
+    """The operator's settings from the flags (``--scheduling-timeout=0``: no budget); one
+    schedulerName per profile (default: ``--scheduler-name``)."""
+    return OperatorConfig(
+        scheduler_names=scheduler_names or frozenset({args.scheduler_name}),
+        workers=max(args.workers, 1),
+        leader_election=command.leader_election(args),
+        scheduling_timeout=args.scheduling_timeout or None,
+    )
+
+
 async def _serve(args: argparse.Namespace) -> int:
     configuration: SchedulerConfiguration | None = None
     if args.config:
@@ -265,7 +291,6 @@ async def _serve(args: argparse.Namespace) -> int:
 
     estimators: list[Any] = []
     accurate: Any = None
-    run_core = None
     if args.enable_scheduler_estimator:
         try:
             from fleetsched.controller.estimation import accurate_estimator
@@ -279,7 +304,13 @@ async def _serve(args: argparse.Namespace) -> int:
             return 2
         accurate = await accurate_estimator(client, args)
         estimators.append(accurate)
-        run_core = asyncio.to_thread  # the estimator blocks on gRPC: keep the event loop free
+        if 0 < args.scheduling_timeout <= args.scheduler_estimator_timeout:
+            log.warning(
+                "flag_conflict",
+                flag="--scheduling-timeout",
+                error="not above --scheduler-estimator-timeout: a binding whose estimator hangs "
+                "runs out of budget before the general estimate can be used",
+            )
     try:
         settings = scheduler_settings(args)
     except ValueError as exc:
@@ -290,7 +321,7 @@ async def _serve(args: argparse.Namespace) -> int:
         scheduler = Scheduler(
             settings=settings,
             estimators=estimators,
-            observe_step=metrics.observe_step,
+            observe_step=compute.observe_step,  # the step's metric, then a budget checkpoint
         )
         profiles = {args.scheduler_name: scheduler}
         if configuration is not None:
@@ -298,7 +329,7 @@ async def _serve(args: argparse.Namespace) -> int:
                 configuration,
                 settings,
                 estimators=estimators,
-                observe_step=metrics.observe_step,
+                observe_step=compute.observe_step,
             )
             scheduler = next(iter(profiles.values()))
     except PluginSelectionError as exc:
@@ -309,14 +340,9 @@ async def _serve(args: argparse.Namespace) -> int:
         client=client,
         connection=connection,
         scheduler=scheduler,
-        run_core=run_core,
         accurate=accurate,
         profiles=profiles,
-        config=OperatorConfig(
-            scheduler_names=frozenset(profiles),
-            workers=max(args.workers, 1),
-            leader_election=command.leader_election(args),
-        ),
+        config=operator_config(args, scheduler_names=frozenset(profiles)),
     )
 
     runners = await start_endpoints(
@@ -329,6 +355,7 @@ async def _serve(args: argparse.Namespace) -> int:
         "scheduler_starting",
         scheduler_names=sorted(profiles),
         workers=args.workers,
+        scheduling_timeout=args.scheduling_timeout,
         leader_elect=args.leader_elect,
         pid=os.getpid(),
     )
@@ -344,4 +371,14 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return command.run_command(_serve, args)
+    code = command.run_command(_serve, args)
+    abandoned = metrics.REGISTRY.get_sample_value("fleetsched_scheduler_abandoned_computations") or 0
+    if abandoned:
+        # Everything is written and the Lease released; what is left is a computation past its
+        # budget whose result would be discarded anyway. The interpreter would join its thread
+        # at exit, so a stop could take as long as that computation: leave without it.
+        log.warning("exiting_with_abandoned_computations", computations=int(abandoned), exit_code=code)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

@@ -8,6 +8,13 @@ cluster's call fails - no estimator, deadline exceeded, UNIMPLEMENTED, a server 
 is discarded for this attempt by raising :class:`EstimatorUnavailable`; the scheduler then keeps the
 general estimator's numbers. An answer of -1 ("cannot judge") is passed through for the merge to skip.
 
+Nothing in the client serialises callers: each caller's RPCs are issued at once on the shared channel
+(HTTP/2 streams, no client-side limit) and waited for in the caller's own thread, so with one estimator
+hung, N concurrent callers (the operator's core threads, one per ``--workers``) cost one timeout
+together. A first contact's dial is shared by the callers that need it at the same moment (one
+channel per cluster, never one per caller). ``RpcObserver`` sees every RPC start and end (the
+operator counts them in flight, with their peak, and by status code).
+
 :class:`InventoryEstimator` answers the same question in process from node inventories (Nodes and
 Pods given as objects), with the estimator server's own code and no gRPC: ``fleetsched simulate`` uses
 it to be node-accurate for member clusters whose Nodes are in its input.
@@ -19,10 +26,10 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 import structlog
@@ -49,6 +56,7 @@ __all__ = [
     "EstimatorClientConfig",
     "EstimatorUnavailable",
     "InventoryEstimator",
+    "RpcObserver",
     "component_json",
     "inventories_from_objects",
     "requirements_json",
@@ -68,6 +76,14 @@ class EstimatorUnavailable(RuntimeError):
         self.failures = dict(failures)
         detail = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.failures.items()))
         super().__init__(f"accurate estimator failed for {len(self.failures)} cluster(s): {detail}")
+
+
+class RpcObserver(Protocol):
+    """Told about each estimator RPC; called from the caller's thread and from gRPC's threads."""
+
+    def rpc_started(self, method: str, cluster: str) -> None: ...
+
+    def rpc_finished(self, method: str, cluster: str, code: str, seconds: float) -> None: ...
 
 
 # ------------------------------------------------------------------------------------------- gRPC client
@@ -105,6 +121,8 @@ class EstimatorClientConfig:
     # --disable-scheduler-estimator-in-pull-mode: Clusters whose spec.syncMode is Pull get no
     # connection, so (all or nothing, spec 4.4) any batch that includes one uses the general estimate.
     disable_in_pull_mode: bool = False
+    # Sees every RPC start and end (metrics); None: nobody is told.
+    observer: RpcObserver | None = None
 
     @classmethod
     def from_flags(cls, *, timeout: float = 3.0, port: int = 10352, ca_file: str | None = None,
@@ -186,10 +204,13 @@ class AccurateEstimatorClient:
 
     def __init__(self, config: EstimatorClientConfig | None = None) -> None:
         self.config = config or EstimatorClientConfig()
-        self._lock = threading.Lock()
+        # re-entrant: a dial future that is already done runs its callback at once, under the lock
+        self._lock = threading.RLock()
         self._channels: dict[str, tuple[grpc.Channel, Any]] = {}
         self._dial_failed: dict[str, tuple[float, str]] = {}
         self._redialing: set[str] = set()
+        # first contacts being dialed now: later callers wait for the same dial
+        self._dialing: dict[str, Future[tuple[grpc.Channel, Any]]] = {}
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="estimator-dial")
 
     def close(self) -> None:
@@ -254,7 +275,7 @@ class AccurateEstimatorClient:
         missing estimator never stalls later batches."""
         stubs: dict[str, Any] = {}
         failures: dict[str, str] = {}
-        to_dial = []
+        dials: dict[str, Future[tuple[grpc.Channel, Any]]] = {}
         now = time.monotonic()
         with self._lock:
             for cluster in clusters:
@@ -264,19 +285,29 @@ class AccurateEstimatorClient:
                     continue
                 failed = self._dial_failed.get(cluster)
                 if failed is None:
-                    to_dial.append(cluster)
+                    # One dial per cluster however many callers ask at once: concurrent dials each
+                    # opened a channel, and all but the last stored one leaked.
+                    dialing = self._dialing.get(cluster)
+                    if dialing is None:
+                        dialing = self._pool.submit(self._dial, cluster, deadline)
+                        self._dialing[cluster] = dialing
+                        dialing.add_done_callback(lambda _, c=cluster: self._dial_done(c))
+                    dials[cluster] = dialing
                     continue
                 failures[cluster] = f"no connection ({failed[1]})"
                 if now - failed[0] >= self.config.redial_after and cluster not in self._redialing:
                     self._redialing.add(cluster)
                     self._pool.submit(self._redial, cluster)
-        dials = {cluster: self._pool.submit(self._dial, cluster, deadline) for cluster in to_dial}
         for cluster, future in dials.items():
             try:
-                stubs[cluster] = future.result()[1]
+                stubs[cluster] = future.result(timeout=max(deadline - time.monotonic(), 0.0) + 1.0)[1]
             except Exception as exc:
-                failures[cluster] = f"no connection ({exc})"
+                failures[cluster] = f"no connection ({exc or 'dial still in progress'})"
         return stubs, failures
+
+    def _dial_done(self, cluster: str) -> None:
+        with self._lock:
+            self._dialing.pop(cluster, None)
 
     def _redial(self, cluster: str) -> None:
         try:
@@ -303,6 +334,10 @@ class AccurateEstimatorClient:
         _, failures = self._stubs([name for name in names if name not in refused], deadline)
         return {**refused, **failures}
 
+    def connect_in_background(self, clusters: Sequence[Any]) -> Future[dict[str, str]]:
+        """``connect`` in the client's own dial threads (not the caller's, nor an event loop's)."""
+        return self._pool.submit(self.connect, list(clusters))
+
     def _fan_out(self, clusters: Sequence[Any], method: str, build: Callable[[str], Any], field_name: str,
                  metadata: Sequence[tuple[str, str]] = ()) -> list[int]:
         """One call per cluster, all at once, under one deadline; raise if any failed."""
@@ -319,13 +354,29 @@ class AccurateEstimatorClient:
             log.warning("accurate_estimator_failed", method=method, failures=failures)
             raise EstimatorUnavailable(failures)
         calls = {}
+        observer = self.config.observer
         for cluster, stub in stubs.items():
             remaining = max(deadline - time.monotonic(), 0.001)
             request = build(cluster)
             if self.config.legacy_fields:
                 wire.add_legacy_fields(request)
-            calls[cluster] = getattr(stub, method).future(request, timeout=remaining,
-                                                          metadata=tuple(metadata) or None)
+            if observer is not None:
+                observer.rpc_started(method, cluster)
+            started = time.monotonic()
+            try:
+                call = getattr(stub, method).future(request, timeout=remaining,
+                                                    metadata=tuple(metadata) or None)
+            except Exception:
+                if observer is not None:
+                    observer.rpc_finished(method, cluster, "INTERNAL", time.monotonic() - started)
+                raise
+            if observer is not None:
+                call.add_done_callback(
+                    lambda done, c=cluster, t=started: observer.rpc_finished(
+                        method, c, done.code().name, time.monotonic() - t
+                    )
+                )
+            calls[cluster] = call
         answers: dict[str, int] = {}
         for cluster, call in calls.items():
             try:

@@ -3,11 +3,19 @@
 Owns where the affinity-group loop starts, when it moves on, which error is reported, what happens
 to ``spec.clusters`` and ``schedulerObservingAffinityName`` on success and failure, and the
 condition mapping. Overflow tiers inside a term are handled by ``assign.py``. Pure.
+
+Checkpoints (a cooperative budget): a caller that must bound one binding's scheduling time runs
+``Scheduler.schedule`` inside ``with checkpointing(fn):``; ``fn`` is called before each affinity
+term is tried (and by anyone else who calls ``checkpoint()``) and stops the attempt by raising.
+The hook is a context variable so that ``Scheduler.schedule``'s signature stays as it is; the
+core neither knows nor catches what ``fn`` raises. Without one, ``checkpoint()`` does nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from fleetsched.scheduler.errors import FitError, SchedulingError
@@ -17,7 +25,28 @@ from fleetsched.scheduler.types import BindingStatus, SchedulingBinding, TargetC
 if TYPE_CHECKING:
     from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 
-__all__ = ["condition_for", "schedule_binding", "start_index"]
+__all__ = ["checkpoint", "checkpointing", "condition_for", "schedule_binding", "start_index"]
+
+_CHECKPOINT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "fleetsched_scheduler_checkpoint", default=None
+)
+
+
+@contextlib.contextmanager
+def checkpointing(check: Callable[[], None]) -> Iterator[None]:
+    """Call ``check`` at each checkpoint of the scheduling done inside this block (this context)."""
+    token = _CHECKPOINT.set(check)
+    try:
+        yield
+    finally:
+        _CHECKPOINT.reset(token)
+
+
+def checkpoint() -> None:
+    """A point where a budgeted caller may stop the attempt (its check raises); else a no-op."""
+    check = _CHECKPOINT.get()
+    if check is not None:
+        check()
 
 
 def condition_for(error: SchedulingError | None) -> Condition:
@@ -78,6 +107,7 @@ def schedule_binding(
 
     if terms is None:
         # §3.6 single-affinity path.
+        checkpoint()
         try:
             out = scheduler.run_algorithm(binding, status, snapshot, status.scheduler_observing_affinity_name)
         except AttemptFailed as attempt_failed:
@@ -91,6 +121,7 @@ def schedule_binding(
     for i in range(start_index(binding, status), len(terms)):
         name = terms[i].name
         term_status = BindingStatus(name, status.last_scheduled_time)
+        checkpoint()
         try:
             out = scheduler.run_algorithm(binding, term_status, snapshot, name)
         except AttemptFailed as attempt_failed:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -91,6 +93,80 @@ def test_a_hanging_estimator_costs_one_timeout_and_discards_the_answer(
     assert "DEADLINE_EXCEEDED" in failure.value.failures["member-slow"]
     assert "member-a" not in failure.value.failures
     assert elapsed < 3.0
+
+
+class RecordingObserver:
+    """An ``RpcObserver`` that remembers the order of starts and ends, and the peak in flight."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, str]] = []
+        self.in_flight = 0
+        self.peak = 0
+
+    def rpc_started(self, method: str, cluster: str) -> None:
+        with self.lock:
+            self.events.append(("start", cluster))
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+
+    def rpc_finished(self, method: str, cluster: str, code: str, seconds: float) -> None:
+        with self.lock:
+            self.events.append((code, cluster))
+            self.in_flight -= 1
+
+
+def _in_threads(count: int, call: Callable[[], Any]) -> list[Any]:
+    """``call`` from ``count`` threads released together; each result or the exception raised."""
+    barrier = threading.Barrier(count, timeout=20)
+
+    def run() -> Any:
+        barrier.wait()
+        try:
+            return call()
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(lambda _: run(), range(count)))
+
+
+def test_concurrent_callers_wait_on_a_hung_estimator_together(hanging: str) -> None:
+    # What the operator's core threads do: N bindings at once, one hung estimator. Nothing in the
+    # client may serialise them: all N RPCs are in flight before the first one runs out of time.
+    count = 12
+    observer = RecordingObserver()
+    client = AccurateEstimatorClient(EstimatorClientConfig(addresses={"member-slow": hanging}, timeout=3.0,
+                                                           observer=observer))
+    try:
+        client.connect(["member-slow"])
+        outcomes = _in_threads(count, lambda: client.max_available_replicas(["member-slow"], None))
+    finally:
+        client.close()
+    assert all(isinstance(o, EstimatorUnavailable) for o in outcomes)
+    assert observer.peak == count
+    codes = [code for code, _ in observer.events]
+    assert codes[:count] == ["start"] * count
+    assert codes[count:] == ["DEADLINE_EXCEEDED"] * count
+    assert observer.in_flight == 0
+
+
+def test_concurrent_first_contacts_share_one_dial(start: Callable[..., StartedServer]) -> None:
+    a = start("member-a", [node("n1")])
+    opened: list[str] = []
+
+    class Counting(AccurateEstimatorClient):
+        def _open(self, address: str) -> grpc.Channel:
+            opened.append(address)
+            return super()._open(address)
+
+    client = Counting(EstimatorClientConfig(addresses={"member-a": a.address}))
+    try:
+        outcomes = _in_threads(8, lambda: client.max_available_replicas(["member-a"], None))
+    finally:
+        client.close()
+    assert outcomes == [[110]] * 8
+    assert opened == [a.address]
 
 
 def test_an_absent_estimator_fails_fast_and_discards_the_answer(start: Callable[..., StartedServer]) -> None:

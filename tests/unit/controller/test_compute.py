@@ -1,0 +1,156 @@
+"""CoreExecutor: the core's own threads (as many as workers), the budget at checkpoints and at the edge.
+
+No assertion on speed: counts, which thread ran what, what was raised, and the metrics. Budgets are
+small so the tests end soon, and every wait has a generous bound so a failure fails, never hangs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import threading
+import time
+
+import pytest
+
+from fleetsched.controller import metrics, scheduler_cmd
+from fleetsched.controller.compute import STOP_ABANDONED, STOP_CHECKPOINT, BudgetExceeded, CoreExecutor
+from fleetsched.controller.kube import Connection
+from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+from fleetsched.scheduler import Scheduler, groups
+
+
+def sample(name: str, **labels: str) -> float:
+    value = metrics.REGISTRY.get_sample_value(name, labels or None)
+    return 0.0 if value is None else value
+
+
+async def test_the_core_gets_one_thread_per_worker_beyond_the_default_executor() -> None:
+    # More than asyncio's default executor has (min(32, CPUs + 4)): all must run at the same time.
+    workers = min(32, (os.cpu_count() or 1) + 4) + 3
+    operator = SchedulerOperator(
+        client=None,  # type: ignore[arg-type]
+        connection=Connection(server="https://unused"),
+        scheduler=Scheduler(),
+        config=OperatorConfig(workers=workers),
+    )
+    assert operator.compute is not None
+    assert operator.compute.threads == workers
+    assert sample("fleetsched_scheduler_core_threads") == workers
+    barrier = threading.Barrier(workers, timeout=20)
+    loop_thread = threading.get_ident()
+
+    def core(i: int) -> tuple[int, int]:
+        barrier.wait()  # breaks (raises) unless all ``workers`` calls are running at once
+        return i, threading.get_ident()
+
+    try:
+        results = await asyncio.gather(*(operator.compute.run(core, i, key=f"b{i}") for i in range(workers)))
+    finally:
+        operator.compute.close()
+    assert sorted(i for i, _ in results) == list(range(workers))
+    threads = {ident for _, ident in results}
+    assert len(threads) == workers
+    assert loop_thread not in threads
+
+
+async def test_the_core_stops_itself_at_a_checkpoint_past_the_budget() -> None:
+    executor = CoreExecutor(threads=2, budget=0.05, grace=60)
+    checks = []
+    before = sample("fleetsched_scheduler_budget_exceeded_total", stop=STOP_CHECKPOINT)
+
+    def core() -> str:
+        for i in range(200_000):
+            checks.append(i)
+            groups.checkpoint()  # what the core does between affinity terms and steps
+            time.sleep(0.001)
+        return "finished"
+
+    try:
+        with pytest.raises(BudgetExceeded) as raised:
+            await executor.run(core, key="ns/slow")
+    finally:
+        executor.close()
+    assert raised.value.stop == STOP_CHECKPOINT
+    assert "budget of 0.05s (--scheduling-timeout)" in str(raised.value)
+    assert 0 < len(checks) < 200_000
+    assert sample("fleetsched_scheduler_budget_exceeded_total", stop=STOP_CHECKPOINT) == before + 1
+
+
+async def test_a_core_without_checkpoints_is_abandoned_and_its_result_discarded() -> None:
+    executor = CoreExecutor(threads=1, budget=0.05, grace=0)
+    release = threading.Event()
+    returned = threading.Event()
+    abandoned_before = sample("fleetsched_scheduler_abandoned_computations")
+
+    def stuck() -> str:
+        release.wait(30)  # one long step that never reaches a checkpoint
+        returned.set()
+        return "late result"
+
+    with pytest.raises(BudgetExceeded) as raised:
+        await executor.run(stuck, key="ns/stuck")
+    assert raised.value.stop == STOP_ABANDONED
+    assert not returned.is_set()  # the worker stopped waiting while the thread still computes
+    assert sample("fleetsched_scheduler_abandoned_computations") == abandoned_before + 1
+    release.set()
+    for _ in range(1000):
+        if sample("fleetsched_scheduler_abandoned_computations") == abandoned_before:
+            break
+        await asyncio.sleep(0.01)
+    assert returned.is_set()
+    assert sample("fleetsched_scheduler_abandoned_computations") == abandoned_before
+    executor.close()
+
+
+async def test_no_budget_means_checkpoints_never_stop_the_core() -> None:
+    executor = CoreExecutor(threads=1, budget=None)
+
+    def core() -> int:
+        for _ in range(3):
+            groups.checkpoint()
+            time.sleep(0.02)
+        return 7
+
+    try:
+        assert await executor.run(core) == 7
+    finally:
+        executor.close()
+
+
+def test_checkpoint_outside_a_budgeted_run_does_nothing() -> None:
+    groups.checkpoint()
+    calls: list[int] = []
+    with groups.checkpointing(lambda: calls.append(1)):
+        groups.checkpoint()
+    groups.checkpoint()
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("threads, budget", [(0, 1.0), (1, 0.0), (1, -1.0)])
+def test_bad_sizes_are_refused(threads: int, budget: float) -> None:
+    with pytest.raises(ValueError):
+        CoreExecutor(threads=threads, budget=budget)
+
+
+def _scheduler_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    scheduler_cmd.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_the_budget_and_the_threads_come_from_the_flags() -> None:
+    config = scheduler_cmd.operator_config(_scheduler_args("--workers=7"))
+    assert (config.workers, config.scheduling_timeout) == (7, 30.0)
+    minute = scheduler_cmd.operator_config(_scheduler_args("--scheduling-timeout=1m"))
+    assert minute.scheduling_timeout == 60.0
+    unbounded = scheduler_cmd.operator_config(_scheduler_args("--scheduling-timeout=0"))
+    assert unbounded.scheduling_timeout is None
+
+
+def test_a_negative_budget_is_refused_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _scheduler_args("--scheduling-timeout=-5s")
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith("argument --scheduling-timeout: invalid duration '-5s' (must be 0 or more)")

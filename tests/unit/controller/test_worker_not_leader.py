@@ -1,0 +1,66 @@
+"""A worker that meets a lapsed Lease pauses, so the elector gets the loop to renew or step down."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
+from fleetsched.controller.runtime import ControllerRuntime, NotLeader
+
+
+class LapsedElector:
+    """``leading`` still set while the renewal is overdue: the state right after a stalled loop."""
+
+    def __init__(self) -> None:
+        self.leading = asyncio.Event()
+        self.leading.set()
+        self.is_leader = False
+
+
+@dataclass
+class Controller(ControllerRuntime):
+    queue: SchedulingQueue = field(default_factory=SchedulingQueue)
+    elector: Any = field(default_factory=LapsedElector)
+    attempts: int = 0
+    _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    async def process(self, entry: QueuedBinding) -> Outcome:
+        self.attempts += 1
+        if self.attempts % 1000 == 0:
+            await asyncio.sleep(0)  # so that a spinning worker fails this test instead of hanging it
+        if not self.elector.is_leader:
+            raise NotLeader
+        return Outcome.DONE
+
+
+async def test_a_lapsed_lease_does_not_starve_the_elector() -> None:
+    controller = Controller()
+    controller.queue.push("ns/a")
+    worker = asyncio.create_task(controller.run_worker(0))
+    elector_ran = asyncio.Event()
+
+    async def elector_steps_down() -> None:
+        await asyncio.sleep(0)  # the elector's next turn on the loop
+        controller.elector.leading.clear()
+        elector_ran.set()
+
+    stepping_down = asyncio.create_task(elector_steps_down())
+    try:
+        await asyncio.wait_for(elector_ran.wait(), 10)
+        attempts_while_lapsed = controller.attempts
+        # Leadership comes back: the key that was put back is processed.
+        controller.elector.is_leader = True
+        controller.elector.leading.set()
+        for _ in range(500):
+            if controller.queue.sizes().active == 0 and controller.attempts > attempts_while_lapsed:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        controller.queue.close()
+        worker.cancel()
+        await asyncio.gather(worker, stepping_down, return_exceptions=True)
+    assert attempts_while_lapsed <= 2  # not a tight loop of NotLeader
+    assert controller.attempts == attempts_while_lapsed + 1
+    assert controller.queue.sizes().active == 0
