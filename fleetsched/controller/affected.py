@@ -19,7 +19,11 @@ the binding under ONE key that any cluster it matches must offer:
 
 A Cluster looks up only the keys it offers (its name, label pairs and keys, provider, region and
 zones); the candidates are then decided by the core's ``ClusterMatches`` exactly as the walk did,
-and returned in cache order, so the queue sees the same pushes in the same order. Pure, no I/O.
+and returned in cache order, so the queue sees the same pushes in the same order.
+
+A status-only Cluster update (a member's heartbeat: resourceSummary, conditions) reconciles no
+binding at all, as in Karmada (``decision.cluster_update_reconciles``, §3.1): only a new
+deletionTimestamp, a label change or a new generation (a spec change) gets here. Pure, no I/O.
 """
 
 from __future__ import annotations
