@@ -54,6 +54,11 @@ def test_the_large_phase_runs_with_cluster_churn() -> None:
     assert len(attempts) == 2, out
     for scheduled, _cluster_changed in attempts:
         assert int(scheduled) >= 40  # every binding had its attempt
+    change_line = r"one Cluster label change after that: (\d+) queue pushes .* (\d+) scheduling attempts"
+    changes = re.findall(change_line, out)
+    assert len(changes) == 2, out
+    # The seeded fleet has bindings whose affinity matches the first Cluster: a real change queues them.
+    assert all(int(queued) > 0 for queued, _ in changes), changes
     reasons = re.findall(r"Scheduled condition reasons: \{(.*)\}", out)
     assert len(reasons) == 2
     for found in reasons:
