@@ -3,6 +3,7 @@
 * ``ObjectCache`` keeps the newest JSON object per key (``namespace/name`` or ``name``). An object
   only replaces the cached one when its ``resourceVersion`` is not older, so a late watch event
   never rolls back a newer copy that came from one of our own write responses.
+  An optional ``CacheIndex`` is kept in step with every upsert and delete.
 * ``ClusterStore`` adds the scheduling view: a ``Snapshot`` of converted clusters that is rebuilt
   only after a Cluster changed, so every binding scheduled in between shares it (and its memos).
 
@@ -12,7 +13,7 @@ No I/O.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -46,9 +47,19 @@ def is_newer_or_same(candidate: Mapping[str, Any], current: Mapping[str, Any] | 
     return new_rv is None or old_rv is None or new_rv >= old_rv
 
 
+class CacheIndex(Protocol):
+    """A secondary index kept in step with an ``ObjectCache`` (e.g. ``affected.AffectedBindings``):
+    told of every object stored and every key removed, after the cache changed."""
+
+    def upsert(self, key: str, obj: Obj) -> None: ...
+
+    def delete(self, key: str) -> None: ...
+
+
 class ObjectCache:
-    def __init__(self) -> None:
+    def __init__(self, index: CacheIndex | None = None) -> None:
         self._objects: dict[str, Obj] = {}
+        self.index = index
 
     def get(self, key: str) -> Obj | None:
         return self._objects.get(key)
@@ -60,10 +71,15 @@ class ObjectCache:
         if not is_newer_or_same(obj, previous):
             return False, previous
         self._objects[key] = obj
+        if self.index is not None:
+            self.index.upsert(key, obj)
         return True, previous
 
     def delete(self, key: str) -> Obj | None:
-        return self._objects.pop(key, None)
+        removed = self._objects.pop(key, None)
+        if removed is not None and self.index is not None:
+            self.index.delete(key)
+        return removed
 
     def __iter__(self) -> Iterator[Obj]:
         return iter(list(self._objects.values()))

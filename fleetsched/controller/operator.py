@@ -30,6 +30,7 @@ import kopf
 import structlog
 
 from fleetsched.controller import decision, metrics, runtime
+from fleetsched.controller.affected import AffectedBindings, affected_index
 from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key
 from fleetsched.controller.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.events import (
@@ -53,10 +54,8 @@ from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
     cluster_from_dict,
-    placement_from_dict,
     status_from_dict,
 )
-from fleetsched.scheduler.matching import cluster_matches
 from fleetsched.scheduler.outcome import Condition
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
 
@@ -114,7 +113,9 @@ class SchedulerOperator(ControllerRuntime):
     profiles: Mapping[str, Scheduler] = field(default_factory=dict)
 
     queue: SchedulingQueue = field(default_factory=SchedulingQueue)
-    bindings: dict[str, ObjectCache] = field(default_factory=lambda: {RB: ObjectCache(), CRB: ObjectCache()})
+    bindings: dict[str, ObjectCache] = field(
+        default_factory=lambda: {RB: ObjectCache(AffectedBindings()), CRB: ObjectCache(AffectedBindings())}
+    )
     clusters: ClusterStore = field(default_factory=ClusterStore)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     elector: LeaderElector | None = None
@@ -200,26 +201,15 @@ class SchedulerOperator(ControllerRuntime):
         except ConversionError as exc:
             log.warning("cluster_unreadable", cluster=object_key(cluster), error=str(exc))
             return
-
-        def matches(_: Any, affinity: Mapping[str, Any]) -> bool:
-            placement = placement_from_dict({"clusterAffinity": dict(affinity)})
-            return (
-                placement is None
-                or placement.cluster_affinity is None
-                or cluster_matches(info, placement.cluster_affinity)
-            )
-
+        # The bindings whose reconcile affinity may match, found through the caches' index
+        # (affected.py) instead of converting every binding's affinity per Cluster event.
         for kind, cache in self.bindings.items():
-            for binding in cache:
-                if not decision.passes_filter(binding, self.config.scheduler_names):
+            for key in affected_index(cache).affected(info, self.config.scheduler_names):
+                binding = cache.get(key)
+                if binding is None:
                     continue
-                try:
-                    hit = decision.cluster_matches_binding(cluster, binding, matches)
-                except ConversionError:
-                    hit = True  # let the worker report the bad placement
-                if hit:
-                    metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_CLUSTER_CHANGED).inc()
-                    self.queue.push(queue_key(kind, object_key(binding)), decision.binding_priority(binding))
+                metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_CLUSTER_CHANGED).inc()
+                self.queue.push(queue_key(kind, key), decision.binding_priority(binding))
 
     # ---- initial sync -------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +54,10 @@ from fleetsched.controller.policy import (
 from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
+from fleetsched.controller.template_index import TemplateIndex
 from fleetsched.detector import FeatureGates, binding_name, build_binding, claim_of, derive, implicit_priority
 from fleetsched.detector import constants as keys
+from fleetsched.detector.index import PolicySet
 
 log = structlog.get_logger("fleetsched.controller")
 
@@ -233,6 +235,32 @@ def _apply_message(policy: PropagationPolicy | ClusterPropagationPolicy, outcome
     return f"Apply cluster policy({policy.metadata.name}) {outcome}"
 
 
+class _Changes:
+    """A ``CacheIndex`` that only counts changes: the policy view is rebuilt when it moved."""
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        self.version = 0
+
+    def upsert(self, key: str, obj: Mapping[str, Any]) -> None:
+        self.version += 1
+
+    def delete(self, key: str) -> None:
+        self.version += 1
+
+
+@dataclass(frozen=True, slots=True)
+class _PolicyView:
+    """The parsed policies, indexed once per change of either policy cache (not per template)."""
+
+    propagation_policies: list[PropagationPolicy]
+    cluster_propagation_policies: list[ClusterPropagationPolicy]
+    index: PolicySet
+    # The first policy naming each PriorityClass, in policy order: the lookups a template needs.
+    class_sources: list[PropagationPolicy | ClusterPropagationPolicy]
+
+
 class _ParsedPolicies:
     """Policies as models, parsed once per resourceVersion."""
 
@@ -266,11 +294,14 @@ class PolicyController(ControllerRuntime):
 
     queue: SchedulingQueue = field(default_factory=SchedulingQueue)
     templates: dict[str, ObjectCache] = field(default_factory=dict)
-    policies: dict[str, ObjectCache] = field(default_factory=lambda: {PP: ObjectCache(), CPP: ObjectCache()})
+    policies: dict[str, ObjectCache] = field(
+        default_factory=lambda: {PP: ObjectCache(_Changes()), CPP: ObjectCache(_Changes())}
+    )
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     elector: LeaderElector | None = None
     events: EventRecorder | None = None
     _parsed: _ParsedPolicies = field(default_factory=_ParsedPolicies)
+    _view: tuple[tuple[int, int], _PolicyView] | None = None
     # template queue keys whose pending reconcile was caused by Karmada, not a user (§7.11)
     _changed_by_karmada: set[str] = field(default_factory=set)
     _changed_by_user: set[str] = field(default_factory=set)
@@ -278,7 +309,8 @@ class PolicyController(ControllerRuntime):
 
     def __post_init__(self) -> None:
         for resource in self.config.resources:
-            self.templates.setdefault(resource.name, ObjectCache())
+            index = TemplateIndex(namespaced=resource.namespaced)
+            self.templates.setdefault(resource.name, ObjectCache(index))
         self._resources = {r.name: r for r in self.config.resources}
         self.watched_kinds = frozenset((r.api_version, r.kind) for r in self.config.resources)
         # Off again if the control plane turns out to serve Karmada's Works (``check_standalone``).
@@ -409,6 +441,36 @@ class PolicyController(ControllerRuntime):
 
     # ---- policies: the view the detector needs -----------------------------------------------
 
+    def _template_index(self, resource: TemplateResource) -> TemplateIndex:
+        cache = self.templates[resource.name]
+        if not isinstance(cache.index, TemplateIndex):  # a cache handed in without one
+            index = TemplateIndex(namespaced=resource.namespaced)
+            for obj in cache:
+                index.upsert(object_key(obj), obj)
+            cache.index = index
+        return cache.index
+
+    def _policy_version(self) -> tuple[int, int] | None:
+        changes = [self.policies[kind].index for kind in (PP, CPP)]
+        if all(isinstance(c, _Changes) for c in changes):
+            return tuple(c.version for c in changes)  # type: ignore[union-attr, return-value]
+        return None  # caches handed in without change counters: rebuild every time
+
+    def _policy_view(self) -> _PolicyView:
+        version = self._policy_version()
+        if version is not None and self._view is not None and self._view[0] == version:
+            return self._view[1]
+        pps, cpps = self._policy_models()
+        sources: dict[str, PropagationPolicy | ClusterPropagationPolicy] = {}
+        for policy in (*pps, *cpps):
+            source = policy.spec.schedule_priority
+            if source is not None:
+                sources.setdefault(source.priority_class_name, policy)
+        view = _PolicyView(pps, cpps, PolicySet(pps, cpps), list(sources.values()))
+        if version is not None:
+            self._view = (version, view)
+        return view
+
     def _policy_models(self) -> tuple[list[PropagationPolicy], list[ClusterPropagationPolicy]]:
         pps = [
             p
@@ -423,7 +485,7 @@ class PolicyController(ControllerRuntime):
         return pps, cpps
 
     async def _priority_classes(
-        self, policies: list[PropagationPolicy] | list[ClusterPropagationPolicy]
+        self, policies: Sequence[PropagationPolicy | ClusterPropagationPolicy]
     ) -> dict[str, int]:
         values: dict[str, int] = {}
         for policy in policies:
@@ -471,8 +533,10 @@ class PolicyController(ControllerRuntime):
             # neither create nor update its binding, so garbage collection is not undone.
             log.info("template_being_deleted", template=key, kind=resource.kind)
             return Outcome.DONE
-        template = ResourceTemplate.from_dict(obj, namespaced=resource.namespaced)
-        pps, cpps = self._policy_models()
+        template = self._template_index(resource).parsed(key) or ResourceTemplate.from_dict(
+            obj, namespaced=resource.namespaced
+        )
+        view = self._policy_view()
         claim = claim_of(template)
         if claim is not None:
             cache = self.policies[claim.kind]
@@ -485,14 +549,15 @@ class PolicyController(ControllerRuntime):
                     log.warning("release_failed", template=key, policy_kind=claim.kind, error=str(exc))
                     return Outcome.ERROR
                 return Outcome.DONE
-        priority_values = await self._priority_classes([*pps, *cpps])
+        priority_values = await self._priority_classes(view.class_sources)
         derivation = derive(
             [template],
-            pps,
-            cpps,
+            view.propagation_policies,
+            view.cluster_propagation_policies,
             gates=self.config.gates,
             priority_class_value=priority_values.get,
             skipped_namespace_patterns=self.config.skipped_namespaces,
+            index=view.index,
         )
         (result,) = derivation.results
         policy = result.policy
@@ -721,7 +786,11 @@ class PolicyController(ControllerRuntime):
         label = keys.PP_PERMANENT_ID_LABEL if kind == PP else keys.CPP_PERMANENT_ID_LABEL
         found = []
         for resource in self.config.resources:
-            for obj in self.templates[resource.name]:
+            index = self._template_index(resource)
+            for template_key in index.labelled(label, permanent_id):
+                obj = index.object(template_key)
+                if obj is None:
+                    continue
                 meta = obj.get("metadata") or {}
                 if (meta.get("labels") or {}).get(label) != permanent_id:
                     continue
@@ -741,6 +810,16 @@ class PolicyController(ControllerRuntime):
         permanent_id = (policy.metadata.labels or {}).get(label, "")
         namespace = policy.metadata.namespace if kind == PP else None
         claimed = self._claimed_by(kind, permanent_id, namespace) if permanent_id else []
+        # Each template's priority under this policy, computed once for this reconcile.
+        # (Kept with the object it was computed from: a release in between replaces the object.)
+        priorities: dict[tuple[str, str], tuple[Mapping[str, Any], int]] = {}
+
+        def priority_of(resource: TemplateResource, template: Mapping[str, Any]) -> int:
+            parsed = ResourceTemplate.from_dict(template, namespaced=resource.namespaced)
+            priority = implicit_priority(policy, parsed)
+            priorities[(resource.name, object_key(template))] = (template, priority)
+            return priority
+
         try:
             if policy.metadata.deletion_timestamp is not None:
                 for resource, template in claimed:
@@ -757,8 +836,7 @@ class PolicyController(ControllerRuntime):
                 log.warning("policy_selects_unwatched_kinds", kind=kind, policy=key, selectors=unwatched)
                 self._event(obj, WARNING, SELECTOR_NOT_WATCHED, message)
             for resource, template in claimed:
-                parsed = ResourceTemplate.from_dict(template, namespaced=resource.namespaced)
-                if implicit_priority(policy, parsed) == 0:
+                if priority_of(resource, template) == 0:
                     log.info(
                         "policy_no_longer_matches",
                         kind=kind,
@@ -774,11 +852,19 @@ class PolicyController(ControllerRuntime):
                 return Outcome.DONE
             log.warning("policy_reconcile_failed", kind=kind, policy=key, error=str(exc))
             return Outcome.ERROR
-        # Templates no policy claims yet may match now (Karmada's "waiting" set).
+        # Templates no policy claims yet may match now (Karmada's "waiting" set): only those the
+        # policy's selectors may select are looked at (template_index.py); any other has priority 0.
         for resource in self.config.resources:
-            for template in self.templates[resource.name]:
-                parsed = ResourceTemplate.from_dict(template, namespaced=resource.namespaced)
-                priority = implicit_priority(policy, parsed)
+            index = self._template_index(resource)
+            for template_key in index.candidates(policy.spec.resource_selectors):
+                parsed = index.parsed(template_key)
+                if parsed is None:
+                    continue
+                known = priorities.get((resource.name, template_key))
+                if known is not None and known[0] is index.object(template_key):
+                    priority = known[1]
+                else:
+                    priority = implicit_priority(policy, parsed)
                 unclaimed_match = claim_of(parsed) is None and priority > 0
                 may_preempt = (
                     self.config.gates.policy_preemption
@@ -786,7 +872,7 @@ class PolicyController(ControllerRuntime):
                     and priority == 3
                 )
                 if unclaimed_match or may_preempt:
-                    self._enqueue_for_policy(policy, _template_qkey(resource, object_key(template)))
+                    self._enqueue_for_policy(policy, _template_qkey(resource, template_key))
         return Outcome.DONE
 
     def _enqueue_for_policy(self, policy: PropagationPolicy | ClusterPropagationPolicy, qkey: str) -> None:

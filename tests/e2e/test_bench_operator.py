@@ -29,3 +29,38 @@ def test_the_operator_benchmark_runs_every_phase() -> None:
     assert "INCOMPLETE" not in out
     assert re.search(r"binding writes 80 \(2\.00 per binding\)", out)  # from creation
     assert re.search(r"2\.00 writes per binding\n", out)  # the backlog phase
+
+
+def test_the_large_phase_runs_with_cluster_churn() -> None:
+    """The large phase at a tiny size (a reference fleet, then the whole one; status churn on):
+    every binding gets a Scheduled condition, and the scheduling attempts and the queue pushes by
+    event are reported for each run."""
+    done = subprocess.run(
+        [
+            sys.executable, "bench/operator_e2e.py", "--large", "--large-clusters", "50",
+            "--large-bindings", "40", "--reference-clusters", "20", "--churn", "20",
+            "--churn-tail", "1", "--workers", "4",
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "INCOMPLETE" not in out
+    for clusters in ("20", "50"):
+        assert re.search(rf"^ {clusters} Clusters x 40 bindings, Cluster status churn 20/s", out, re.M), out
+    sent = [int(n) for n in re.findall(r"\((\d+) status patches while scheduling, (?:\d+) in all", out)]
+    assert len(sent) == 2
+    attempts = re.findall(r"scheduling attempts (\d+) for 40 bindings .*ClusterChanged (\d+)", out)
+    assert len(attempts) == 2, out
+    for scheduled, _cluster_changed in attempts:
+        assert int(scheduled) >= 40  # every binding had its attempt
+    change_line = r"one Cluster label change after that: (\d+) queue pushes .* (\d+) scheduling attempts"
+    changes = re.findall(change_line, out)
+    assert len(changes) == 2, out
+    # The seeded fleet has bindings whose affinity matches the first Cluster: a real change queues them.
+    assert all(int(queued) > 0 for queued, _ in changes), changes
+    reasons = re.findall(r"Scheduled condition reasons: \{(.*)\}", out)
+    assert len(reasons) == 2
+    for found in reasons:
+        assert sum(int(n) for n in re.findall(r": (\d+)", found)) == 40
+    assert re.search(r"scheduler CPU per binding at 50 Clusters / at 20: \d+\.\d+x", out)
