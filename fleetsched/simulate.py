@@ -31,6 +31,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from json.encoder import encode_basestring_ascii as _encode_string  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetsched.api.load import BindingDocument, plain_json_default
@@ -638,7 +639,7 @@ def _schedule_one(job: _Job, snapshot: Snapshot, raw: dict[str, Any], unserved: 
         obj = render_into_binding(raw, result, now=job.now)
     item = None
     if job.output == "json":
-        item = json.dumps(obj, indent=2, default=_json_default).replace("\n", "\n    ")
+        item = _json_item(obj)
     elif job.output == "yaml":
         import yaml
 
@@ -650,6 +651,68 @@ def _schedule_one(job: _Job, snapshot: Snapshot, raw: dict[str, Any], unserved: 
         row=_table_row(obj, result) if job.output == "table" else None,
         explanation=explain(result, obj, unserved=unserved or chosen is None) if job.explain else None,
     )
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _json_item(obj: Any) -> str:
+    """``obj`` as an item of the List: ``json.dumps(obj, indent=2)`` four spaces in, the same bytes.
+
+    The standard encoder writes indented JSON in pure Python, generator by generator; this does the
+    same for plain values (what a rendered binding is made of) about three times faster, and hands
+    anything else back to the standard encoder."""
+    out: list[str] = []
+    try:
+        _indented(obj, out, "    ")
+    except (_NotPlain, RecursionError):
+        return json.dumps(obj, indent=2, default=_json_default).replace("\n", "\n    ")
+    return "".join(out)
+
+
+def _indented(value: Any, out: list[str], level: str) -> None:
+    kind = type(value)
+    if kind is str:
+        out.append(_encode_string(value))
+    elif kind is dict:
+        if not value:
+            out.append("{}")
+            return
+        inner = level + "  "
+        separator = "{\n" + inner
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out.append(separator)
+            out.append(_encode_string(key))
+            out.append(": ")
+            _indented(item, out, inner)
+            separator = ",\n" + inner
+        out.append("\n" + level + "}")
+    elif kind is list:
+        if not value:
+            out.append("[]")
+            return
+        inner = level + "  "
+        separator = "[\n" + inner
+        for item in value:
+            out.append(separator)
+            _indented(item, out, inner)
+            separator = ",\n" + inner
+        out.append("\n" + level + "]")
+    elif kind is int:
+        out.append(int.__repr__(value))
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif value is None:
+        out.append("null")
+    elif kind is float and value == value and value not in (float("inf"), float("-inf")):
+        out.append(float.__repr__(value))
+    else:  # NaN, infinities, times, quantities, tuples: the standard encoder's business
+        raise _NotPlain
 
 
 def _chunks(work: Sequence[tuple[bytes, bool]], size: int) -> Iterator[Sequence[tuple[bytes, bool]]]:

@@ -257,3 +257,18 @@ def test_a_real_process_with_jobs_on_a_pipe(generated: list[str]) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert len(json.loads(proc.stdout)["items"]) > 100
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"a": [], "b": {}, "c": [{}, [], [1, 2.5, -0.0]], "d": None}, id="empties and numbers"),
+        pytest.param({"é\"\n\\<>&\u2028": "日本\t", "x": [True, False, 10**30, 1e300]}, id="text escapes"),
+        pytest.param({"nan": float("nan"), "inf": [float("inf")]}, id="NaN falls back"),
+        pytest.param({1: "int key", "t": (1, 2)}, id="non-string key and tuple fall back"),
+        pytest.param({"when": dt.datetime(2026, 1, 2, tzinfo=dt.UTC)}, id="time falls back"),
+    ],
+)
+def test_a_list_item_is_written_as_json_dumps_would(value: object) -> None:
+    expected = json.dumps(value, indent=2, default=simulate._json_default).replace("\n", "\n    ")
+    assert simulate._json_item(value) == expected
