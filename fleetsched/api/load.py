@@ -7,14 +7,18 @@ file, the 1-based document number, the field path in Karmada style
 (``spec.placement.clusterAffinities[1].affinityName``) and the reason. Nothing here schedules.
 
 Karmada kinds become pydantic models; plain Kubernetes kinds (workload templates, Nodes, Pods,
-ConfigMaps, ...) become ``ResourceTemplate`` values that keep the raw object.
+ConfigMaps, ...) become ``ResourceTemplate`` values that keep the raw object. With
+``compact_bindings`` (``fleetsched simulate`` on large inputs), ResourceBindings and
+ClusterResourceBindings are validated as usual, then kept only as ``BindingDocument`` values: the
+JSON of their fields as given, about a tenth of the memory of the model and the decoded document.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,6 +47,7 @@ __all__ = [
     "MEMBER_CLUSTER_KEY",
     "TEMPLATE_KINDS",
     "ApiObject",
+    "BindingDocument",
     "Budget",
     "LoadError",
     "LoadResult",
@@ -55,6 +60,7 @@ __all__ = [
     "load_files",
     "load_text",
     "parse_object",
+    "plain_json_default",
     "refuse_duplicate_objects",
 ]
 
@@ -173,6 +179,49 @@ class ResourceTemplate:
         return spec if isinstance(spec, Mapping) else {}
 
 
+def plain_json_default(value: Any) -> Any:
+    """What the JSON encoder cannot write itself: times (RFC 3339, seconds) and quantities (their
+    canonical text). The one encoding of a dumped model, kept or printed (``fleetsched simulate``)."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class BindingDocument:
+    """A validated ResourceBinding or ClusterResourceBinding kept as the compact JSON of the fields
+    the input sets (``model_dump(by_alias=True, exclude_unset=True)``, no defaults), encoded with
+    ``plain_json_default``. What ``fleetsched simulate`` holds per binding until it schedules it."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    data: bytes
+
+    @classmethod
+    def of(cls, model: ResourceBinding | ClusterResourceBinding) -> BindingDocument:
+        fields = model.model_dump(mode="python", by_alias=True, exclude_unset=True)
+        return cls.of_fields(fields, namespace=model.metadata.namespace, name=model.metadata.name or "")
+
+    @classmethod
+    def of_fields(cls, fields: Mapping[str, Any], *, namespace: str | None, name: str) -> BindingDocument:
+        data = json.dumps(fields, default=plain_json_default, separators=(",", ":"), ensure_ascii=False)
+        return cls(
+            api_version=str(fields.get("apiVersion", "")),
+            kind=str(fields.get("kind", "")),
+            namespace=namespace,
+            name=name,
+            data=data.encode("utf-8", "surrogatepass"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The binding's fields as plain JSON values (a new dict each time)."""
+        return json.loads(self.data)  # type: ignore[no-any-return]
+
+
 ApiObject = (
     Cluster
     | PropagationPolicy
@@ -180,6 +229,7 @@ ApiObject = (
     | ResourceBinding
     | ClusterResourceBinding
     | ResourceTemplate
+    | BindingDocument
 )
 
 _T = TypeVar("_T")
@@ -223,11 +273,12 @@ class LoadResult:
         ]
 
     @property
-    def bindings(self) -> list[ResourceBinding | ClusterResourceBinding]:
+    def bindings(self) -> list[ResourceBinding | ClusterResourceBinding | BindingDocument]:
+        """Bindings in input order: models, or ``BindingDocument`` values when loaded compact."""
         return [
             item.obj
             for item in self.objects
-            if isinstance(item.obj, ResourceBinding | ClusterResourceBinding)
+            if isinstance(item.obj, ResourceBinding | ClusterResourceBinding | BindingDocument)
         ]
 
     @property
@@ -498,9 +549,26 @@ def load_text(
     return result
 
 
-def _load_text(text: str, *, filename: str, crd_defaults: bool, budget: Budget) -> LoadResult:
+def _load_text(
+    text: str,
+    *,
+    filename: str,
+    crd_defaults: bool,
+    budget: Budget,
+    compact_bindings: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> LoadResult:
     result = LoadResult()
+
+    def parse(item: Any, item_source: Source) -> ApiObject:
+        obj = parse_object(item, item_source, crd_defaults=crd_defaults)
+        if compact_bindings and isinstance(obj, ResourceBinding | ClusterResourceBinding):
+            return BindingDocument.of(obj)  # the model and the decoded document go now
+        return obj
+
     for number, doc in iter_documents(text, filename, budget=budget):
+        if progress is not None:
+            progress(1)
         if doc is None:
             continue
         source = Source(filename, number)
@@ -508,25 +576,45 @@ def _load_text(text: str, *, filename: str, crd_defaults: bool, budget: Budget) 
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise LoadError("Invalid value: must be a list", source=source, path="items")
-            for index, item in enumerate(items):
+            for index in range(len(items)):
                 item_source = Source(filename, number, index)
-                obj = parse_object(item, item_source, crd_defaults=crd_defaults)
+                obj = parse(items[index], item_source)
+                items[index] = None  # each item's decoded form goes once it is parsed
                 result.objects.append(Loaded(obj, item_source))
             continue
-        result.objects.append(Loaded(parse_object(doc, source, crd_defaults=crd_defaults), source))
+        result.objects.append(Loaded(parse(doc, source), source))
+        del doc
     return result
 
 
 def load_files(
-    paths: Sequence[str | Path], *, crd_defaults: bool = False, budget: Budget = DEFAULT_BUDGET
+    paths: Sequence[str | Path],
+    *,
+    crd_defaults: bool = False,
+    budget: Budget = DEFAULT_BUDGET,
+    compact_bindings: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> LoadResult:
     """Load every file in order; ``-`` reads standard input. Raises ``LoadError`` on the first problem,
-    including an object defined twice, in one file or across files."""
+    including an object defined twice, in one file or across files.
+
+    ``compact_bindings``: keep bindings as ``BindingDocument`` values, not models (same checks).
+    ``progress(n)`` is called as documents are read (n of them each time)."""
     result = LoadResult()
     for path in paths:
         name = str(path)
         text = decode_text(read_input(name), name)
-        result.extend(_load_text(text, filename=name, crd_defaults=crd_defaults, budget=budget))
+        result.extend(
+            _load_text(
+                text,
+                filename=name,
+                crd_defaults=crd_defaults,
+                budget=budget,
+                compact_bindings=compact_bindings,
+                progress=progress,
+            )
+        )
+        del text
     refuse_duplicate_objects(result.objects)
     return result
 
@@ -553,6 +641,9 @@ class ObjectIdentity:
 
 
 def identity_of(obj: ApiObject) -> ObjectIdentity:
+    if isinstance(obj, BindingDocument):
+        namespace = (obj.namespace or _DEFAULT_NAMESPACE) if obj.kind == "ResourceBinding" else ""
+        return ObjectIdentity("", obj.api_version.rpartition("/")[0], obj.kind, namespace, obj.name)
     if isinstance(obj, ResourceTemplate):
         api_version, kind, md = obj.api_version, obj.kind, obj.metadata
         namespaced = obj.namespaced

@@ -14,7 +14,11 @@ from fleetsched.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-CASES = ROOT.parent / "shared" / "conformance" / "cases"
+# ../shared beside a checkout of the repository, or beside the worktrees' directory.
+SHARED = next(
+    (p / "shared" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()), ROOT.parent
+)
+CASES = SHARED / "conformance" / "cases"
 
 FLEET = """
 apiVersion: cluster.karmada.io/v1alpha1
