@@ -14,7 +14,9 @@ arrays (``_Table``); the per-cluster scalar code stays the reference and the fal
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -217,7 +219,17 @@ _TABLE_ROWS_MIN = 4096
 
 
 class _TableKey:
-    """Private key of a cluster's ``(table, row)`` entry in ``ClusterInfo.memo``."""
+    """Private key of a cluster's table in ``ClusterInfo.memo``."""
+
+
+class _RowKey:
+    """Private key of a cluster's row id in ``ClusterInfo.memo``: ``table.first + row``. Ids are
+    never reused across tables, so one range check over a call's ids proves they all sit in one
+    table (even while another thread points some of them at a newer one)."""
+
+
+_next_id = itertools.count()
+_ids_lock = threading.Lock()
 
 
 class _Table:
@@ -243,6 +255,7 @@ class _Table:
     __slots__ = (
         "clusters",
         "cpu_milli",
+        "first",
         "model_ok",
         "node_cap",
         "node_count",
@@ -323,9 +336,14 @@ class _Table:
         self.node_cap = np.array(node_cap, dtype=i64).reshape(len(node_names), len(node_count))
         self.node_start = np.array(node_start, dtype=np.intp)
         self.node_end = np.array(node_end, dtype=np.intp)
-        key = _TableKey
+        with _ids_lock:
+            self.first = next(_next_id)
+            for _ in range(n - 1):
+                next(_next_id)
+        table_key, row_key = _TableKey, _RowKey
         for row, c in enumerate(clusters):
-            c.memo[key] = (self, row)
+            c.memo[table_key] = self
+            c.memo[row_key] = self.first + row
 
     def summary(self, request: _Request) -> np.ndarray:
         """``_summary_estimate`` for every row; ``pods`` where the request has no positive resource."""
@@ -366,13 +384,11 @@ def _request_safe(request: _Request | None) -> bool:
 
 def _table_rows(clusters: Sequence[ClusterInfo]) -> tuple[_Table, np.ndarray]:
     """The table holding every one of ``clusters`` and their rows in it, built if there is none."""
-    key = _TableKey
-    entries = [c.memo.get(key) for c in clusters]
-    first = entries[0]
-    if first is not None:
-        table = first[0]
-        if all(e is not None and e[0] is table for e in entries):
-            return table, np.fromiter((e[1] for e in entries), dtype=np.intp, count=len(entries))  # type: ignore[index]
+    key = _RowKey
+    ids = np.array([c.memo.get(key, -1) for c in clusters], dtype=np.int64)
+    found: _Table | None = clusters[0].memo.get(_TableKey)
+    if found is not None and ids.min() >= found.first and ids.max() < found.first + len(found.clusters):
+        return found, ids - found.first
     # Rebuild: this call's clusters first, then the still-current clusters of the tables it met.
     members: dict[int, ClusterInfo] = {}
     for c in clusters:
@@ -380,9 +396,10 @@ def _table_rows(clusters: Sequence[ClusterInfo]) -> tuple[_Table, np.ndarray]:
     names = {c.name for c in members.values()}
     limit = max(4 * len(members), _TABLE_ROWS_MIN)
     met: dict[int, _Table] = {}
-    for e in entries:
-        if e is not None:
-            met.setdefault(id(e[0]), e[0])
+    for c in clusters:
+        old = c.memo.get(_TableKey)
+        if old is not None:
+            met.setdefault(id(old), old)
     for old in met.values():
         for c in old.clusters:
             if len(members) >= limit:

@@ -176,17 +176,17 @@ def test_large_calls_are_answered_from_one_table_that_churn_rebuilds_once() -> N
     fleet = [_plain(f"m{i}", cpu=i) for i in range(100)]
     estimator = GeneralEstimator()
     assert estimator.max_available_replicas(fleet, _cpu("500m")) == [min(2 * i, 110) for i in range(100)]
-    table = fleet[0].memo[general._TableKey][0]
+    table = fleet[0].memo[general._TableKey]
     # A subset in another order is answered from the same table.
     subset = fleet[::-3]
     assert estimator.max_available_replicas(subset, _cpu("2")) == [int(c.name[1:]) // 2 for c in subset]
-    assert all(c.memo[general._TableKey][0] is table for c in fleet)
+    assert all(c.memo[general._TableKey] is table for c in fleet)
     # A heartbeat replaces m7: the next call builds one table again, without the superseded value.
     fleet[7] = _plain("m7", cpu=70)
     assert estimator.max_available_replicas(fleet[:50], _cpu("1"))[7] == 70
-    rebuilt = fleet[7].memo[general._TableKey][0]
+    rebuilt = fleet[7].memo[general._TableKey]
     assert rebuilt is not table
-    assert all(c.memo[general._TableKey][0] is rebuilt for c in fleet)  # the others moved with it
+    assert all(c.memo[general._TableKey] is rebuilt for c in fleet)  # the others moved with it
     assert len(rebuilt.clusters) == 100
     assert estimator.max_available_replicas(fleet, _cpu("1")) == [70 if i == 7 else i for i in range(100)]
 
