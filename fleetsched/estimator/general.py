@@ -7,13 +7,20 @@ cluster contributes (headroom per resource, model nodes) is prepared once per cl
 kept on it; a request is converted once per call; the estimate itself is integer arithmetic. No
 answer is memoised per (cluster, request): on the cold path every binding has its own request,
 and such a memo only grows.
+
+Calls over many clusters (``VECTOR_MIN`` or more) are answered by the same arithmetic over numpy
+arrays (``_Table``); the per-cluster scalar code stays the reference and the fallback.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from collections.abc import Sequence
 from fractions import Fraction
+
+import numpy as np
 
 from fleetsched.api.quantity import Format, Quantity
 from fleetsched.estimator.resources import is_scalar_resource
@@ -201,6 +208,236 @@ def _estimate(base: _ClusterBase, request: _Request | None, resource_modeling: b
     return _to_int32(base.pods if summary is None else min(summary, base.pods))
 
 
+# ---- the vectorised path: the same arithmetic over arrays, for calls over many clusters ----------
+
+VECTOR_MIN = 32  # fewer clusters than this in one call: the scalar loop is cheaper than numpy's setup
+# Every value a table holds and every need a request brings stays below this, so no int64 product,
+# difference or floor division below can overflow; a call that meets a larger one is answered by the
+# scalar path (Python integers), which is exact for any size.
+_SAFE = 2**62
+_TABLE_ROWS_MIN = 4096
+
+
+class _TableKey:
+    """Private key of a cluster's table in ``ClusterInfo.memo``."""
+
+
+class _RowKey:
+    """Private key of a cluster's row id in ``ClusterInfo.memo``: ``table.first + row``. Ids are
+    never reused across tables, so one range check over a call's ids proves they all sit in one
+    table (even while another thread points some of them at a newer one)."""
+
+
+_next_id = itertools.count()
+_ids_lock = threading.Lock()
+
+
+class _Table:
+    """The prepared values of many clusters (each one's ``_ClusterBase``) as numpy columns.
+
+    A table is immutable once built and found from its clusters: each cluster's ``memo`` holds
+    ``(table, row)``. A call whose clusters all sit in one table is answered by fancy indexing and
+    integer operations over its columns. A call that meets a cluster without a table entry, or
+    clusters of different tables, builds a new table over its clusters and the other clusters of
+    the tables it met (a cluster superseded by a newer value of the same name, as a status
+    heartbeat makes, is left out; at most ``max(4 * len(call), 4096)`` rows) and points them all at
+    it. Under churn (a new ClusterInfo per heartbeat) that costs O(clusters) once per change, and
+    the next calls find one table again.
+
+    Columns: ``pods`` (pod headroom, already clamped at 0), ``cpu_milli``, ``units[r]`` (Value()
+    headroom of resource ``r``) with ``present[r]`` (False where the cluster lacks it), ``model_ok``
+    (not ``model_error``) and, for the model nodes of all rows flattened in row and grade order,
+    ``node_count`` and ``node_cap[r]`` (0 where the grade has no such range, as ``cap.get(name, 0)``)
+    with each row's nodes at ``node_start[row]:node_end[row]``. ``unsafe`` marks a row whose values
+    are too large for int64 arithmetic (see ``_SAFE``).
+    """
+
+    __slots__ = (
+        "clusters",
+        "cpu_milli",
+        "first",
+        "model_ok",
+        "node_cap",
+        "node_count",
+        "node_end",
+        "node_names",
+        "node_start",
+        "pods",
+        "present",
+        "resources",
+        "units",
+        "unsafe",
+    )
+
+    def __init__(self, clusters: list[ClusterInfo]) -> None:
+        self.clusters = clusters
+        n = len(clusters)
+        bases = [_base(c) for c in clusters]
+        resources: dict[str, int] = {}
+        node_names: dict[str, int] = {}
+        for b in bases:
+            for name in b.available_units:
+                resources.setdefault(name, len(resources))
+            for _count, cap in b.model_nodes:
+                for name in cap:
+                    if name != "pods":
+                        node_names.setdefault(name, len(node_names))
+        self.resources = resources
+        self.node_names = node_names
+        units = [[0] * n for _ in resources]
+        present = [[False] * n for _ in resources]
+        pods = [0] * n
+        cpu_milli = [0] * n
+        model_ok = [False] * n
+        unsafe = [False] * n
+        node_count: list[int] = []
+        node_cap: list[list[int]] = [[] for _ in node_names]
+        node_start = [0] * n
+        node_end = [0] * n
+        for row, b in enumerate(bases):
+            bad = b.pods >= _SAFE or not -_SAFE < b.cpu_milli < _SAFE
+            pods[row] = min(b.pods, _SAFE)
+            cpu_milli[row] = max(min(b.cpu_milli, _SAFE), -_SAFE)
+            for name, v in b.available_units.items():
+                r = resources[name]
+                if not -_SAFE < v < _SAFE:
+                    bad = True
+                    v = max(min(v, _SAFE), -_SAFE)
+                units[r][row] = v
+                present[r][row] = True
+            model_ok[row] = not b.model_error
+            node_start[row] = len(node_count)
+            total = 0
+            worst = MODEL_NODE_PODS
+            for count, cap in b.model_nodes:
+                total += count
+                node_count.append(min(count, _SAFE))
+                for name, k in node_names.items():
+                    v = cap.get(name, 0)
+                    if not -_SAFE < v < _SAFE:
+                        bad = True
+                        v = max(min(v, _SAFE), -_SAFE)
+                    worst = max(worst, -v)
+                    node_cap[k].append(v)
+            # A node's fit is at most 110 and at least its most negative capacity: the row's model
+            # total (and the running sums over rows, which wrap but difference exactly) stays exact.
+            if total * worst >= _SAFE:
+                bad = True
+            node_end[row] = len(node_count)
+            unsafe[row] = bad
+        i64 = np.int64
+        self.pods = np.array(pods, dtype=i64)
+        self.cpu_milli = np.array(cpu_milli, dtype=i64)
+        self.units = np.array(units, dtype=i64).reshape(len(resources), n)
+        self.present = np.array(present, dtype=bool).reshape(len(resources), n)
+        self.model_ok = np.array(model_ok, dtype=bool)
+        self.unsafe = np.array(unsafe, dtype=bool)
+        self.node_count = np.array(node_count, dtype=i64)
+        self.node_cap = np.array(node_cap, dtype=i64).reshape(len(node_names), len(node_count))
+        self.node_start = np.array(node_start, dtype=np.intp)
+        self.node_end = np.array(node_end, dtype=np.intp)
+        with _ids_lock:
+            self.first = next(_next_id)
+            for _ in range(n - 1):
+                next(_next_id)
+        table_key, row_key = _TableKey, _RowKey
+        for row, c in enumerate(clusters):
+            c.memo[table_key] = self
+            c.memo[row_key] = self.first + row
+
+    def summary(self, request: _Request) -> np.ndarray:
+        """``_summary_estimate`` for every row; ``pods`` where the request has no positive resource."""
+        if not request.summary:
+            return self.pods
+        best: np.ndarray | None = None
+        bad: np.ndarray | None = None
+        for name, units, milli in request.summary:
+            r = self.resources.get(name)
+            if r is None:
+                return np.zeros_like(self.pods)
+            avail = self.units[r]
+            missing = ~self.present[r] | (avail <= 0)
+            n = self.cpu_milli // milli if name == "cpu" else avail // units
+            best = n if best is None else np.minimum(best, n)
+            bad = missing if bad is None else bad | missing
+        assert best is not None and bad is not None
+        return np.where(bad, 0, best)
+
+    def model(self, request: _Request) -> np.ndarray:
+        """``_model_estimate`` for every row."""
+        fit = np.full(len(self.node_count), MODEL_NODE_PODS, dtype=np.int64)
+        for name, need in request.model:
+            k = self.node_names.get(name)
+            fit = np.minimum(fit, 0) if k is None else np.minimum(fit, self.node_cap[k] // need)
+        sums = np.zeros(len(fit) + 1, dtype=np.int64)
+        np.cumsum(self.node_count * fit, out=sums[1:])
+        return sums[self.node_end] - sums[self.node_start]  # type: ignore[no-any-return]
+
+
+def _request_safe(request: _Request | None) -> bool:
+    if request is None:
+        return True
+    return all(units < _SAFE and milli < _SAFE for _name, units, milli in request.summary) and all(
+        need < _SAFE for _name, need in request.model
+    )
+
+
+def _table_rows(clusters: Sequence[ClusterInfo]) -> tuple[_Table, np.ndarray]:
+    """The table holding every one of ``clusters`` and their rows in it, built if there is none."""
+    key = _RowKey
+    ids = np.array([c.memo.get(key, -1) for c in clusters], dtype=np.int64)
+    found: _Table | None = clusters[0].memo.get(_TableKey)
+    if found is not None and ids.min() >= found.first and ids.max() < found.first + len(found.clusters):
+        return found, ids - found.first
+    # Rebuild: this call's clusters first, then the still-current clusters of the tables it met.
+    members: dict[int, ClusterInfo] = {}
+    for c in clusters:
+        members.setdefault(id(c), c)
+    names = {c.name for c in members.values()}
+    limit = max(4 * len(members), _TABLE_ROWS_MIN)
+    met: dict[int, _Table] = {}
+    for c in clusters:
+        old = c.memo.get(_TableKey)
+        if old is not None:
+            met.setdefault(id(old), old)
+    for old in met.values():
+        for c in old.clusters:
+            if len(members) >= limit:
+                break
+            if c.name not in names:
+                names.add(c.name)
+                members[id(c)] = c
+    table = _Table(list(members.values()))
+    # Rows from this table's own order: another thread may already have pointed a cluster elsewhere.
+    position = {k: row for row, k in enumerate(members)}
+    return table, np.fromiter((position[id(c)] for c in clusters), dtype=np.intp, count=len(clusters))
+
+
+def _estimate_many(
+    clusters: Sequence[ClusterInfo], request: _Request | None, resource_modeling: bool
+) -> list[int] | None:
+    """``[_estimate(c) for c in clusters]`` over arrays; ``None`` where the scalar path must answer."""
+    if not _request_safe(request):
+        return None
+    table, rows = _table_rows(clusters)
+    if table.unsafe[rows].any():
+        return None
+    pods = table.pods[rows]
+    if request is None:
+        out = pods
+    else:
+        summary = np.minimum(table.summary(request)[rows], pods)
+        if resource_modeling:
+            model = np.minimum(np.minimum(table.model(request)[rows], MAX_INT32), pods)
+            out = np.where(table.model_ok[rows], model, summary)
+        else:
+            out = summary
+        out = np.where(pods <= 0, 0, out)
+    # _to_int32: keep the low 32 bits as a signed number.
+    low = out & 0xFFFFFFFF
+    return np.where(low >= 2**31, low - 2**32, low).tolist()  # type: ignore[no-any-return]
+
+
 def estimate_cluster(
     cluster: ClusterInfo,
     request: tuple[tuple[str, Fraction], ...] | None,
@@ -227,6 +464,10 @@ class GeneralEstimator:
         request = replica_requirements.request_key() if replica_requirements is not None else None
         converted = _converted(request) if request is not None else None
         modeling = self.resource_modeling
+        if len(clusters) >= VECTOR_MIN:
+            answer = _estimate_many(clusters, converted, modeling)
+            if answer is not None:
+                return answer
         return [_estimate(_base(c), converted, modeling) for c in clusters]
 
     def max_available_component_sets(
