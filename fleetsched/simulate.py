@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from json.encoder import encode_basestring_ascii as _encode_string  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fleetsched.api.load import BindingDocument, plain_json_default
+from fleetsched.api.document import BindingDocument, plain_json_default
 from fleetsched.flags import explicit_flags, parse_feature_gates, record_explicit_flags
 from fleetsched.scheduler.convert import (
     ConversionError,

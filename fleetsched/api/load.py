@@ -15,7 +15,6 @@ JSON of their fields as given, about a tenth of the memory of the model and the 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,6 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from fleetsched.api.cluster import Cluster
+from fleetsched.api.document import BindingDocument, plain_json_default
 from fleetsched.api.meta import ObjectMeta
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.api.quantity import QuantityError, parse_quantity
@@ -177,49 +177,6 @@ class ResourceTemplate:
     def spec(self) -> Mapping[str, Any]:
         spec = self.raw.get("spec")
         return spec if isinstance(spec, Mapping) else {}
-
-
-def plain_json_default(value: Any) -> Any:
-    """What the JSON encoder cannot write itself: times (RFC 3339, seconds) and quantities (their
-    canonical text). The one encoding of a dumped model, kept or printed (``fleetsched simulate``)."""
-    if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if isinstance(value, tuple):
-        return list(value)
-    return str(value)
-
-
-@dataclass(frozen=True, slots=True)
-class BindingDocument:
-    """A validated ResourceBinding or ClusterResourceBinding kept as the compact JSON of the fields
-    the input sets (``model_dump(by_alias=True, exclude_unset=True)``, no defaults), encoded with
-    ``plain_json_default``. What ``fleetsched simulate`` holds per binding until it schedules it."""
-
-    api_version: str
-    kind: str
-    namespace: str | None
-    name: str
-    data: bytes
-
-    @classmethod
-    def of(cls, model: ResourceBinding | ClusterResourceBinding) -> BindingDocument:
-        fields = model.model_dump(mode="python", by_alias=True, exclude_unset=True)
-        return cls.of_fields(fields, namespace=model.metadata.namespace, name=model.metadata.name or "")
-
-    @classmethod
-    def of_fields(cls, fields: Mapping[str, Any], *, namespace: str | None, name: str) -> BindingDocument:
-        data = json.dumps(fields, default=plain_json_default, separators=(",", ":"), ensure_ascii=False)
-        return cls(
-            api_version=str(fields.get("apiVersion", "")),
-            kind=str(fields.get("kind", "")),
-            namespace=namespace,
-            name=name,
-            data=data.encode("utf-8", "surrogatepass"),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The binding's fields as plain JSON values (a new dict each time)."""
-        return json.loads(self.data)  # type: ignore[no-any-return]
 
 
 ApiObject = (
