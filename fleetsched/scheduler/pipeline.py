@@ -212,9 +212,12 @@ class Scheduler:
         # the operator exports it as karmada_scheduler_scheduling_algorithm_duration_seconds.
         self.observe_step = observe_step
         registry = framework.in_tree_registry(workload_affinity=self.settings.workload_affinity)
-        enabled = framework.select_plugins(self.settings.plugins, registry)
+        enabled = framework.select_plugins(
+            self.settings.plugins,
+            framework.defaults.karmada_plugin_names(workload_affinity=self.settings.workload_affinity),
+        )
         self.enabled_plugins = enabled
-        instances = {name: registry[name]() for name in enabled}
+        instances = {name: registry[name](None, None) for name in enabled}  # type: ignore[arg-type]
         self.filters: tuple[FilterPlugin, ...] = tuple(
             instances[n]
             for n in framework.DEFAULT_FILTERS
@@ -338,7 +341,7 @@ class Scheduler:
         started = time.perf_counter()
         keys = []
         for plugin in (*self.filters, *self.scorers):
-            key_fn = getattr(plugin, "cache_key", None)
+            key_fn = getattr(plugin, "binding_key", None)
             keys.append(key_fn(ctx) if key_fn is not None else None)
         combined_key = None if None in keys else ("fit", self._filter_key, tuple(keys))
         if combined_key is not None:
