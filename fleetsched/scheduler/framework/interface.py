@@ -285,7 +285,8 @@ class FilterContext:
         told apart by its generated name, as Karmada does."""
         namespace, own_name = self.binding.namespace, self.binding.generated_name()
         return (
-            peer for peer in self.peers
+            peer
+            for peer in self.peers
             if group_of(peer) == group and peer.namespace == namespace and peer.name != own_name
         )
 

@@ -9,6 +9,7 @@ no plugin: the in-tree registry is built in ``scheduler/plugins/registry.py``. N
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from fleetsched.scheduler.framework.interface import PluginFactory
 
@@ -26,25 +27,38 @@ class PluginSelectionError(ValueError):
 class Registry:
     """Plugin name -> factory, in registration order (the order is data: see ``defaults.py``)."""
 
-    __slots__ = ("_factories",)
+    __slots__ = ("_args_models", "_factories")
 
     def __init__(self, factories: Mapping[str, PluginFactory] | None = None) -> None:
         self._factories: dict[str, PluginFactory] = {}
+        self._args_models: dict[str, Any] = {}
         for name, factory in (factories or {}).items():
             self.register(name, factory)
 
-    def register(self, name: str, factory: PluginFactory) -> None:
-        """Add ``name``; a name already present is an error (never silently replaced)."""
+    def register(self, name: str, factory: PluginFactory, *, args_model: Any = None) -> None:
+        """Add ``name``; a name already present is an error (never silently replaced).
+
+        ``args_model`` is the plugin's typed args (a dataclass or a pydantic model type); when not
+        given, the factory's own ``args_model`` attribute counts (a plugin class used as factory).
+        """
         if not name:
             raise ValueError("a plugin name must not be empty")
         if name in self._factories:
             raise DuplicatePluginError(f"a plugin named {name!r} is already registered")
         self._factories[name] = factory
+        model = args_model if args_model is not None else getattr(factory, "args_model", None)
+        if model is not None:
+            self._args_models[name] = model
+
+    def args_model(self, name: str) -> Any:
+        """The typed args model of ``name``, or None when the plugin takes no args."""
+        return self._args_models.get(name)
 
     def unregister(self, name: str) -> None:
         if name not in self._factories:
             raise KeyError(f"no plugin named {name!r} is registered")
         del self._factories[name]
+        self._args_models.pop(name, None)
 
     def merge(self, other: Registry | Mapping[str, PluginFactory]) -> None:
         """Add every plugin of ``other``; refuses (and adds nothing) if any name is already here."""
@@ -53,7 +67,8 @@ class Registry:
         if clash:
             raise DuplicatePluginError(f"plugin(s) already registered: {', '.join(clash)}")
         for name in names:
-            self.register(name, other[name])
+            model = other.args_model(name) if isinstance(other, Registry) else None
+            self.register(name, other[name], args_model=model)
 
     def __getitem__(self, name: str) -> PluginFactory:
         return self._factories[name]
@@ -74,7 +89,9 @@ class Registry:
         return tuple(self._factories)
 
     def copy(self) -> Registry:
-        return Registry(self._factories)
+        out = Registry()
+        out.merge(self)
+        return out
 
 
 def select_plugins(spec: str | Iterable[str], known: Iterable[str]) -> tuple[str, ...]:

@@ -1,19 +1,68 @@
 """The framework runtime: one ``Framework`` per profile, built from a registry, running the plugins.
 
-Owns the construction of a profile's plugins (args validated by each plugin's ``args_model``), the
-run order of the extension points, weights and NormalizeScore, timing per plugin and point through
-an injected observer (no metrics import here), the attribution of errors and overruns to a plugin,
-and ALL memoisation of plugin answers (see the declared-inputs contract in ``interface.py``).
+Owns the construction of a profile's plugins (args validated by each plugin's ``args_model``, the
+point's Protocol checked once), the run order of the extension points, weights and NormalizeScore,
+extenders' filter and prioritize, timing per plugin and point through an injected observer (no
+metrics import here), the attribution of errors and overruns to a plugin (or their skipping, for the
+profile's ignorable plugins), and ALL memoisation of plugin answers, keyed by the inputs each plugin
+declares and stored per cluster (the contract is written down in ``interface.py``).
 
-Network calls: the algorithm asks for estimates and extender calls as request values, all the
-requests of one step at once, and a ``Driver`` performs them (``SerialDriver``: in turn, in process).
-No I/O here.
+Network calls: the runtime states the extender calls of a step as request values and hands them to
+a ``Driver`` (``SerialDriver``: in turn, in process); prioritize requests of all extenders go in one
+batch, so a concurrent driver overlaps them. The algorithm (``pipeline.py``) does the same for
+estimates. Nothing here waits on a network itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from fleetsched.scheduler.config.types import ExtensionPoint, Profile
+from fleetsched.scheduler.errors import SchedulingError
+from fleetsched.scheduler.framework.interface import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    ClusterFacet,
+    Code,
+    DeclaresInputs,
+    EstimateRequest,
+    Extender,
+    ExtenderFilterRequest,
+    ExtenderFilterResult,
+    ExtenderPrioritizeRequest,
+    FilterContext,
+    FilterPlugin,
+    NormalizeScorePlugin,
+    PermitPlugin,
+    Plugin,
+    PluginArgsError,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueuedBindingInfo,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    Status,
+)
+from fleetsched.scheduler.framework.registry import Registry
+from fleetsched.scheduler.outcome import (
+    ClusterVerdict,
+    ExtenderVerdict,
+    FilterSummary,
+    PluginScore,
+    SkippedPlugin,
+)
+from fleetsched.scheduler.types import ClusterInfo, TargetCluster
 
 __all__ = [
     "STEPS",
@@ -21,9 +70,17 @@ __all__ = [
     "STEP_FILTER",
     "STEP_SCORE",
     "STEP_SELECT",
+    "BindingCycle",
     "Driver",
+    "ExtenderVerdict",
+    "FitOutcome",
+    "Framework",
+    "FrameworkError",
     "Observer",
+    "PluginError",
+    "PluginScore",
     "SerialDriver",
+    "SkippedPlugin",
 ]
 
 # The generic scheduler's steps, under Karmada's names (the ``schedule_step`` label of
@@ -34,9 +91,71 @@ STEP_SELECT = "Select"
 STEP_ASSIGN_REPLICAS = "AssignReplicas"
 STEPS: tuple[str, ...] = (STEP_FILTER, STEP_SCORE, STEP_SELECT, STEP_ASSIGN_REPLICAS)
 
-# Called with (plugin, extension point, result code value, seconds) for each plugin call the runtime
-# times; the operator exports it as karmada_scheduler_plugin_execution_duration_seconds.
+# Karmada's extension point labels (karmada_scheduler_framework_extension_point_duration_seconds).
+POINT_NAMES: dict[ExtensionPoint, str] = {
+    ExtensionPoint.QUEUE_SORT: "QueueSort",
+    ExtensionPoint.PRE_FILTER: "PreFilter",
+    ExtensionPoint.FILTER: "Filter",
+    ExtensionPoint.POST_FILTER: "PostFilter",
+    ExtensionPoint.PRE_SCORE: "PreScore",
+    ExtensionPoint.SCORE: "Score",
+    ExtensionPoint.RESERVE: "Reserve",
+    ExtensionPoint.PERMIT: "Permit",
+    ExtensionPoint.PRE_BIND: "PreBind",
+    ExtensionPoint.POST_BIND: "PostBind",
+}
+NORMALIZE_SCORE = "NormalizeScore"
+UNRESERVE = "Unreserve"
+
+# Called with (plugin, extension point, result, seconds) once per plugin and point per attempt;
+# the operator exports it as karmada_scheduler_plugin_execution_duration_seconds. ``result`` is a
+# ``Code`` value ("Success", "Unschedulable", "Error", ...).
 Observer = Callable[[str, str, str, float], None]
+
+# Per extension point: the Protocol a plugin enabled there must implement, and how errors name it.
+_POINT_PROTOCOLS: dict[ExtensionPoint, type] = {
+    ExtensionPoint.QUEUE_SORT: QueueSortPlugin,
+    ExtensionPoint.PRE_FILTER: PreFilterPlugin,
+    ExtensionPoint.FILTER: FilterPlugin,
+    ExtensionPoint.POST_FILTER: PostFilterPlugin,
+    ExtensionPoint.PRE_SCORE: PreScorePlugin,
+    ExtensionPoint.SCORE: ScorePlugin,
+    ExtensionPoint.RESERVE: ReservePlugin,
+    ExtensionPoint.PERMIT: PermitPlugin,
+    ExtensionPoint.PRE_BIND: PreBindPlugin,
+    ExtensionPoint.POST_BIND: PostBindPlugin,
+}
+_METHODS: dict[ExtensionPoint, str] = {
+    ExtensionPoint.QUEUE_SORT: "less(a, b)",
+    ExtensionPoint.PRE_FILTER: "pre_filter(ctx)",
+    ExtensionPoint.FILTER: "filter(ctx, cluster)",
+    ExtensionPoint.POST_FILTER: "post_filter(ctx, diagnosis)",
+    ExtensionPoint.PRE_SCORE: "pre_score(ctx, clusters)",
+    ExtensionPoint.SCORE: "score(ctx, cluster)",
+    ExtensionPoint.RESERVE: "reserve(ctx, targets) and unreserve(ctx, targets)",
+    ExtensionPoint.PERMIT: "permit(ctx, targets)",
+    ExtensionPoint.PRE_BIND: "pre_bind(ctx, targets)",
+    ExtensionPoint.POST_BIND: "post_bind(ctx, targets)",
+}
+
+DEFAULT_MEMO_LIMIT = 20_000
+
+
+class FrameworkError(ValueError):
+    """A profile cannot be built: an unknown plugin, a plugin lacking a point's method, bad args.
+    One line, naming the profile and the plugin (``PluginArgsError`` is the args case)."""
+
+
+class PluginError(SchedulingError):
+    """A plugin or an extender raised, or overran its time budget: the binding fails, named."""
+
+    def __init__(self, plugin: str, point: str, message: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.point = point
+
+    def wrapped(self, prefix: str) -> SchedulingError:
+        return PluginError(self.plugin, self.point, f"{prefix}: {self.message}")
 
 
 class Driver(Protocol):
@@ -50,34 +169,1106 @@ class SerialDriver:
     """Performs each request in turn, in the calling thread."""
 
     def perform(self, requests: Sequence[Any]) -> list[Any]:
-        from fleetsched.scheduler.framework.interface import (
-            EstimateRequest,
-            ExtenderFilterRequest,
-            ExtenderPrioritizeRequest,
-        )
-
         answers: list[Any] = []
         for request in requests:
             try:
-                if isinstance(request, EstimateRequest):
-                    if request.components:
-                        answers.append(
-                            request.estimator.max_available_component_sets(  # type: ignore[attr-defined]
-                                request.clusters, request.components
-                            )
-                        )
-                    else:
-                        answers.append(
-                            request.estimator.max_available_replicas(
-                                request.clusters, request.replica_requirements
-                            )
-                        )
-                elif isinstance(request, ExtenderFilterRequest):
-                    answers.append(request.extender.filter(request.binding, request.clusters))
-                elif isinstance(request, ExtenderPrioritizeRequest):
-                    answers.append(request.extender.prioritize(request.binding, request.clusters))
-                else:
-                    answers.append(TypeError(f"unknown request {type(request).__name__}"))
+                answers.append(_perform_one(request))
             except Exception as e:  # an answer, not a crash: the algorithm decides what a failure means
                 answers.append(e)
         return answers
+
+
+def _perform_one(request: Any) -> Any:
+    if isinstance(request, EstimateRequest):
+        if request.components:
+            return request.estimator.max_available_component_sets(  # type: ignore[attr-defined]
+                request.clusters, request.components
+            )
+        return request.estimator.max_available_replicas(request.clusters, request.replica_requirements)
+    if isinstance(request, ExtenderFilterRequest):
+        return request.extender.filter(request.binding, request.clusters)
+    if isinstance(request, ExtenderPrioritizeRequest):
+        return request.extender.prioritize(request.binding, request.clusters)
+    raise TypeError(f"unknown request {type(request).__name__}")
+
+
+# ---- the memo ------------------------------------------------------------------------------------
+
+
+class _LRU:
+    """A bounded mapping that evicts its least recently used entries one at a time."""
+
+    __slots__ = ("_data", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self.limit = limit
+
+    def get(self, key: Hashable) -> Any:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: Hashable, value: Any) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.limit:
+            self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        self._data.clear()
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One plugin's answers for one binding-side key: per cluster of the snapshot layout ``names``,
+    the declared facets' values (``tokens``) and the answer (a Status, an int, or None: not asked)."""
+
+    generation: int
+    names: tuple[str, ...]
+    tokens: list[Any]
+    answers: list[Any]
+    # A filter's rejections by snapshot index (valid for ``generation``), built from ``answers``.
+    rejections: dict[int, Status] | None = None
+
+
+_FACET_READERS: tuple[tuple[ClusterFacet, Callable[[ClusterInfo], Any]], ...] = (
+    (ClusterFacet.LABELS, lambda c: c.labels),
+    (ClusterFacet.FIELDS, lambda c: (c.provider, c.region, c.zones)),
+    (ClusterFacet.TAINTS, lambda c: c.taints),
+    (ClusterFacet.API_ENABLEMENTS, lambda c: c.api_enablements),
+    (ClusterFacet.RESOURCES, lambda c: (c.resource_summary, c.resource_models)),
+    (ClusterFacet.DELETION, lambda c: c.deleting),
+)
+
+
+class _Tokens:
+    """Facet values per cluster, built once per (snapshot, facet set) and interned per cluster name,
+    so a cluster whose declared facets did not change keeps the very same token object and memo
+    entries revalidate by identity; a changed cluster gets a new token and only its entries miss."""
+
+    __slots__ = ("_by_snapshot", "_interned", "_lock")
+
+    def __init__(self) -> None:
+        self._by_snapshot = _LRU(32)
+        self._interned: dict[ClusterFacet, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, snapshot: Any, facets: ClusterFacet) -> list[Any]:
+        key = (snapshot.generation, facets)
+        with self._lock:
+            found = self._by_snapshot.get(key)
+            if found is not None:
+                return found  # type: ignore[no-any-return]
+            readers = [read for facet, read in _FACET_READERS if facet in facets]
+            interned = self._interned.setdefault(facets, {})
+            tokens: list[Any] = []
+            for cluster in snapshot.clusters:
+                token = tuple(read(cluster) for read in readers)
+                previous = interned.get(cluster.name)
+                if previous is not None and (previous is token or previous == token):
+                    token = previous
+                else:
+                    interned[cluster.name] = token
+                tokens.append(token)
+            if len(interned) > 4 * max(1, len(snapshot.clusters)):
+                names = {c.name for c in snapshot.clusters}
+                for name in [n for n in interned if n not in names]:
+                    del interned[name]
+            self._by_snapshot.put(key, tokens)
+            return tokens
+
+
+# ---- one attempt's outcome of the filter and score points ----------------------------------------
+
+
+@dataclass(slots=True)
+class FitOutcome:
+    """Filter and score results of one attempt (one affinity term) over one snapshot.
+
+    ``failures``: per filter plugin, extender or PreFilter rejection (in run order), its name and its
+    rejections by snapshot index; the first one listed for a cluster is the one reported.
+    ``rows`` per feasible cluster (same order as ``feasible``): each score plugin's and extender's part.
+    """
+
+    feasible: list[ClusterInfo]
+    totals: list[int]
+    snapshot: Any
+    failures: tuple[tuple[str, dict[int, Status]], ...]
+    feasible_index: list[int]
+    score_names: tuple[str, ...] = ()
+    raw: tuple[Sequence[int], ...] = ()  # per score plugin: raw scores by snapshot index
+    normalized: tuple[Sequence[int] | None, ...] = ()  # per score plugin: by feasible position
+    weights: tuple[int, ...] = ()
+    extender_scores: tuple[tuple[str, int, Sequence[int]], ...] = ()  # (name, weight, by feasible position)
+    extender_verdicts: tuple[ExtenderVerdict, ...] = ()
+    skipped: tuple[SkippedPlugin, ...] = ()
+    post_filter: tuple[tuple[str, PostFilterResult], ...] = ()
+    _verdicts: tuple[ClusterVerdict, ...] | None = None
+    _summary: FilterSummary | None = None
+
+    def summary(self) -> FilterSummary:
+        """The verdicts' counts, from the rejection vectors (no verdict object per cluster)."""
+        if self._summary is None:
+            deleting = self.snapshot.deleting_index()
+            rejected: dict[str, int] = {"Deleting": len(deleting)} if deleting else {}
+            claimed = set(deleting)
+            for name, failed in self.failures:  # in filter order: the first rejection counts
+                for i, r in failed.items():
+                    if i not in claimed:
+                        claimed.add(i)
+                        label = r.plugin or name
+                        rejected[label] = rejected.get(label, 0) + 1
+            self._summary = FilterSummary(
+                len(self.snapshot.clusters) - len(claimed), tuple(sorted(rejected.items()))
+            )
+        return self._summary  # type: ignore[no-any-return]
+
+    def verdicts(self) -> tuple[ClusterVerdict, ...]:
+        """Per cluster in snapshot order: feasible, being deleted, or the first rejecting plugin."""
+        if self._verdicts is None:
+            out = []
+            for i, base in enumerate(self.snapshot.base_verdicts()):
+                verdict = base
+                if base.feasible:
+                    for name, failed in self.failures:
+                        r = failed.get(i)
+                        if r is not None:
+                            verdict = ClusterVerdict(base.cluster, False, r.plugin or name, r.reasons)
+                            break
+                out.append(verdict)
+            self._verdicts = tuple(out)
+        return self._verdicts
+
+    def diagnosis(self) -> dict[str, tuple[str, ...]]:
+        """Rejected clusters (not being deleted) and their reasons, for the FitError message."""
+        return {v.cluster: v.reasons for v in self.verdicts() if not v.feasible and not v.deleting}
+
+    def plugin_scores(self, position: int) -> tuple[PluginScore, ...]:
+        """Each score plugin's and extender's part of the feasible cluster at ``position``."""
+        i = self.feasible_index[position]
+        out = []
+        for k, name in enumerate(self.score_names):
+            raw = self.raw[k][i]
+            normalized = self.normalized[k]
+            out.append(
+                PluginScore(name, raw, raw if normalized is None else normalized[position], self.weights[k])
+            )
+        for name, weight, scores in self.extender_scores:
+            out.append(PluginScore(name, scores[position], scores[position], weight, extender=True))
+        return tuple(out)
+
+
+@dataclass(slots=True)
+class _ScoreSlot:
+    plugin: ScorePlugin
+    name: str
+    weight: int
+    normalize: bool
+    batch: bool
+    inputs: ClusterFacet | None
+
+
+@dataclass(slots=True)
+class _FilterSlot:
+    plugin: FilterPlugin
+    name: str
+    batch: bool
+    inputs: ClusterFacet | None
+
+
+
+
+# ---- waiting at Permit ---------------------------------------------------------------------------
+
+
+class _WaitingBinding:
+    """A binding held at Permit until every waiting plugin allows it, one rejects it, or time is up."""
+
+    __slots__ = ("_deadline", "_key", "_lock", "_pending", "_rejected")
+
+    def __init__(self, key: str, pending: dict[str, float], now: float) -> None:
+        self._key = key
+        self._pending = dict(pending)  # plugin -> timeout
+        self._deadline = now + min(pending.values())
+        self._rejected: tuple[str, str] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    def pending_plugins(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._pending)
+
+    def allow(self, plugin: str) -> None:
+        with self._lock:
+            self._pending.pop(plugin, None)
+
+    def reject(self, plugin: str, reason: str) -> None:
+        with self._lock:
+            if self._rejected is None:
+                self._rejected = (plugin, reason)
+
+    def status(self, now: float) -> Status | None:
+        """Success once all allowed, a rejection, or None while still waiting."""
+        with self._lock:
+            if self._rejected is not None:
+                plugin, reason = self._rejected
+                return Status(Code.UNSCHEDULABLE, (reason,), plugin)
+            if not self._pending:
+                return Status.success()
+            if now >= self._deadline:
+                plugins = ", ".join(sorted(self._pending))
+                return Status(
+                    Code.UNSCHEDULABLE,
+                    (f"rejected due to timeout after waiting at Permit for {plugins}",),
+                    next(iter(sorted(self._pending))),
+                )
+            return None
+
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+
+# ---- the Framework -------------------------------------------------------------------------------
+
+
+class Framework:
+    """The plugins of one profile, ready to run; safe to share between worker threads.
+
+    Build it with ``Framework(registry, profile, ...)``; a bad profile raises ``FrameworkError`` (or
+    its subclass-like ``PluginArgsError``) with one line naming the profile, the plugin and the field.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        profile: Profile,
+        *,
+        extenders: Sequence[Extender] = (),
+        observer: Observer | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        timer: Callable[[], float] = time.perf_counter,
+        driver: Driver | None = None,
+        memo_limit: int = DEFAULT_MEMO_LIMIT,
+    ) -> None:
+        self.profile = profile
+        self.extenders: tuple[Extender, ...] = tuple(extenders)
+        self.observer = observer
+        self._clock = clock
+        self._timer = timer
+        self.driver: Driver = driver or SerialDriver()
+        self._instances: dict[str, Plugin] = {}
+        self._waiting: dict[str, _WaitingBinding] = {}
+        self._waiting_lock = threading.Lock()
+        for point in ExtensionPoint:
+            for entry in profile.enabled(point):
+                plugin = self._instance(registry, entry.name)
+                protocol = _POINT_PROTOCOLS[point]
+                if not isinstance(plugin, protocol):
+                    raise FrameworkError(
+                        f"profiles[{profile.scheduler_name}].plugins.{point.value}: plugin {entry.name!r} "
+                        f"does not implement {POINT_NAMES[point]} (it needs {_METHODS[point]})"
+                    )
+        for name in profile.plugin_args:
+            if name not in self._instances and name in registry:
+                # Args for a plugin no point enables are still validated: a typo must not hide.
+                self._instance(registry, name)
+
+        def enabled(point: ExtensionPoint) -> list[Any]:
+            return [self._instances[e.name] for e in profile.enabled(point)]
+
+        sorts = enabled(ExtensionPoint.QUEUE_SORT)
+        if len(sorts) > 1:
+            raise FrameworkError(
+                f"profiles[{profile.scheduler_name}].plugins.queueSort: only one queue sort plugin may be "
+                f"enabled, got {', '.join(p.name for p in sorts)}"
+            )
+        self.queue_sort: QueueSortPlugin | None = sorts[0] if sorts else None
+        self.pre_filters: tuple[PreFilterPlugin, ...] = tuple(enabled(ExtensionPoint.PRE_FILTER))
+        self.filters: tuple[_FilterSlot, ...] = tuple(
+            _FilterSlot(p, p.name, isinstance(p, BatchFilterPlugin), _inputs(p))
+            for p in enabled(ExtensionPoint.FILTER)
+        )
+        self.post_filters: tuple[PostFilterPlugin, ...] = tuple(enabled(ExtensionPoint.POST_FILTER))
+        self.pre_scores: tuple[PreScorePlugin, ...] = tuple(enabled(ExtensionPoint.PRE_SCORE))
+        scores = []
+        for entry in profile.enabled(ExtensionPoint.SCORE):
+            p = self._instances[entry.name]
+            if entry.weight < 0:
+                raise FrameworkError(
+                    f"profiles[{profile.scheduler_name}].plugins.score[{entry.name}].weight: "
+                    f"must not be negative, got {entry.weight}"
+                )
+            scores.append(
+                _ScoreSlot(
+                    p,
+                    p.name,
+                    entry.weight,
+                    isinstance(p, NormalizeScorePlugin),  # type: ignore[arg-type]
+                    isinstance(p, BatchScorePlugin),
+                    _inputs(p),
+                )
+            )
+        self.scores: tuple[_ScoreSlot, ...] = tuple(scores)
+        self.reserves: tuple[ReservePlugin, ...] = tuple(enabled(ExtensionPoint.RESERVE))
+        self.permits: tuple[PermitPlugin, ...] = tuple(enabled(ExtensionPoint.PERMIT))
+        self.pre_binds: tuple[PreBindPlugin, ...] = tuple(enabled(ExtensionPoint.PRE_BIND))
+        self.post_binds: tuple[PostBindPlugin, ...] = tuple(enabled(ExtensionPoint.POST_BIND))
+        self.filter_extenders = tuple(e for e in self.extenders if e.supports_filter)
+        self.prioritize_extenders = tuple(e for e in self.extenders if e.supports_prioritize)
+        self.ignorable = profile.ignorable_plugins
+        self.budget = profile.plugin_timeout_seconds
+        # Whole filter+score outcomes are reused only when every answer is declared and nothing
+        # per-attempt (PreFilter/PreScore state, extenders, ignorable failures) could change them.
+        self._outcome_memo_ok = (
+            not self.pre_filters
+            and not self.pre_scores
+            and not self.extenders
+            and all(s.inputs is not None for s in self.filters)
+            and all(s.inputs is not None and not s.normalize for s in self.scores)
+        )
+        self._memo_lock = threading.Lock()
+        self._memo = _LRU(memo_limit)
+        self._outcomes = _LRU(max(1, memo_limit // 4))
+        self._tokens = _Tokens()
+        self.memo_stats = {"hit": 0, "miss": 0}
+
+    # ---- construction ------------------------------------------------------------------------
+
+    def _instance(self, registry: Registry, name: str) -> Plugin:
+        found = self._instances.get(name)
+        if found is not None:
+            return found
+        profile = self.profile.scheduler_name
+        factory = registry.get(name)
+        if factory is None:
+            known = ", ".join(sorted(registry))
+            raise FrameworkError(f"profiles[{profile}].plugins: unknown plugin {name!r} (known: {known})")
+        args = _validate_args(profile, name, registry.args_model(name), self.profile.plugin_args.get(name))
+        try:
+            plugin = factory(args, self)
+        except PluginArgsError:
+            raise
+        except Exception as e:
+            raise PluginArgsError(profile, name, "", f"the plugin failed to start: {e}") from e
+        if getattr(plugin, "name", None) != name:
+            raise FrameworkError(
+                f"profiles[{profile}].plugins: the factory of {name!r} made a plugin named "
+                f"{getattr(plugin, 'name', None)!r}"
+            )
+        self._instances[name] = plugin
+        return plugin
+
+    # ---- Handle ------------------------------------------------------------------------------
+
+    @property
+    def profile_name(self) -> str:
+        return self.profile.scheduler_name
+
+    def clock(self) -> float:
+        return self._clock()
+
+    def waiting_binding(self, key: str) -> _WaitingBinding | None:
+        with self._waiting_lock:
+            return self._waiting.get(key)
+
+    def plugin(self, name: str) -> Plugin | None:
+        """The instance of an enabled plugin (for tests and explanations)."""
+        return self._instances.get(name)
+
+    # ---- QueueSort ---------------------------------------------------------------------------
+
+    def less(self, a: QueuedBindingInfo, b: QueuedBindingInfo) -> bool:
+        if self.queue_sort is not None:
+            return self.queue_sort.less(a, b)
+        if a.priority != b.priority:
+            return a.priority > b.priority
+        return a.timestamp < b.timestamp
+
+    # ---- timing and failure attribution ------------------------------------------------------
+
+    def _observe(self, plugin: str, point: str, code: Code, seconds: float) -> None:
+        if self.observer is not None:
+            self.observer(plugin, point, code.value, seconds)
+
+    def _overran(self, seconds: float) -> bool:
+        return self.budget is not None and seconds > self.budget
+
+    def _failed(self, plugin: str, point: str, message: str, skipped: list[SkippedPlugin]) -> None:
+        """A plugin raised or overran: skip it (ignorable) or fail the binding naming it."""
+        if plugin in self.ignorable:
+            skipped.append(SkippedPlugin(plugin, point, message))
+            return
+        raise PluginError(plugin, point, f"plugin {plugin} failed at {point}: {message}")
+
+    def _budget_message(self, seconds: float) -> str:
+        return f"took {seconds:.3f}s, over its time budget of {self.budget:g}s"
+
+    # ---- the scheduling cycle: PreFilter, Filter, PostFilter, PreScore, Score -----------------
+
+    def new_context(
+        self, binding: Any, observed_affinity_name: str, peers: tuple[Any, ...] = ()
+    ) -> FilterContext:
+        return FilterContext(
+            binding=binding,
+            observed_affinity_name=observed_affinity_name,
+            target_names=binding.target_names(),
+            is_workload=binding.is_workload(),
+            peers=peers,
+        )
+
+    def run_filter_and_score(
+        self, ctx: FilterContext, snapshot: Any, *, step: Callable[[str, float], float] | None = None
+    ) -> FitOutcome:
+        """PreFilter, Filter (plugins, then extenders), PostFilter when nothing fits, PreScore, Score
+        and NormalizeScore over ``snapshot`` for one attempt. Raises ``PluginError`` for a failing
+        plugin that is not ignorable. ``step(name, started)`` reports the Filter and Score steps."""
+        started = self._timer()
+        keys: list[Hashable] | None = None
+        combined: Hashable | None = None
+        if self._outcome_memo_ok:
+            keys = [s.plugin.binding_key(ctx) for s in self.filters]  # type: ignore[attr-defined]
+            keys += [s.plugin.binding_key(ctx) for s in self.scores]  # type: ignore[attr-defined]
+            combined = (snapshot.generation, tuple(keys))
+            with self._memo_lock:
+                cached = self._outcomes.get(combined)
+            if cached is not None:
+                # Verdicts and scores reused: the filter step was the lookup, no scoring was done.
+                if step is not None:
+                    step(STEP_SCORE, step(STEP_FILTER, started))
+                return cached  # type: ignore[no-any-return]
+        skipped: list[SkippedPlugin] = []
+        clusters = snapshot.clusters
+        # PreFilter: a rejection rejects every cluster; Skip leaves the plugin's Filter out.
+        failures: list[tuple[str, dict[int, Status]]] = []
+        skip_filters: set[str] = set()
+        candidates = [i for i, c in enumerate(clusters) if not c.deleting]
+        for pre in self.pre_filters:
+            status = self._call_status(pre.name, "PreFilter", lambda p=pre: p.pre_filter(ctx), skipped)
+            if status is None or status.is_success:
+                continue
+            if status.code is Code.SKIP:
+                skip_filters.add(pre.name)
+                continue
+            rejected = Status(status.code, status.reasons, status.plugin or pre.name)
+            failures.append((pre.name, dict.fromkeys(candidates, rejected)))
+            candidates = []
+            break
+        if candidates:
+            for k, slot in enumerate(self.filters):
+                if slot.name in skip_filters:
+                    continue
+                key = keys[k] if keys is not None else None
+                failed = self._filter(slot, key, ctx, snapshot, skipped)
+                if failed is None:
+                    continue
+                failures.append((slot.name, failed))
+        rejected_index: set[int] = set(snapshot.deleting_index())
+        for _, failed in failures:
+            rejected_index.update(failed)
+        feasible_index = [i for i in range(len(clusters)) if i not in rejected_index]
+        verdicts: list[ExtenderVerdict] = []
+        for extender in self.filter_extenders:
+            if not feasible_index:
+                break
+            feasible_index = self._extender_filter(
+                extender, ctx, snapshot, feasible_index, failures, verdicts, skipped
+            )
+        filtered = step(STEP_FILTER, started) if step is not None else self._timer()
+        feasible = [clusters[i] for i in feasible_index]
+        post: list[tuple[str, PostFilterResult]] = []
+        if not feasible:
+            post = self._post_filter(ctx, snapshot, failures, skipped)
+            if step is not None:
+                step(STEP_SCORE, filtered)
+            return FitOutcome(
+                feasible,
+                [],
+                snapshot,
+                tuple(failures),
+                feasible_index,
+                extender_verdicts=tuple(verdicts),
+                skipped=tuple(skipped),
+                post_filter=tuple(post),
+            )
+        skip_scores: set[str] = set()
+        for pre in self.pre_scores:
+            status = self._call_status(
+                pre.name, "PreScore", lambda p=pre: p.pre_score(ctx, feasible), skipped
+            )
+            if status is not None and status.code is Code.SKIP:
+                skip_scores.add(pre.name)
+            elif status is not None and not status.is_success:
+                self._failed(pre.name, "PreScore", status.message() or status.code.value, skipped)
+                skip_scores.add(pre.name)
+        names: list[str] = []
+        raws: list[Sequence[int]] = []
+        normalized: list[Sequence[int] | None] = []
+        weights: list[int] = []
+        n_filters = len(self.filters)
+        for k, slot in enumerate(self.scores):
+            if slot.name in skip_scores:
+                continue
+            key = keys[n_filters + k] if keys is not None else None
+            vector = self._score(slot, key, ctx, snapshot, feasible_index, skipped)
+            if vector is None:
+                continue
+            names.append(slot.name)
+            raws.append(vector)
+            weights.append(slot.weight)
+            normalized.append(
+                self._normalize(slot, ctx, feasible, [vector[i] for i in feasible_index], skipped)
+            )
+        ext_scores = self._extender_prioritize(ctx, feasible, skipped)
+        if len(raws) == 1 and normalized[0] is None and weights[0] == 1 and not ext_scores:
+            vector = raws[0]
+            totals = [vector[i] for i in feasible_index]
+        else:
+            totals = [0] * len(feasible_index)
+            for k, vector in enumerate(raws):
+                weight = weights[k]
+                norm = normalized[k]
+                if norm is None:
+                    for pos, i in enumerate(feasible_index):
+                        totals[pos] += vector[i] * weight
+                else:
+                    for pos in range(len(feasible_index)):
+                        totals[pos] += norm[pos] * weight
+            for _, weight, scores in ext_scores:
+                for pos in range(len(feasible_index)):
+                    totals[pos] += scores[pos] * weight
+        if step is not None:
+            step(STEP_SCORE, filtered)
+        out = FitOutcome(
+            feasible,
+            totals,
+            snapshot,
+            tuple(failures),
+            feasible_index,
+            tuple(names),
+            tuple(raws),
+            tuple(normalized),
+            tuple(weights),
+            tuple(ext_scores),
+            tuple(verdicts),
+            tuple(skipped),
+            tuple(post),
+        )
+        if combined is not None and not skipped:
+            with self._memo_lock:
+                self._outcomes.put(combined, out)
+        return out
+
+    def _call_status(
+        self, name: str, point: str, call: Callable[[], Status], skipped: list[SkippedPlugin]
+    ) -> Status | None:
+        """One timed plugin call answering a Status; None when it failed and was skipped."""
+        t0 = self._timer()
+        try:
+            status = call()
+        except Exception as e:
+            self._observe(name, point, Code.ERROR, self._timer() - t0)
+            self._failed(name, point, f"{type(e).__name__}: {e}", skipped)
+            return None
+        seconds = self._timer() - t0
+        self._observe(name, point, status.code, seconds)
+        if status.code is Code.ERROR:
+            self._failed(name, point, status.message() or "error", skipped)
+            return None
+        if self._overran(seconds):
+            self._failed(name, point, self._budget_message(seconds), skipped)
+            return None
+        return status
+
+    def _filter(
+        self,
+        slot: _FilterSlot,
+        key: Hashable,
+        ctx: FilterContext,
+        snapshot: Any,
+        skipped: list[SkippedPlugin],
+    ) -> dict[int, Status] | None:
+        """Rejections of one filter plugin by snapshot index; None when it failed and was skipped."""
+        inputs = slot.inputs
+        if inputs is not None and key is None:
+            key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
+        clusters = snapshot.clusters
+        entry: _Entry | None = None
+        tokens: list[Any] | None = None
+        if inputs is not None:
+            memo_key = ("F", slot.name, key)
+            with self._memo_lock:
+                entry = self._memo.get(memo_key)
+            if entry is not None and entry.generation == snapshot.generation and entry.rejections is not None:
+                self.memo_stats["hit"] += 1
+                return entry.rejections
+            tokens = self._tokens.of(snapshot, inputs)
+        answers: list[Any] = [None] * len(clusters)
+        misses: list[int] = []
+        reused = _reuse(entry, snapshot, tokens, answers) if entry is not None and tokens is not None else 0
+        for i, c in enumerate(clusters):
+            if answers[i] is None and not c.deleting:
+                misses.append(i)
+        self.memo_stats["hit" if reused and not misses else "miss"] += 1
+        if misses:
+            t0 = self._timer()
+            try:
+                if slot.batch:
+                    got = slot.plugin.filter_clusters(ctx, [clusters[i] for i in misses])  # type: ignore[attr-defined]
+                    for i, status in zip(misses, got, strict=True):
+                        answers[i] = status
+                else:
+                    filter_one = slot.plugin.filter
+                    for i in misses:
+                        answers[i] = filter_one(ctx, clusters[i])
+            except Exception as e:
+                self._observe(slot.name, "Filter", Code.ERROR, self._timer() - t0)
+                self._failed(slot.name, "Filter", f"{type(e).__name__}: {e}", skipped)
+                return None
+            seconds = self._timer() - t0
+            self._observe(slot.name, "Filter", Code.SUCCESS, seconds)
+            if self._overran(seconds):
+                self._failed(slot.name, "Filter", self._budget_message(seconds), skipped)
+                return None
+        failed: dict[int, Status] = {}
+        error: Status | None = None
+        for i, status in enumerate(answers):
+            if status is None or status.code is Code.SUCCESS:
+                continue
+            if status.code is Code.ERROR:
+                error = status
+                break
+            failed[i] = status
+        if error is not None:
+            self._failed(slot.name, "Filter", error.message() or "error", skipped)
+            return None
+        if inputs is not None and tokens is not None:
+            new = _Entry(snapshot.generation, snapshot.names, tokens, answers, failed)
+            with self._memo_lock:
+                self._memo.put(("F", slot.name, key), new)
+        return failed
+
+    def _score(
+        self,
+        slot: _ScoreSlot,
+        key: Hashable,
+        ctx: FilterContext,
+        snapshot: Any,
+        feasible_index: list[int],
+        skipped: list[SkippedPlugin],
+    ) -> Sequence[int] | None:
+        """Raw scores by snapshot index (0 where not asked); None when it failed and was skipped.
+        Declared plugins are asked for every cluster not being deleted (their answers are reusable
+        by bindings with other feasible sets); undeclared ones for the feasible clusters only."""
+        inputs = slot.inputs
+        clusters = snapshot.clusters
+        entry: _Entry | None = None
+        tokens: list[Any] | None = None
+        if inputs is not None:
+            if key is None:
+                key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
+            with self._memo_lock:
+                entry = self._memo.get(("S", slot.name, key))
+            if entry is not None and entry.generation == snapshot.generation:
+                self.memo_stats["hit"] += 1
+                return entry.answers  # type: ignore[no-any-return]
+            tokens = self._tokens.of(snapshot, inputs)
+            wanted = [i for i, c in enumerate(clusters) if not c.deleting]
+        else:
+            wanted = feasible_index
+        answers: list[Any] = [None] * len(clusters)
+        if entry is not None and tokens is not None:
+            _reuse(entry, snapshot, tokens, answers)
+        misses = [i for i in wanted if answers[i] is None]
+        self.memo_stats["miss" if misses else "hit"] += 1
+        if misses:
+            t0 = self._timer()
+            try:
+                if slot.batch:
+                    got = slot.plugin.score_clusters(ctx, [clusters[i] for i in misses])  # type: ignore[attr-defined]
+                    for i, score in zip(misses, got, strict=True):
+                        answers[i] = int(score)
+                else:
+                    score_one = slot.plugin.score
+                    for i in misses:
+                        answers[i] = score_one(ctx, clusters[i])
+            except Exception as e:
+                # Karmada aborts the attempt on a score error (§5.8): the binding fails, named.
+                self._observe(slot.name, "Score", Code.ERROR, self._timer() - t0)
+                self._failed(slot.name, "Score", f"{type(e).__name__}: {e}", skipped)
+                return None
+            seconds = self._timer() - t0
+            self._observe(slot.name, "Score", Code.SUCCESS, seconds)
+            if self._overran(seconds):
+                self._failed(slot.name, "Score", self._budget_message(seconds), skipped)
+                return None
+        vector = [0 if a is None else a for a in answers]
+        if inputs is not None and tokens is not None:
+            new = _Entry(snapshot.generation, snapshot.names, tokens, vector)
+            with self._memo_lock:
+                self._memo.put(("S", slot.name, key), new)
+        return vector
+
+    def _normalize(
+        self,
+        slot: _ScoreSlot,
+        ctx: FilterContext,
+        feasible: list[ClusterInfo],
+        raw: list[int],
+        skipped: list[SkippedPlugin],
+    ) -> Sequence[int] | None:
+        if not slot.normalize:
+            return None
+        t0 = self._timer()
+        try:
+            out = [int(s) for s in slot.plugin.normalize_score(ctx, feasible, raw)]  # type: ignore[attr-defined]
+            if len(out) != len(raw):
+                raise ValueError(f"returned {len(out)} scores for {len(raw)} clusters")
+        except Exception as e:
+            self._observe(slot.name, NORMALIZE_SCORE, Code.ERROR, self._timer() - t0)
+            self._failed(slot.name, NORMALIZE_SCORE, f"{type(e).__name__}: {e}", skipped)
+            return [0] * len(raw)
+        self._observe(slot.name, NORMALIZE_SCORE, Code.SUCCESS, self._timer() - t0)
+        return out
+
+    def _post_filter(
+        self,
+        ctx: FilterContext,
+        snapshot: Any,
+        failures: list[tuple[str, dict[int, Status]]],
+        skipped: list[SkippedPlugin],
+    ) -> list[tuple[str, PostFilterResult]]:
+        if not self.post_filters:
+            return []
+        diagnosis: dict[str, Status] = {}
+        clusters = snapshot.clusters
+        for name, failed in failures:
+            for i, status in failed.items():
+                diagnosis.setdefault(
+                    clusters[i].name, Status(status.code, status.reasons, status.plugin or name)
+                )
+        out = []
+        for plugin in self.post_filters:
+            t0 = self._timer()
+            try:
+                result = plugin.post_filter(ctx, diagnosis)
+            except Exception as e:
+                self._observe(plugin.name, "PostFilter", Code.ERROR, self._timer() - t0)
+                self._failed(plugin.name, "PostFilter", f"{type(e).__name__}: {e}", skipped)
+                continue
+            self._observe(plugin.name, "PostFilter", result.status.code, self._timer() - t0)
+            out.append((plugin.name, result))
+        return out
+
+    # ---- extenders ---------------------------------------------------------------------------
+
+    def _extender_failed(
+        self, extender: Extender, verb: str, message: str, skipped: list[SkippedPlugin]
+    ) -> None:
+        if extender.ignorable:
+            skipped.append(SkippedPlugin(extender.name, f"Extender{verb}", message))
+            return
+        raise PluginError(
+            extender.name, f"Extender{verb}", f"extender {extender.name} failed at {verb}: {message}"
+        )
+
+    def _extender_filter(
+        self,
+        extender: Extender,
+        ctx: FilterContext,
+        snapshot: Any,
+        feasible_index: list[int],
+        failures: list[tuple[str, dict[int, Status]]],
+        verdicts: list[ExtenderVerdict],
+        skipped: list[SkippedPlugin],
+    ) -> list[int]:
+        clusters = snapshot.clusters
+        request = ExtenderFilterRequest(extender, ctx.binding, tuple(clusters[i] for i in feasible_index))
+        t0 = self._timer()
+        (answer,) = self.driver.perform([request])
+        seconds = self._timer() - t0
+        if isinstance(answer, Exception) or not isinstance(answer, ExtenderFilterResult):
+            message = (
+                str(answer) if isinstance(answer, Exception) else f"malformed answer {type(answer).__name__}"
+            )
+            self._observe(extender.name, "ExtenderFilter", Code.ERROR, seconds)
+            self._extender_failed(extender, "Filter", message, skipped)
+            verdicts.append(ExtenderVerdict(extender.name, len(feasible_index), 0, skipped=message))
+            return feasible_index
+        self._observe(extender.name, "ExtenderFilter", Code.SUCCESS, seconds)
+        kept = set(answer.kept)
+        out: list[int] = []
+        failed: dict[int, Status] = {}
+        for i in feasible_index:
+            name = clusters[i].name
+            if name in kept:
+                out.append(i)
+            elif name in answer.unresolvable:
+                failed[i] = Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (answer.unresolvable[name],), extender.name
+                )
+            else:
+                reason = answer.failed.get(name) or f"cluster(s) rejected by extender {extender.name}"
+                failed[i] = Status(Code.UNSCHEDULABLE, (reason,), extender.name)
+        if failed:
+            failures.append((extender.name, failed))
+        verdicts.append(ExtenderVerdict(extender.name, len(out), len(failed)))
+        return out
+
+    def _extender_prioritize(
+        self, ctx: FilterContext, feasible: list[ClusterInfo], skipped: list[SkippedPlugin]
+    ) -> list[tuple[str, int, Sequence[int]]]:
+        if not self.prioritize_extenders:
+            return []
+        requests = [
+            ExtenderPrioritizeRequest(e, ctx.binding, tuple(feasible)) for e in self.prioritize_extenders
+        ]
+        t0 = self._timer()
+        answers = self.driver.perform(requests)
+        seconds = self._timer() - t0
+        out = []
+        for extender, answer in zip(self.prioritize_extenders, answers, strict=True):
+            if isinstance(answer, Exception) or not isinstance(answer, Mapping):
+                message = (
+                    str(answer)
+                    if isinstance(answer, Exception)
+                    else f"malformed answer {type(answer).__name__}"
+                )
+                self._observe(extender.name, "ExtenderPrioritize", Code.ERROR, seconds)
+                self._extender_failed(extender, "Prioritize", message, skipped)
+                continue
+            self._observe(extender.name, "ExtenderPrioritize", Code.SUCCESS, seconds)
+            out.append((extender.name, extender.weight, [int(answer.get(c.name, 0)) for c in feasible]))
+        return out
+
+    # ---- the binding cycle: Reserve, Permit, PreBind, PostBind -------------------------------
+
+    def run_reserve(
+        self, ctx: FilterContext, targets: Sequence[TargetCluster]
+    ) -> tuple[Status, Callable[[], None]]:
+        """Reserve on every Reserve plugin in order. Returns the status and an ``undo`` that calls
+        Unreserve on the plugins that reserved, in reverse order (idempotent). On a failure the
+        plugins that had reserved are already unreserved."""
+        done: list[ReservePlugin] = []
+        undone = False
+
+        def undo() -> None:
+            nonlocal undone
+            if undone:
+                return
+            undone = True
+            for plugin in reversed(done):
+                t0 = self._timer()
+                try:
+                    plugin.unreserve(ctx, targets)
+                except Exception:  # Unreserve must not raise; one that does cannot stop the others
+                    self._observe(plugin.name, UNRESERVE, Code.ERROR, self._timer() - t0)
+                    continue
+                self._observe(plugin.name, UNRESERVE, Code.SUCCESS, self._timer() - t0)
+
+        for plugin in self.reserves:
+            status = self._binding_call(plugin.name, "Reserve", lambda p=plugin: p.reserve(ctx, targets))
+            if not status.is_success:
+                undo()
+                return status, undo
+            done.append(plugin)
+        return Status.success(), undo
+
+    def run_permit(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        """Permit on every Permit plugin: Success, the first denial, or WAIT (then ``wait_on_permit``)."""
+        waiting: dict[str, float] = {}
+        for plugin in self.permits:
+            status = self._binding_call(plugin.name, "Permit", lambda p=plugin: p.permit(ctx, targets))
+            if status.code is Code.WAIT:
+                waiting[plugin.name] = max(0.0, status.timeout_seconds)
+                continue
+            if not status.is_success:
+                return status
+        if not waiting:
+            return Status.success()
+        held = _WaitingBinding(ctx.binding.key, waiting, self._clock())
+        with self._waiting_lock:
+            self._waiting[ctx.binding.key] = held
+        return Status(
+            Code.WAIT,
+            (f"waiting at Permit for {', '.join(sorted(waiting))}",),
+            timeout_seconds=held.deadline - self._clock(),
+        )
+
+    def wait_on_permit(self, key: str) -> Status | None:
+        """The decision on a binding held at Permit, on the injected clock: Success once every waiting
+        plugin allowed it, a denial (rejected, or timed out), or None while still waiting. A decided
+        binding is no longer held."""
+        with self._waiting_lock:
+            held = self._waiting.get(key)
+        if held is None:
+            return Status.success()
+        status = held.status(self._clock())
+        if status is not None:
+            with self._waiting_lock:
+                self._waiting.pop(key, None)
+        return status
+
+    def run_pre_bind(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        for plugin in self.pre_binds:
+            status = self._binding_call(plugin.name, "PreBind", lambda p=plugin: p.pre_bind(ctx, targets))
+            if not status.is_success:
+                return status
+        return Status.success()
+
+    def run_post_bind(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> None:
+        for plugin in self.post_binds:
+            t0 = self._timer()
+            try:
+                plugin.post_bind(ctx, targets)
+            except Exception:  # informational: a failure changes nothing that was written
+                self._observe(plugin.name, "PostBind", Code.ERROR, self._timer() - t0)
+                continue
+            self._observe(plugin.name, "PostBind", Code.SUCCESS, self._timer() - t0)
+
+    def _binding_call(self, name: str, point: str, call: Callable[[], Status]) -> Status:
+        """A binding-cycle call; a raise or overrun is an Error naming the plugin (ignorable: Success)."""
+        t0 = self._timer()
+        try:
+            status = call()
+        except Exception as e:
+            self._observe(name, point, Code.ERROR, self._timer() - t0)
+            if name in self.ignorable:
+                return Status.success()
+            return Status(Code.ERROR, (f"plugin {name} failed at {point}: {type(e).__name__}: {e}",), name)
+        seconds = self._timer() - t0
+        self._observe(name, point, status.code, seconds)
+        if self._overran(seconds) and status.code is not Code.WAIT:
+            if name in self.ignorable:
+                return Status.success()
+            return Status(
+                Code.ERROR, (f"plugin {name} failed at {point}: {self._budget_message(seconds)}",), name
+            )
+        if status.is_success or status.code is Code.WAIT:
+            return status
+        return dataclasses.replace(status, plugin=status.plugin or name)
+
+    def binding_cycle(self, cycle_context: Any, targets: Sequence[TargetCluster]) -> BindingCycle:
+        return BindingCycle(self, cycle_context, tuple(targets))
+
+    def memo_size(self) -> int:
+        with self._memo_lock:
+            return len(self._memo)
+
+
+@dataclass(slots=True)
+class BindingCycle:
+    """Reserve -> Permit -> PreBind -> (the edge writes) -> PostBind, or Unreserve when anything
+    after Reserve fails (the write included). The edge calls these in that order."""
+
+    framework: Framework
+    ctx: FilterContext
+    targets: tuple[TargetCluster, ...]
+    _undo: Callable[[], None] | None = field(default=None, repr=False)
+
+    def reserve(self) -> Status:
+        status, self._undo = self.framework.run_reserve(self.ctx, self.targets)
+        return status
+
+    def permit(self) -> Status:
+        status = self.framework.run_permit(self.ctx, self.targets)
+        if status.is_rejection or status.code is Code.ERROR:
+            self.unreserve()
+        return status
+
+    def wait_on_permit(self) -> Status | None:
+        status = self.framework.wait_on_permit(self.ctx.binding.key)
+        if status is not None and not status.is_success:
+            self.unreserve()
+        return status
+
+    def pre_bind(self) -> Status:
+        status = self.framework.run_pre_bind(self.ctx, self.targets)
+        if not status.is_success:
+            self.unreserve()
+        return status
+
+    def unreserve(self) -> None:
+        if self._undo is not None:
+            self._undo()
+
+    def post_bind(self) -> None:
+        self.framework.run_post_bind(self.ctx, self.targets)
+
+
+def _inputs(plugin: Any) -> ClusterFacet | None:
+    """The cluster facets a plugin declares, or None when it declares nothing (never reused)."""
+    if isinstance(plugin, DeclaresInputs):
+        facets = plugin.cluster_inputs
+        if isinstance(facets, ClusterFacet):
+            return facets
+    return None
+
+
+def _reuse(entry: _Entry, snapshot: Any, tokens: list[Any], answers: list[Any]) -> int:
+    """Copy into ``answers`` the entry's answers of clusters whose declared facets are unchanged."""
+    reused = 0
+    old_tokens = entry.tokens
+    old_answers = entry.answers
+    clusters = snapshot.clusters
+    if entry.names is snapshot.names or entry.names == snapshot.names:
+        for i, token in enumerate(tokens):
+            old = old_tokens[i]
+            if (old is token or old == token) and not clusters[i].deleting:
+                answers[i] = old_answers[i]
+                reused += 1
+        return reused
+    position = {name: i for i, name in enumerate(entry.names)}
+    for i, name in enumerate(snapshot.names):
+        j = position.get(name)
+        if j is not None:
+            old = old_tokens[j]
+            if (old is tokens[i] or old == tokens[i]) and not clusters[i].deleting:
+                answers[i] = old_answers[j]
+                reused += 1
+    return reused
+
+
+def _validate_args(profile: str, plugin: str, model: Any, raw: Mapping[str, Any] | None) -> Any:
+    """The plugin's args as its typed model, or None; a one-line PluginArgsError otherwise."""
+    if model is None:
+        if raw:
+            raise PluginArgsError(profile, plugin, "", "this plugin takes no args")
+        return None
+    raw = dict(raw or {})
+    if hasattr(model, "model_validate"):  # a pydantic model (not imported here: the core stays light)
+        try:
+            return model.model_validate(raw)
+        except Exception as e:
+            errors = getattr(e, "errors", None)
+            if callable(errors):
+                first = errors()[0]
+                loc = ".".join(str(p) for p in first.get("loc", ()))
+                raise PluginArgsError(profile, plugin, loc, str(first.get("msg", e))) from None
+            raise PluginArgsError(profile, plugin, "", str(e)) from None
+    if dataclasses.is_dataclass(model):
+        fields = {f.name: f for f in dataclasses.fields(model)}
+        for name in raw:
+            if name not in fields:
+                raise PluginArgsError(
+                    profile, plugin, name, f"unknown field (known: {', '.join(sorted(fields))})"
+                )
+        for name, f in fields.items():
+            missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if missing and name not in raw:
+                raise PluginArgsError(profile, plugin, name, "required")
+        try:
+            return model(**raw)
+        except (TypeError, ValueError) as e:
+            raise PluginArgsError(profile, plugin, "", str(e)) from None
+    raise PluginArgsError(
+        profile, plugin, "", f"args_model {model!r} is neither a dataclass nor a pydantic model"
+    )

@@ -36,4 +36,3 @@ def build_in_tree_registry(*, workload_affinity: bool = False) -> Registry:
         registry.register(workload_anti_affinity.NAME, workload_anti_affinity.new)
     registry.register(priority_sort.NAME, priority_sort.new)
     return registry
-
