@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from fleetsched.flags import parse_feature_gates
+from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
@@ -25,7 +26,7 @@ from fleetsched.scheduler.convert import (
     status_from_dict,
 )
 from fleetsched.scheduler.framework import PluginSelectionError
-from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
+from fleetsched.scheduler.outcome import PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import PeerBinding
 
@@ -242,6 +243,8 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any]) -> str:
     lines = [f"{kind} {result.key}"]
     spec = obj.get("spec") or {}
     lines.append(f"  replicas: {spec.get('replicas', 0)}   strategy: {result.strategy}   mode: {result.mode}")
+    if result.profile and result.profile != DEFAULT_SCHEDULER_NAME:
+        lines.append(f"  profile: {result.profile}")
     if result.condition is None:
         lines.append("  not scheduled: the binding has no spec.placement")
         return "\n".join(lines)
@@ -260,10 +263,20 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any]) -> str:
                 lines.append(f"      x {v.cluster}: being deleted")
             else:
                 lines.append(f"      x {v.cluster}: {v.plugin}: {'; '.join(v.reasons)}")
+        for e in attempt.extenders:
+            verdict = f"skipped: {e.skipped}" if e.skipped else f"kept {e.kept}, rejected {e.rejected}"
+            lines.append(f"    extender {e.extender} (filter): {verdict}")
+        for name, text in attempt.post_filter:
+            lines.append(f"    post-filter {name}: {text}")
+        for skipped in attempt.skipped:
+            lines.append(f"    skipped (ignorable) {skipped.plugin} at {skipped.point}: {skipped.reason}")
         if attempt.numbers:
             lines.append("    candidates (sort order: tier, score desc, available desc, name):")
             for n in attempt.numbers:
-                per_plugin = ", ".join(f"{p}={s}" for p, s in n.scores)
+                if n.plain:
+                    per_plugin = ", ".join(f"{p}={s}" for p, s in n.scores)
+                else:
+                    per_plugin = ", ".join(_part(p) for p in n.parts)
                 tier = f" tier={n.overflow_order}" if attempt.overflow else ""
                 lines.append(
                     f"      {n.cluster}: score={n.score} ({per_plugin}){tier} "
@@ -287,6 +300,16 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any]) -> str:
     if observed:
         lines.append(f"  => schedulerObservingAffinityName: {observed}")
     return "\n".join(lines)
+
+
+def _part(part: PluginScore) -> str:
+    """One plugin's (or extender's) share of a total: raw[->normalised][ x weight = weighted]."""
+    text = f"{'extender ' if part.extender else ''}{part.plugin}={part.raw}"
+    if part.normalized != part.raw:
+        text += f"->{part.normalized}"
+    if part.weight != 1:
+        text += f" x{part.weight}={part.weighted}"
+    return text
 
 
 def run(args: argparse.Namespace) -> int:

@@ -188,6 +188,7 @@ class Scheduler:
         observe_plugin: Observer | None = None,
         driver: Driver | None = None,
         clock: Callable[[], float] = time.monotonic,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.settings = settings or Settings()
         # Called with (step, seconds) for each step of each attempt (Karmada's step names, STEPS);
@@ -201,7 +202,13 @@ class Scheduler:
             )
         self.driver: Driver = driver or SerialDriver()
         self.framework = Framework(
-            registry, profile, extenders=extenders, observer=observe_plugin, driver=self.driver, clock=clock
+            registry,
+            profile,
+            extenders=extenders,
+            observer=observe_plugin,
+            driver=self.driver,
+            clock=clock,
+            timer=timer,
         )
         self.profile = profile
         self.general = GeneralEstimator(resource_modeling=self.settings.customized_cluster_resource_modeling)

@@ -234,6 +234,8 @@ class _Entry:
     answers: list[Any]
     # A filter's rejections by snapshot index (valid for ``generation``), built from ``answers``.
     rejections: dict[int, Status] | None = None
+    # A score plugin's raw scores by snapshot index (0 where not asked), valid for ``generation``.
+    vector: list[int] | None = None
 
 
 _FACET_READERS: tuple[tuple[ClusterFacet, Callable[[ClusterInfo], Any]], ...] = (
@@ -379,8 +381,6 @@ class _FilterSlot:
     name: str
     batch: bool
     inputs: ClusterFacet | None
-
-
 
 
 # ---- waiting at Permit ---------------------------------------------------------------------------
@@ -877,9 +877,9 @@ class Framework:
                 key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
             with self._memo_lock:
                 entry = self._memo.get(("S", slot.name, key))
-            if entry is not None and entry.generation == snapshot.generation:
+            if entry is not None and entry.generation == snapshot.generation and entry.vector is not None:
                 self.memo_stats["hit"] += 1
-                return entry.answers  # type: ignore[no-any-return]
+                return entry.vector
             tokens = self._tokens.of(snapshot, inputs)
             wanted = [i for i, c in enumerate(clusters) if not c.deleting]
         else:
@@ -912,7 +912,9 @@ class Framework:
                 return None
         vector = [0 if a is None else a for a in answers]
         if inputs is not None and tokens is not None:
-            new = _Entry(snapshot.generation, snapshot.names, tokens, vector)
+            # ``answers`` keeps None for clusters not asked (deleting, or not feasible), so a later
+            # snapshot asks them rather than reusing a 0 nobody computed.
+            new = _Entry(snapshot.generation, snapshot.names, tokens, answers, vector=vector)
             with self._memo_lock:
                 self._memo.put(("S", slot.name, key), new)
         return vector
@@ -1155,6 +1157,11 @@ class Framework:
         if status.is_success or status.code is Code.WAIT:
             return status
         return dataclasses.replace(status, plugin=status.plugin or name)
+
+    @property
+    def has_binding_cycle(self) -> bool:
+        """True when some plugin runs at Reserve, Permit, PreBind or PostBind."""
+        return bool(self.reserves or self.permits or self.pre_binds or self.post_binds)
 
     def binding_cycle(self, cycle_context: Any, targets: Sequence[TargetCluster]) -> BindingCycle:
         return BindingCycle(self, cycle_context, tuple(targets))
