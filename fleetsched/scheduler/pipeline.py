@@ -11,7 +11,6 @@ driver overlaps them). The core itself never waits on a network.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import itertools
 import time
@@ -71,7 +70,7 @@ class Snapshot:
     Framework, keyed by ``generation`` (unique per snapshot in the process) and per cluster.
     """
 
-    __slots__ = ("_base_verdicts", "_deleting", "clusters", "generation", "names", "peers")
+    __slots__ = ("_base_verdicts", "_deleting", "_live", "clusters", "generation", "names", "peers")
 
     def __init__(self, clusters: Iterable[ClusterInfo], peers: Iterable[PeerBinding] = ()) -> None:
         self.clusters: tuple[ClusterInfo, ...] = tuple(clusters)
@@ -81,11 +80,19 @@ class Snapshot:
         self.generation = next(_generations)
         self._base_verdicts: tuple[ClusterVerdict, ...] | None = None
         self._deleting: list[int] | None = None
+        self._live: list[int] | None = None
 
     def deleting_index(self) -> list[int]:
+        """Positions of the clusters being deleted (never offered to a plugin)."""
         if self._deleting is None:
             self._deleting = [i for i, c in enumerate(self.clusters) if c.deleting]
         return self._deleting
+
+    def live_index(self) -> list[int]:
+        """Positions of the clusters not being deleted."""
+        if self._live is None:
+            self._live = [i for i, c in enumerate(self.clusters) if not c.deleting]
+        return self._live
 
     def base_verdicts(self) -> tuple[ClusterVerdict, ...]:
         """Per cluster: feasible unless being deleted, before any plugin has spoken."""
@@ -225,8 +232,7 @@ class Scheduler:
         """One scheduling attempt (§3.5-§3.7) for ``binding``; never raises for scheduling failures."""
         from fleetsched.scheduler import groups
 
-        result = groups.schedule_binding(self, binding, status, snapshot)
-        return dataclasses.replace(result, profile=self.framework.profile_name)
+        return groups.schedule_binding(self, binding, status, snapshot)
 
     # ---- one affinity term -------------------------------------------------------------------
 

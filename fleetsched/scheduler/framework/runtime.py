@@ -650,7 +650,7 @@ class Framework:
         # PreFilter: a rejection rejects every cluster; Skip leaves the plugin's Filter out.
         failures: list[tuple[str, dict[int, Status]]] = []
         skip_filters: set[str] = set()
-        candidates = [i for i, c in enumerate(clusters) if not c.deleting]
+        rejected_by_pre_filter = False
         for pre in self.pre_filters:
             status = self._call_status(pre.name, "PreFilter", lambda p=pre: p.pre_filter(ctx), skipped)
             if status is None or status.is_success:
@@ -659,10 +659,10 @@ class Framework:
                 skip_filters.add(pre.name)
                 continue
             rejected = Status(status.code, status.reasons, status.plugin or pre.name)
-            failures.append((pre.name, dict.fromkeys(candidates, rejected)))
-            candidates = []
+            failures.append((pre.name, dict.fromkeys(snapshot.live_index(), rejected)))
+            rejected_by_pre_filter = True
             break
-        if candidates:
+        if not rejected_by_pre_filter:
             for k, slot in enumerate(self.filters):
                 if slot.name in skip_filters:
                     continue
@@ -812,17 +812,19 @@ class Framework:
                 return entry.rejections
             tokens = self._tokens.of(snapshot, inputs)
         answers: list[Any] = [None] * len(clusters)
-        misses: list[int] = []
-        reused = _reuse(entry, snapshot, tokens, answers) if entry is not None and tokens is not None else 0
-        for i, c in enumerate(clusters):
-            if answers[i] is None and not c.deleting:
-                misses.append(i)
-        self.memo_stats["hit" if reused and not misses else "miss"] += 1
+        live: list[int] = snapshot.live_index()
+        if entry is not None and tokens is not None:
+            _reuse(entry, snapshot, tokens, answers)
+            misses = [i for i in live if answers[i] is None]
+        else:
+            misses = live
+        self.memo_stats["miss" if misses else "hit"] += 1
         if misses:
             t0 = self._timer()
             try:
                 if slot.batch:
-                    got = slot.plugin.filter_clusters(ctx, [clusters[i] for i in misses])  # type: ignore[attr-defined]
+                    asked = [clusters[i] for i in misses]
+                    got = slot.plugin.filter_clusters(ctx, asked)  # type: ignore[attr-defined]
                     for i, status in zip(misses, got, strict=True):
                         answers[i] = status
                 else:
@@ -839,17 +841,16 @@ class Framework:
                 self._failed(slot.name, "Filter", self._budget_message(seconds), skipped)
                 return None
         failed: dict[int, Status] = {}
-        error: Status | None = None
-        for i, status in enumerate(answers):
-            if status is None or status.code is Code.SUCCESS:
+        success, error = Code.SUCCESS, Code.ERROR
+        for i in live:
+            status = answers[i]
+            code = status.code
+            if code is success:
                 continue
-            if status.code is Code.ERROR:
-                error = status
-                break
+            if code is error:
+                self._failed(slot.name, "Filter", status.message() or "error", skipped)
+                return None
             failed[i] = status
-        if error is not None:
-            self._failed(slot.name, "Filter", error.message() or "error", skipped)
-            return None
         if inputs is not None and tokens is not None:
             new = _Entry(snapshot.generation, snapshot.names, tokens, answers, failed)
             with self._memo_lock:
@@ -881,7 +882,7 @@ class Framework:
                 self.memo_stats["hit"] += 1
                 return entry.vector
             tokens = self._tokens.of(snapshot, inputs)
-            wanted = [i for i, c in enumerate(clusters) if not c.deleting]
+            wanted = snapshot.live_index()
         else:
             wanted = feasible_index
         answers: list[Any] = [None] * len(clusters)
