@@ -39,6 +39,7 @@ from fleetsched.scheduler.framework.runtime import (
     Framework,
     Observer,
     PluginError,
+    PointObserver,
     SerialDriver,
 )
 from fleetsched.scheduler.matching import cluster_matches
@@ -193,6 +194,7 @@ class Scheduler:
         registry: Registry | None = None,
         extenders: Sequence[Extender] = (),
         observe_plugin: Observer | None = None,
+        observe_point: PointObserver | None = None,
         driver: Driver | None = None,
         clock: Callable[[], float] = time.monotonic,
         timer: Callable[[], float] = time.perf_counter,
@@ -213,6 +215,7 @@ class Scheduler:
             profile,
             extenders=extenders,
             observer=observe_plugin,
+            point_observer=observe_point,
             driver=self.driver,
             clock=clock,
             timer=timer,

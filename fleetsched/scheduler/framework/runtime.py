@@ -79,6 +79,7 @@ __all__ = [
     "Observer",
     "PluginError",
     "PluginScore",
+    "PointObserver",
     "SerialDriver",
     "SkippedPlugin",
 ]
@@ -111,6 +112,9 @@ UNRESERVE = "Unreserve"
 # the operator exports it as karmada_scheduler_plugin_execution_duration_seconds. ``result`` is a
 # ``Code`` value ("Success", "Unschedulable", "Error", ...).
 Observer = Callable[[str, str, str, float], None]
+# Called with (extension point, result, seconds) once per point per attempt; the operator exports it as
+# karmada_scheduler_framework_extension_point_duration_seconds.
+PointObserver = Callable[[str, str, float], None]
 
 # Per extension point: the Protocol a plugin enabled there must implement, and how errors name it.
 _POINT_PROTOCOLS: dict[ExtensionPoint, type] = {
@@ -454,6 +458,7 @@ class Framework:
         *,
         extenders: Sequence[Extender] = (),
         observer: Observer | None = None,
+        point_observer: PointObserver | None = None,
         clock: Callable[[], float] = time.monotonic,
         timer: Callable[[], float] = time.perf_counter,
         driver: Driver | None = None,
@@ -462,6 +467,7 @@ class Framework:
         self.profile = profile
         self.extenders: tuple[Extender, ...] = tuple(extenders)
         self.observer = observer
+        self.point_observer = point_observer
         self._clock = clock
         self._timer = timer
         self.driver: Driver = driver or SerialDriver()
@@ -595,6 +601,13 @@ class Framework:
 
     # ---- timing and failure attribution ------------------------------------------------------
 
+    def _point(self, point: str, code: Code, started: float) -> float:
+        """Report one extension point's duration since ``started``; returns now."""
+        now = self._timer()
+        if self.point_observer is not None:
+            self.point_observer(point, code.value, now - started)
+        return now
+
     def _observe(self, plugin: str, point: str, code: Code, seconds: float) -> None:
         if self.observer is not None:
             self.observer(plugin, point, code.value, seconds)
@@ -651,6 +664,7 @@ class Framework:
         failures: list[tuple[str, dict[int, Status]]] = []
         skip_filters: set[str] = set()
         rejected_by_pre_filter = False
+        point_started = started
         for pre in self.pre_filters:
             status = self._call_status(pre.name, "PreFilter", lambda p=pre: p.pre_filter(ctx), skipped)
             if status is None or status.is_success:
@@ -662,6 +676,10 @@ class Framework:
             failures.append((pre.name, dict.fromkeys(snapshot.live_index(), rejected)))
             rejected_by_pre_filter = True
             break
+        if self.pre_filters:
+            point_started = self._point(
+                "PreFilter", Code.UNSCHEDULABLE if rejected_by_pre_filter else Code.SUCCESS, point_started
+            )
         if not rejected_by_pre_filter:
             for k, slot in enumerate(self.filters):
                 if slot.name in skip_filters:
@@ -682,11 +700,14 @@ class Framework:
             feasible_index = self._extender_filter(
                 extender, ctx, snapshot, feasible_index, failures, verdicts, skipped
             )
+        self._point("Filter", Code.SUCCESS if feasible_index else Code.UNSCHEDULABLE, point_started)
         filtered = step(STEP_FILTER, started) if step is not None else self._timer()
         feasible = [clusters[i] for i in feasible_index]
         post: list[tuple[str, PostFilterResult]] = []
         if not feasible:
-            post = self._post_filter(ctx, snapshot, failures, skipped)
+            if self.post_filters:
+                post = self._post_filter(ctx, snapshot, failures, skipped)
+                self._point("PostFilter", Code.SUCCESS, filtered)
             if step is not None:
                 step(STEP_SCORE, filtered)
             return FitOutcome(
@@ -700,6 +721,7 @@ class Framework:
                 post_filter=tuple(post),
             )
         skip_scores: set[str] = set()
+        point_started = filtered
         for pre in self.pre_scores:
             status = self._call_status(
                 pre.name, "PreScore", lambda p=pre: p.pre_score(ctx, feasible), skipped
@@ -709,6 +731,8 @@ class Framework:
             elif status is not None and not status.is_success:
                 self._failed(pre.name, "PreScore", status.message() or status.code.value, skipped)
                 skip_scores.add(pre.name)
+        if self.pre_scores:
+            point_started = self._point("PreScore", Code.SUCCESS, point_started)
         names: list[str] = []
         raws: list[Sequence[int]] = []
         normalized: list[Sequence[int] | None] = []
@@ -728,6 +752,7 @@ class Framework:
                 self._normalize(slot, ctx, feasible, [vector[i] for i in feasible_index], skipped)
             )
         ext_scores = self._extender_prioritize(ctx, feasible, skipped)
+        self._point("Score", Code.SUCCESS, point_started)
         if len(raws) == 1 and normalized[0] is None and weights[0] == 1 and not ext_scores:
             vector = raws[0]
             totals = [vector[i] for i in feasible_index]
@@ -1077,24 +1102,32 @@ class Framework:
                     continue
                 self._observe(plugin.name, UNRESERVE, Code.SUCCESS, self._timer() - t0)
 
+        started = self._timer()
         for plugin in self.reserves:
             status = self._binding_call(plugin.name, "Reserve", lambda p=plugin: p.reserve(ctx, targets))
             if not status.is_success:
                 undo()
+                self._point("Reserve", status.code, started)
                 return status, undo
             done.append(plugin)
+        if self.reserves:
+            self._point("Reserve", Code.SUCCESS, started)
         return Status.success(), undo
 
     def run_permit(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
         """Permit on every Permit plugin: Success, the first denial, or WAIT (then ``wait_on_permit``)."""
         waiting: dict[str, float] = {}
+        started = self._timer()
         for plugin in self.permits:
             status = self._binding_call(plugin.name, "Permit", lambda p=plugin: p.permit(ctx, targets))
             if status.code is Code.WAIT:
                 waiting[plugin.name] = max(0.0, status.timeout_seconds)
                 continue
             if not status.is_success:
+                self._point("Permit", status.code, started)
                 return status
+        if self.permits:
+            self._point("Permit", Code.WAIT if waiting else Code.SUCCESS, started)
         if not waiting:
             return Status.success()
         held = _WaitingBinding(ctx.binding.key, waiting, self._clock())
@@ -1121,13 +1154,18 @@ class Framework:
         return status
 
     def run_pre_bind(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        started = self._timer()
         for plugin in self.pre_binds:
             status = self._binding_call(plugin.name, "PreBind", lambda p=plugin: p.pre_bind(ctx, targets))
             if not status.is_success:
+                self._point("PreBind", status.code, started)
                 return status
+        if self.pre_binds:
+            self._point("PreBind", Code.SUCCESS, started)
         return Status.success()
 
     def run_post_bind(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> None:
+        started = self._timer()
         for plugin in self.post_binds:
             t0 = self._timer()
             try:
@@ -1136,6 +1174,8 @@ class Framework:
                 self._observe(plugin.name, "PostBind", Code.ERROR, self._timer() - t0)
                 continue
             self._observe(plugin.name, "PostBind", Code.SUCCESS, self._timer() - t0)
+        if self.post_binds:
+            self._point("PostBind", Code.SUCCESS, started)
 
     def _binding_call(self, name: str, point: str, call: Callable[[], Status]) -> Status:
         """A binding-cycle call; a raise or overrun is an Error naming the plugin (ignorable: Success)."""

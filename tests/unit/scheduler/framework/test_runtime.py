@@ -659,3 +659,30 @@ def test_registry_refuses_a_name_twice_by_register_and_by_merge() -> None:
     assert registry.names() == before  # nothing half-added
     registry.merge(registry_of(CountingTaints()))
     assert registry.names() == (*before, "Counting")
+
+
+def test_observers_see_each_plugin_and_each_point_once_per_attempt() -> None:
+    per_plugin: list[tuple[str, str, str]] = []
+    per_point: list[tuple[str, str]] = []
+    recorder = Recorder(reject=frozenset({"m4"}))
+    profile = profile_with({point: ["Recorder"] for point in ALL_POINTS})
+    scheduler = Scheduler(
+        profile=profile,
+        registry=registry_of(recorder),
+        observe_plugin=lambda plugin, point, result, seconds: per_plugin.append((plugin, point, result)),
+        observe_point=lambda point, result, seconds: per_point.append((point, result)),
+    )
+    schedule(scheduler, a_binding().replicas(1).duplicated(), FLEET)
+    assert per_plugin == [
+        ("Recorder", "PreFilter", "Success"),
+        ("Recorder", "Filter", "Success"),
+        ("Recorder", "PreScore", "Success"),
+        ("Recorder", "Score", "Success"),
+        ("Recorder", "NormalizeScore", "Success"),
+    ]
+    assert per_point == [
+        ("PreFilter", "Success"),
+        ("Filter", "Success"),
+        ("PreScore", "Success"),
+        ("Score", "Success"),
+    ]
