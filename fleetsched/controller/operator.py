@@ -54,6 +54,7 @@ from fleetsched.scheduler.convert import (
     placement_from_dict,
     status_from_dict,
 )
+from fleetsched.scheduler.framework.defaults import DEFAULT_QUEUE_SORT
 from fleetsched.scheduler.framework.interface import Code
 from fleetsched.scheduler.framework.runtime import BindingCycle
 from fleetsched.scheduler.matching import cluster_matches
@@ -121,6 +122,12 @@ class SchedulerOperator(ControllerRuntime):
 
     worker_key_field = "binding"
     runtime_log = log
+
+    def __post_init__(self) -> None:
+        # A profile's own QueueSort orders the active queue; the default keeps the queue's order.
+        sort = self.scheduler.framework.queue_sort
+        if sort is not None and sort.name != DEFAULT_QUEUE_SORT:
+            self.queue.less = self.scheduler.framework.less
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
 
