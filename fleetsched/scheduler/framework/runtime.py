@@ -8,9 +8,13 @@ profile's ignorable plugins), and ALL memoisation of plugin answers, keyed by th
 declares and stored per cluster (the contract is written down in ``interface.py``).
 
 Network calls: the runtime states the extender calls of a step as request values and hands them to
-a ``Driver`` (``SerialDriver``: in turn, in process); prioritize requests of all extenders go in one
-batch, so a concurrent driver overlaps them. The algorithm (``pipeline.py``) does the same for
-estimates. Nothing here waits on a network itself.
+a ``Driver``; prioritize requests of all extenders go in one batch, and the algorithm
+(``pipeline.py``) does the same for all estimators' requests. ``SerialDriver`` performs them in turn
+in the calling thread (``fleetsched simulate``, in-process estimators); ``ConcurrentDriver`` performs
+one batch at once on an executor (the operator's worker pool), so the slowest call, not the sum,
+bounds a step. A driver turns failures into answers; the algorithm decides what they mean (an
+estimator's is ignored, an extender's fails the binding unless it is ignorable). Nothing here waits
+on a network itself, and results do not depend on the driver.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,6 +76,7 @@ __all__ = [
     "STEP_SCORE",
     "STEP_SELECT",
     "BindingCycle",
+    "ConcurrentDriver",
     "Driver",
     "ExtenderVerdict",
     "FitOutcome",
@@ -178,6 +184,27 @@ class SerialDriver:
             try:
                 answers.append(_perform_one(request))
             except Exception as e:  # an answer, not a crash: the algorithm decides what a failure means
+                answers.append(e)
+        return answers
+
+
+class ConcurrentDriver:
+    """Performs the requests of one step at the same time on an executor (e.g. the operator's
+    thread pool), so a slow estimator or extender costs its own latency, not the sum. The answers
+    are the same as ``SerialDriver``'s, in request order."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+
+    def perform(self, requests: Sequence[Any]) -> list[Any]:
+        if len(requests) <= 1:
+            return SerialDriver().perform(requests)
+        futures = [self.executor.submit(_perform_one, r) for r in requests]
+        answers: list[Any] = []
+        for future in futures:
+            try:
+                answers.append(future.result())
+            except Exception as e:
                 answers.append(e)
         return answers
 
