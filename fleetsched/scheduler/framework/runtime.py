@@ -31,6 +31,8 @@ from typing import Any, Protocol
 from fleetsched.scheduler.config.types import ExtensionPoint, Profile
 from fleetsched.scheduler.errors import SchedulingError
 from fleetsched.scheduler.framework.interface import (
+    MAX_SCORE,
+    MIN_SCORE,
     BatchFilterPlugin,
     BatchScorePlugin,
     ClusterFacet,
@@ -621,7 +623,10 @@ class Framework:
 
     def less(self, a: QueuedBindingInfo, b: QueuedBindingInfo) -> bool:
         if self.queue_sort is not None:
-            return self.queue_sort.less(a, b)
+            try:
+                return bool(self.queue_sort.less(a, b))
+            except Exception:  # a broken QueueSort must not stop the queue: Karmada's order then
+                pass
         if a.priority != b.priority:
             return a.priority > b.priority
         return a.timestamp < b.timestamp
@@ -675,11 +680,15 @@ class Framework:
         keys: list[Hashable] | None = None
         combined: Hashable | None = None
         if self._outcome_memo_ok:
-            keys = [s.plugin.binding_key(ctx) for s in self.filters]  # type: ignore[attr-defined]
-            keys += [s.plugin.binding_key(ctx) for s in self.scores]  # type: ignore[attr-defined]
-            combined = (snapshot.generation, tuple(keys))
-            with self._memo_lock:
-                cached = self._outcomes.get(combined)
+            cached = None
+            try:
+                keys = [s.plugin.binding_key(ctx) for s in self.filters]  # type: ignore[attr-defined]
+                keys += [s.plugin.binding_key(ctx) for s in self.scores]  # type: ignore[attr-defined]
+                combined = (snapshot.generation, tuple(keys))
+                with self._memo_lock:
+                    cached = self._outcomes.get(combined)
+            except Exception:  # a broken (or unhashable) binding_key: the plugin's own call names it
+                keys = combined = None
             if cached is not None:
                 # Verdicts and scores reused: the filter step was the lookup, no scoring was done.
                 if step is not None:
@@ -851,7 +860,12 @@ class Framework:
         """Rejections of one filter plugin by snapshot index; None when it failed and was skipped."""
         inputs = slot.inputs
         if inputs is not None and key is None:
-            key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
+            try:
+                key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
+                hash(key)
+            except Exception as e:
+                self._failed(slot.name, "Filter", f"binding_key: {type(e).__name__}: {e}", skipped)
+                return None
         clusters = snapshot.clusters
         entry: _Entry | None = None
         tokens: list[Any] | None = None
@@ -894,15 +908,19 @@ class Framework:
                 return None
         failed: dict[int, Status] = {}
         success, error = Code.SUCCESS, Code.ERROR
-        for i in live:
-            status = answers[i]
-            code = status.code
-            if code is success:
-                continue
-            if code is error:
-                self._failed(slot.name, "Filter", status.message() or "error", skipped)
-                return None
-            failed[i] = status
+        try:
+            for i in live:
+                status = answers[i]
+                code = status.code
+                if code is success:
+                    continue
+                if code is error:
+                    self._failed(slot.name, "Filter", status.message() or "error", skipped)
+                    return None
+                failed[i] = status
+        except AttributeError:
+            self._failed(slot.name, "Filter", f"returned {status!r}, not a Status", skipped)
+            return None
         if inputs is not None and tokens is not None:
             new = _Entry(snapshot.generation, snapshot.names, tokens, answers, failed)
             with self._memo_lock:
@@ -927,7 +945,12 @@ class Framework:
         tokens: list[Any] | None = None
         if inputs is not None:
             if key is None:
-                key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
+                try:
+                    key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
+                    hash(key)
+                except Exception as e:
+                    self._failed(slot.name, "Score", f"binding_key: {type(e).__name__}: {e}", skipped)
+                    return None
             with self._memo_lock:
                 entry = self._memo.get(("S", slot.name, key))
             if entry is not None and entry.generation == snapshot.generation and entry.vector is not None:
@@ -952,7 +975,7 @@ class Framework:
                 else:
                     score_one = slot.plugin.score
                     for i in misses:
-                        answers[i] = score_one(ctx, clusters[i])
+                        answers[i] = int(score_one(ctx, clusters[i]))
             except Exception as e:
                 # Karmada aborts the attempt on a score error (§5.8): the binding fails, named.
                 self._observe(slot.name, "Score", Code.ERROR, self._timer() - t0)
@@ -987,6 +1010,9 @@ class Framework:
             out = [int(s) for s in slot.plugin.normalize_score(ctx, feasible, raw)]  # type: ignore[attr-defined]
             if len(out) != len(raw):
                 raise ValueError(f"returned {len(out)} scores for {len(raw)} clusters")
+            outside = [v for v in out if not MIN_SCORE <= v <= MAX_SCORE]
+            if outside:
+                raise ValueError(f"returned {outside[0]}, outside {MIN_SCORE}..{MAX_SCORE}")
         except Exception as e:
             self._observe(slot.name, NORMALIZE_SCORE, Code.ERROR, self._timer() - t0)
             self._failed(slot.name, NORMALIZE_SCORE, f"{type(e).__name__}: {e}", skipped)

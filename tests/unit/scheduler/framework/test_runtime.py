@@ -14,6 +14,7 @@ from fleetsched.plugin import (
     FilterContext,
     Handle,
     PostFilterResult,
+    QueuedBindingInfo,
     Status,
     TargetCluster,
 )
@@ -686,3 +687,77 @@ def test_observers_see_each_plugin_and_each_point_once_per_attempt() -> None:
         ("PreScore", "Success"),
         ("Score", "Success"),
     ]
+
+
+class Misbehaving:
+    """A plugin that breaks the contract in one way or another."""
+
+    cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.NONE
+
+    def __init__(self, name: str, how: str) -> None:
+        self.name = name
+        self.how = how
+
+    def binding_key(self, ctx: FilterContext) -> Hashable:
+        if self.how == "key raises":
+            raise KeyError("no such field")
+        return [] if self.how == "unhashable key" else ()
+
+    def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Status:
+        return True if self.how == "not a status" else Status.success()  # type: ignore[return-value]
+
+    def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
+        return 1
+
+    def normalize_score(
+        self, ctx: FilterContext, clusters: Sequence[ClusterInfo], scores: Sequence[int]
+    ) -> Sequence[int]:
+        return [150 for _ in scores]
+
+
+@pytest.mark.parametrize(
+    ("how", "point", "text"),
+    [
+        pytest.param(
+            "key raises", ExtensionPoint.FILTER, "failed at Filter: binding_key: KeyError", id="key raises"
+        ),
+        pytest.param(
+            "unhashable key",
+            ExtensionPoint.FILTER,
+            "failed at Filter: binding_key: TypeError",
+            id="unhashable key",
+        ),
+        pytest.param(
+            "not a status",
+            ExtensionPoint.FILTER,
+            "failed at Filter: returned True, not a Status",
+            id="not a status",
+        ),
+        pytest.param(
+            "normalize",
+            ExtensionPoint.SCORE,
+            "failed at NormalizeScore: ValueError: returned 150, outside 0..100",
+            id="normalised out of range",
+        ),
+    ],
+)
+def test_a_plugin_breaking_the_contract_fails_the_binding_naming_it(
+    how: str, point: ExtensionPoint, text: str
+) -> None:
+    plugin = Misbehaving("Bad", how)
+    scheduler = Scheduler(profile=_with_default_filters("Bad", point=point), registry=_registry_plus(plugin))
+    result = schedule(scheduler, a_binding().replicas(1), FLEET)
+    assert result.condition is not None and not result.condition.status
+    assert f"plugin Bad {text}" in result.condition.message
+
+
+def test_a_raising_queue_sort_falls_back_to_karmadas_order() -> None:
+    class Broken:
+        name = "Broken"
+
+        def less(self, a: QueuedBindingInfo, b: QueuedBindingInfo) -> bool:
+            raise RuntimeError("oops")
+
+    framework = Framework(registry_of(Broken()), profile_with({ExtensionPoint.QUEUE_SORT: ["Broken"]}))
+    high, low = QueuedBindingInfo("a", 5, 2.0), QueuedBindingInfo("b", 1, 1.0)
+    assert framework.less(high, low) and not framework.less(low, high)
