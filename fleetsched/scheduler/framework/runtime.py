@@ -78,6 +78,7 @@ __all__ = [
     "STEP_SCORE",
     "STEP_SELECT",
     "BindingCycle",
+    "ClusterSnapshot",
     "ConcurrentDriver",
     "Driver",
     "ExtenderVerdict",
@@ -168,6 +169,21 @@ class PluginError(SchedulingError):
 
     def wrapped(self, prefix: str) -> SchedulingError:
         return PluginError(self.plugin, self.point, f"{prefix}: {self.message}")
+
+
+class ClusterSnapshot(Protocol):
+    """What the runtime reads of a cluster snapshot (``pipeline.Snapshot``): immutable clusters,
+    their names, a process-unique ``generation`` (memo validity), and positions by deletion."""
+
+    clusters: tuple[ClusterInfo, ...]
+    names: tuple[str, ...]
+    generation: int
+
+    def deleting_index(self) -> list[int]: ...
+
+    def live_index(self) -> list[int]: ...
+
+    def base_verdicts(self) -> tuple[ClusterVerdict, ...]: ...
 
 
 class Driver(Protocol):
@@ -293,7 +309,7 @@ class _Tokens:
         self._interned: dict[ClusterFacet, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def of(self, snapshot: Any, facets: ClusterFacet) -> list[Any]:
+    def of(self, snapshot: ClusterSnapshot, facets: ClusterFacet) -> list[Any]:
         key = (snapshot.generation, facets)
         with self._lock:
             found = self._by_snapshot.get(key)
@@ -332,7 +348,7 @@ class FitOutcome:
 
     feasible: list[ClusterInfo]
     totals: list[int]
-    snapshot: Any
+    snapshot: ClusterSnapshot
     failures: tuple[tuple[str, dict[int, Status]], ...]
     feasible_index: list[int]
     score_names: tuple[str, ...] = ()
@@ -671,7 +687,11 @@ class Framework:
         )
 
     def run_filter_and_score(
-        self, ctx: FilterContext, snapshot: Any, *, step: Callable[[str, float], float] | None = None
+        self,
+        ctx: FilterContext,
+        snapshot: ClusterSnapshot,
+        *,
+        step: Callable[[str, float], float] | None = None,
     ) -> FitOutcome:
         """PreFilter, Filter (plugins, then extenders), PostFilter when nothing fits, PreScore, Score
         and NormalizeScore over ``snapshot`` for one attempt. Raises ``PluginError`` for a failing
@@ -854,7 +874,7 @@ class Framework:
         slot: _FilterSlot,
         key: Hashable,
         ctx: FilterContext,
-        snapshot: Any,
+        snapshot: ClusterSnapshot,
         skipped: list[SkippedPlugin],
     ) -> dict[int, Status] | None:
         """Rejections of one filter plugin by snapshot index; None when it failed and was skipped."""
@@ -932,7 +952,7 @@ class Framework:
         slot: _ScoreSlot,
         key: Hashable,
         ctx: FilterContext,
-        snapshot: Any,
+        snapshot: ClusterSnapshot,
         feasible_index: list[int],
         skipped: list[SkippedPlugin],
     ) -> Sequence[int] | None:
@@ -1023,7 +1043,7 @@ class Framework:
     def _post_filter(
         self,
         ctx: FilterContext,
-        snapshot: Any,
+        snapshot: ClusterSnapshot,
         failures: list[tuple[str, dict[int, Status]]],
         skipped: list[SkippedPlugin],
     ) -> list[tuple[str, PostFilterResult]]:
@@ -1065,7 +1085,7 @@ class Framework:
         self,
         extender: Extender,
         ctx: FilterContext,
-        snapshot: Any,
+        snapshot: ClusterSnapshot,
         feasible_index: list[int],
         failures: list[tuple[str, dict[int, Status]]],
         verdicts: list[ExtenderVerdict],
@@ -1314,7 +1334,7 @@ def _inputs(plugin: Any) -> ClusterFacet | None:
     return None
 
 
-def _reuse(entry: _Entry, snapshot: Any, tokens: list[Any], answers: list[Any]) -> int:
+def _reuse(entry: _Entry, snapshot: ClusterSnapshot, tokens: list[Any], answers: list[Any]) -> int:
     """Copy into ``answers`` the entry's answers of clusters whose declared facets are unchanged."""
     reused = 0
     old_tokens = entry.tokens
