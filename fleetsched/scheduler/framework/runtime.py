@@ -152,6 +152,8 @@ _METHODS: dict[ExtensionPoint, str] = {
 }
 
 DEFAULT_MEMO_LIMIT = 20_000
+# Answers (one per plugin, binding key and cluster) the memo holds at most: ~4M pointers.
+DEFAULT_MEMO_CELLS = 4_000_000
 
 
 class FrameworkError(ValueError):
@@ -245,31 +247,45 @@ def _perform_one(request: Any) -> Any:
 
 
 class _LRU:
-    """A bounded mapping that evicts its least recently used entries one at a time."""
+    """A bounded mapping that evicts its least recently used entries one at a time.
 
-    __slots__ = ("_data", "limit")
+    Bounded twice: by the number of entries, and by their total ``cost`` (an entry costs one per
+    cluster it holds an answer for), so a fleet of thousands of clusters keeps fewer entries
+    instead of more memory."""
 
-    def __init__(self, limit: int) -> None:
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+    __slots__ = ("_cost", "_data", "cost_limit", "limit")
+
+    def __init__(self, limit: int, cost_limit: int | None = None) -> None:
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self.limit = limit
+        self.cost_limit = cost_limit
+        self._cost = 0
 
     def get(self, key: Hashable) -> Any:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def put(self, key: Hashable, value: Any) -> None:
-        self._data[key] = value
+        found = self._data.get(key)
+        if found is None:
+            return None
         self._data.move_to_end(key)
-        while len(self._data) > self.limit:
-            self._data.popitem(last=False)
+        return found[0]
+
+    def put(self, key: Hashable, value: Any, cost: int = 1) -> None:
+        old = self._data.pop(key, None)
+        if old is not None:
+            self._cost -= old[1]
+        self._data[key] = (value, cost)
+        self._cost += cost
+        while len(self._data) > self.limit or (
+            self.cost_limit is not None and self._cost > self.cost_limit and len(self._data) > 1
+        ):
+            _, (_, evicted) = self._data.popitem(last=False)
+            self._cost -= evicted
 
     def __len__(self) -> int:
         return len(self._data)
 
     def clear(self) -> None:
         self._data.clear()
+        self._cost = 0
 
 
 @dataclass(slots=True)
@@ -587,8 +603,8 @@ class Framework:
             and all(s.inputs is not None and not s.normalize for s in self.scores)
         )
         self._memo_lock = threading.Lock()
-        self._memo = _LRU(memo_limit)
-        self._outcomes = _LRU(max(1, memo_limit // 4))
+        self._memo = _LRU(memo_limit, DEFAULT_MEMO_CELLS)
+        self._outcomes = _LRU(max(1, memo_limit // 4), DEFAULT_MEMO_CELLS // 4)
         self._tokens = _Tokens()
         self.memo_stats = {"hit": 0, "miss": 0}
 
@@ -845,7 +861,7 @@ class Framework:
         )
         if combined is not None and not skipped:
             with self._memo_lock:
-                self._outcomes.put(combined, out)
+                self._outcomes.put(combined, out, len(clusters))
         return out
 
     def _call_status(
@@ -944,7 +960,7 @@ class Framework:
         if inputs is not None and tokens is not None:
             new = _Entry(snapshot.generation, snapshot.names, tokens, answers, failed)
             with self._memo_lock:
-                self._memo.put(("F", slot.name, key), new)
+                self._memo.put(("F", slot.name, key), new, len(clusters))
         return failed
 
     def _score(
@@ -1012,7 +1028,7 @@ class Framework:
             # snapshot asks them rather than reusing a 0 nobody computed.
             new = _Entry(snapshot.generation, snapshot.names, tokens, answers, vector=vector)
             with self._memo_lock:
-                self._memo.put(("S", slot.name, key), new)
+                self._memo.put(("S", slot.name, key), new, len(clusters))
         return vector
 
     def _normalize(

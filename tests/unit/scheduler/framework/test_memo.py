@@ -166,3 +166,14 @@ def test_warm_and_cold_runs_give_the_same_results(
             assert _observable(warm.schedule(binding.build(), binding.status(), snapshot)) == _observable(
                 cold
             )
+
+
+def test_the_memo_is_also_bounded_by_the_answers_it_holds() -> None:
+    scheduler, _ = _scheduler()
+    framework = scheduler.framework
+    framework._memo.cost_limit = 3 * len(FLEET)  # room for three entries' answers on this fleet
+    framework._outcomes.limit = 1
+    snapshot = Snapshot(FLEET)
+    for i in range(10):
+        _run(scheduler, snapshot, a_binding().replicas(1).duplicated().tolerating(f"k{i}"))
+    assert framework.memo_size() == 3

@@ -761,3 +761,24 @@ def test_a_raising_queue_sort_falls_back_to_karmadas_order() -> None:
     framework = Framework(registry_of(Broken()), profile_with({ExtensionPoint.QUEUE_SORT: ["Broken"]}))
     high, low = QueuedBindingInfo("a", 5, 2.0), QueuedBindingInfo("b", 1, 1.0)
     assert framework.less(high, low) and not framework.less(low, high)
+
+
+def test_in_tree_plugins_declare_what_they_read() -> None:
+    framework = Framework(
+        defaults.in_tree_registry(workload_affinity=True), defaults.default_profile(workload_affinity=True)
+    )
+    declared = {slot.name: (slot.inputs, slot.batch) for slot in framework.filters}
+    assert declared == {
+        "APIEnablement": (ClusterFacet.API_ENABLEMENTS, False),
+        "TaintToleration": (ClusterFacet.TAINTS, False),
+        "ClusterAffinity": (ClusterFacet.LABELS | ClusterFacet.FIELDS, True),
+        "SpreadConstraint": (ClusterFacet.FIELDS, False),
+        "ClusterEviction": (ClusterFacet.NONE, False),
+        # Their verdicts depend on other bindings' placements: never reused.
+        "WorkloadAffinity": (None, False),
+        "WorkloadAntiAffinity": (None, False),
+    }
+    assert {slot.name: slot.inputs for slot in framework.scores} == {
+        "ClusterAffinity": ClusterFacet.LABELS | ClusterFacet.FIELDS,
+        "ClusterLocality": ClusterFacet.NONE,
+    }
