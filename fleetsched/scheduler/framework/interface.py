@@ -70,6 +70,9 @@ A plugin whose verdicts or scores can be reused across bindings says so by imple
   summary and models, ``DELETION``). The cluster's name is always part of the key. A plugin that
   reads nothing of the cluster but its name declares ``ClusterFacet.NONE``.
 
+The declaration covers all of the plugin's Filter, Score and NormalizeScore answers (NormalizeScore
+sees only the raw scores of the feasible clusters, which the same inputs decide).
+
 The runtime keys memo entries by ``(plugin, binding_key)`` and stores them per cluster name together
 with the declared facets' values at the time. An entry is reused only while those facet values are
 unchanged (compared exactly, never by a hash): a resource-summary heartbeat on one cluster

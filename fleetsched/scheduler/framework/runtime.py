@@ -600,7 +600,7 @@ class Framework:
             and not self.pre_scores
             and not self.extenders
             and all(s.inputs is not None for s in self.filters)
-            and all(s.inputs is not None and not s.normalize for s in self.scores)
+            and all(s.inputs is not None for s in self.scores)
         )
         self._memo_lock = threading.Lock()
         self._memo = _LRU(memo_limit, DEFAULT_MEMO_CELLS)

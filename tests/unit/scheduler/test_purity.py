@@ -59,8 +59,25 @@ def test_the_framework_never_imports_a_plugin() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == ""
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, fleetsched.scheduler.framework as f; f.in_tree_registry();"
-         "print('fleetsched.scheduler.plugins.registry' in sys.modules)"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, fleetsched.scheduler.framework as f; f.in_tree_registry();"
+            "print('fleetsched.scheduler.plugins.registry' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert loaded.stdout.strip() == "True"  # the check above would notice a plugin import
+    light = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, fleetsched.plugin; print(any(m.startswith('pydantic') for m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert light.stdout.strip() == "False"  # a plugin package imports the API without the models
