@@ -301,6 +301,8 @@ class _Entry:
     rejections: dict[int, Status] | None = None
     # A score plugin's raw scores by snapshot index (0 where not asked), valid for ``generation``.
     vector: list[int] | None = None
+    # Positions not asked (answer None): clusters being deleted then, or outside the feasible set.
+    unasked: tuple[int, ...] = ()
 
 
 _FACET_READERS: tuple[tuple[ClusterFacet, Callable[[ClusterInfo], Any]], ...] = (
@@ -314,15 +316,21 @@ _FACET_READERS: tuple[tuple[ClusterFacet, Callable[[ClusterInfo], Any]], ...] = 
 
 
 class _Tokens:
-    """Facet values per cluster, built once per (snapshot, facet set) and interned per cluster name,
-    so a cluster whose declared facets did not change keeps the very same token object and memo
-    entries revalidate by identity; a changed cluster gets a new token and only its entries miss."""
+    """Facet values per cluster, built once per cluster version and facet set, and interned per
+    cluster name: a cluster whose declared facets did not change keeps the very same token object,
+    so memo entries revalidate by identity and only a changed cluster's answers are asked again.
 
-    __slots__ = ("_by_snapshot", "_interned", "_lock")
+    ``changes`` gives, once per pair of snapshots and facet set, the positions whose tokens differ
+    (or None when the cluster list itself changed); every memo entry then revalidates in the time
+    of a list copy plus the changed clusters."""
+
+    __slots__ = ("_by_snapshot", "_changes", "_last", "_lock")
 
     def __init__(self) -> None:
         self._by_snapshot = _LRU(32)
-        self._interned: dict[ClusterFacet, dict[str, Any]] = {}
+        self._changes = _LRU(256)
+        # per facet set: cluster name -> (the ClusterInfo last seen, its token)
+        self._last: dict[ClusterFacet, dict[str, tuple[ClusterInfo, Any]]] = {}
         self._lock = threading.Lock()
 
     def of(self, snapshot: ClusterSnapshot, facets: ClusterFacet) -> list[Any]:
@@ -332,22 +340,43 @@ class _Tokens:
             if found is not None:
                 return found  # type: ignore[no-any-return]
             readers = [read for facet, read in _FACET_READERS if facet in facets]
-            interned = self._interned.setdefault(facets, {})
+            last = self._last.setdefault(facets, {})
             tokens: list[Any] = []
             for cluster in snapshot.clusters:
+                seen = last.get(cluster.name)
+                if seen is not None and seen[0] is cluster:
+                    tokens.append(seen[1])
+                    continue
                 token = tuple(read(cluster) for read in readers)
-                previous = interned.get(cluster.name)
-                if previous is not None and (previous is token or previous == token):
-                    token = previous
-                else:
-                    interned[cluster.name] = token
+                if seen is not None and seen[1] == token:
+                    token = seen[1]
+                last[cluster.name] = (cluster, token)
                 tokens.append(token)
-            if len(interned) > 4 * max(1, len(snapshot.clusters)):
-                names = {c.name for c in snapshot.clusters}
-                for name in [n for n in interned if n not in names]:
-                    del interned[name]
+            if len(last) > 4 * max(1, len(snapshot.clusters)):
+                names = set(snapshot.names)
+                for name in [n for n in last if n not in names]:
+                    del last[name]
             self._by_snapshot.put(key, tokens)
             return tokens
+
+    def changes(
+        self, entry: _Entry, snapshot: ClusterSnapshot, facets: ClusterFacet, tokens: list[Any]
+    ) -> tuple[int, ...] | None:
+        """Positions whose tokens differ between the entry's snapshot and ``snapshot``; None when
+        the two snapshots do not list the same clusters in the same order."""
+        key = (entry.generation, snapshot.generation, facets)
+        with self._lock:
+            found = self._changes.get(key)
+        if found is not None:
+            return found[0]  # type: ignore[no-any-return]
+        old = entry.tokens
+        if not (entry.names is snapshot.names or entry.names == snapshot.names):
+            changed: tuple[int, ...] | None = None
+        else:
+            changed = tuple(i for i, t in enumerate(tokens) if old[i] is not t and old[i] != t)
+        with self._lock:
+            self._changes.put(key, (changed,))
+        return changed
 
 
 # ---- one attempt's outcome of the filter and score points ----------------------------------------
@@ -913,14 +942,31 @@ class Framework:
                 self.memo_stats["hit"] += 1
                 return entry.rejections
             tokens = self._tokens.of(snapshot, inputs)
-        answers: list[Any] = [None] * len(clusters)
         live: list[int] = snapshot.live_index()
-        if entry is not None and tokens is not None:
+        # Rejections carried over from the entry for clusters whose facets did not change.
+        carried: dict[int, Status] | None = None
+        unasked: tuple[int, ...] | None = None
+        changed = None
+        if entry is not None and tokens is not None and entry.rejections is not None:
+            changed = self._tokens.changes(entry, snapshot, inputs, tokens)  # type: ignore[arg-type]
+        if changed is not None and entry is not None and entry.rejections is not None:
+            answers = entry.answers.copy()
+            redo = set(changed)
+            redo.update(entry.unasked)
+            for i in redo:
+                answers[i] = None
+            misses = sorted(i for i in redo if not clusters[i].deleting)
+            unasked = tuple(sorted(i for i in redo if clusters[i].deleting))
+            carried = {
+                i: st for i, st in entry.rejections.items() if i not in redo and not clusters[i].deleting
+            }
+        elif entry is not None and tokens is not None:
+            answers = [None] * len(clusters)
             _reuse(entry, snapshot, tokens, answers)
             misses = [i for i in live if answers[i] is None]
         else:
+            answers = [None] * len(clusters)
             misses = live
-        self.memo_stats["miss" if misses else "hit"] += 1
         if misses:
             t0 = self._timer()
             try:
@@ -942,10 +988,10 @@ class Framework:
             if self._overran(seconds):
                 self._failed(slot.name, "Filter", self._budget_message(seconds), skipped)
                 return None
-        failed: dict[int, Status] = {}
+        failed: dict[int, Status] = carried if carried is not None else {}
         success, error = Code.SUCCESS, Code.ERROR
         try:
-            for i in live:
+            for i in misses if carried is not None else live:
                 status = answers[i]
                 code = status.code
                 if code is success:
@@ -957,8 +1003,10 @@ class Framework:
         except AttributeError:
             self._failed(slot.name, "Filter", f"returned {status!r}, not a Status", skipped)
             return None
+        if unasked is None:
+            unasked = tuple(snapshot.deleting_index()) if entry is None else _unasked(answers)
         if inputs is not None and tokens is not None:
-            new = _Entry(snapshot.generation, snapshot.names, tokens, answers, failed)
+            new = _Entry(snapshot.generation, snapshot.names, tokens, answers, failed, unasked=unasked)
             with self._memo_lock:
                 self._memo.put(("F", slot.name, key), new, len(clusters))
         return failed
@@ -996,10 +1044,28 @@ class Framework:
             wanted = snapshot.live_index()
         else:
             wanted = feasible_index
-        answers: list[Any] = [None] * len(clusters)
-        if entry is not None and tokens is not None:
-            _reuse(entry, snapshot, tokens, answers)
-        misses = [i for i in wanted if answers[i] is None]
+        vector: list[int] | None = None
+        unasked: tuple[int, ...] | None = None
+        changed = None
+        if entry is not None and tokens is not None and entry.vector is not None:
+            changed = self._tokens.changes(entry, snapshot, inputs, tokens)  # type: ignore[arg-type]
+        if changed is not None and entry is not None and entry.vector is not None:
+            answers = entry.answers.copy()
+            vector = entry.vector.copy()
+            redo = set(changed)
+            redo.update(entry.unasked)
+            for i in redo:
+                answers[i] = None
+                vector[i] = 0
+            misses = sorted(i for i in redo if not clusters[i].deleting)
+            unasked = tuple(sorted(i for i in redo if clusters[i].deleting))
+        else:
+            answers = [None] * len(clusters)
+            if entry is not None and tokens is not None:
+                _reuse(entry, snapshot, tokens, answers)
+                misses = [i for i in wanted if answers[i] is None]
+            else:
+                misses = wanted
         self.memo_stats["miss" if misses else "hit"] += 1
         if misses:
             t0 = self._timer()
@@ -1012,6 +1078,9 @@ class Framework:
                     score_one = slot.plugin.score
                     for i in misses:
                         answers[i] = int(score_one(ctx, clusters[i]))
+                if vector is not None:
+                    for i in misses:
+                        vector[i] = answers[i]
             except Exception as e:
                 # Karmada aborts the attempt on a score error (§5.8): the binding fails, named.
                 self._observe(slot.name, "Score", Code.ERROR, self._timer() - t0)
@@ -1022,11 +1091,14 @@ class Framework:
             if self._overran(seconds):
                 self._failed(slot.name, "Score", self._budget_message(seconds), skipped)
                 return None
-        vector = [0 if a is None else a for a in answers]
+        if vector is None:
+            vector = [0 if a is None else a for a in answers]
         if inputs is not None and tokens is not None:
             # ``answers`` keeps None for clusters not asked (deleting, or not feasible), so a later
             # snapshot asks them rather than reusing a 0 nobody computed.
-            new = _Entry(snapshot.generation, snapshot.names, tokens, answers, vector=vector)
+            if unasked is None:
+                unasked = tuple(snapshot.deleting_index()) if entry is None else _unasked(answers)
+            new = _Entry(snapshot.generation, snapshot.names, tokens, answers, vector=vector, unasked=unasked)
             with self._memo_lock:
                 self._memo.put(("S", slot.name, key), new, len(clusters))
         return vector
@@ -1348,6 +1420,10 @@ def _inputs(plugin: Any) -> ClusterFacet | None:
         if isinstance(facets, ClusterFacet):
             return facets
     return None
+
+
+def _unasked(answers: list[Any]) -> tuple[int, ...]:
+    return tuple(i for i, a in enumerate(answers) if a is None)
 
 
 def _reuse(entry: _Entry, snapshot: ClusterSnapshot, tokens: list[Any], answers: list[Any]) -> int:

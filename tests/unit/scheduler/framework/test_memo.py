@@ -148,18 +148,25 @@ def _observable(result: ScheduleResult) -> tuple[object, ...]:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
-        st.tuples(cluster_versions(), st.lists(some_binding(), min_size=1, max_size=4)),
+        st.tuples(cluster_versions(), st.lists(some_binding(), min_size=1, max_size=4), st.booleans()),
         min_size=1,
-        max_size=4,
+        max_size=5,
     )
 )
 def test_warm_and_cold_runs_give_the_same_results(
-    rounds: list[tuple[list[ClusterInfo], list[BindingBuilder]]],
+    rounds: list[tuple[list[ClusterInfo], list[BindingBuilder], bool]],
 ) -> None:
     # One long-lived scheduler sees the fleet change between rounds (clusters re-created, tainted,
-    # relabelled, deleted); every answer must equal a cold scheduler's on the same snapshot.
+    # relabelled, deleted, added, removed; some kept as the very same objects, as the operator's
+    # cluster cache keeps unchanged ones); every answer must equal a cold scheduler's.
     warm = Scheduler()
-    for clusters, bindings in rounds:
+    previous: dict[str, ClusterInfo] = {}
+    for fresh, bindings, keep_some in rounds:
+        clusters = [
+            previous[c.name] if keep_some and i % 2 == 0 and c.name in previous else c
+            for i, c in enumerate(fresh)
+        ]
+        previous = {c.name: c for c in clusters}
         snapshot = Snapshot(clusters)
         for binding in bindings:
             cold = Scheduler().schedule(binding.build(), binding.status(), Snapshot(clusters))
