@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence, Set
 from typing import TYPE_CHECKING, Any
 
 from fleetsched.flags import explicit_flags, parse_feature_gates, record_explicit_flags
+from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
@@ -31,7 +32,7 @@ from fleetsched.scheduler.convert import (
     status_from_dict,
 )
 from fleetsched.scheduler.framework import PluginSelectionError
-from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
+from fleetsched.scheduler.outcome import PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import PeerBinding
 
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "merge_bindings", "run", "simulate_objects"]
 
 EXIT_BAD_INPUT = 2
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -280,6 +280,8 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = 
         lines.append(f"  left alone: no profile serves schedulerName {scheduler_name_of(obj)!r}")
         return "\n".join(lines)
     lines.append(f"  replicas: {spec.get('replicas', 0)}   strategy: {result.strategy}   mode: {result.mode}")
+    if result.profile and result.profile != DEFAULT_SCHEDULER_NAME:
+        lines.append(f"  profile: {result.profile}")
     if result.condition is None:
         lines.append("  not scheduled: the binding has no spec.placement")
         return "\n".join(lines)
@@ -298,10 +300,20 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = 
                 lines.append(f"      x {v.cluster}: being deleted")
             else:
                 lines.append(f"      x {v.cluster}: {v.plugin}: {'; '.join(v.reasons)}")
+        for e in attempt.extenders:
+            verdict = f"skipped: {e.skipped}" if e.skipped else f"kept {e.kept}, rejected {e.rejected}"
+            lines.append(f"    extender {e.extender} (filter): {verdict}")
+        for name, text in attempt.post_filter:
+            lines.append(f"    post-filter {name}: {text}")
+        for skipped in attempt.skipped:
+            lines.append(f"    skipped (ignorable) {skipped.plugin} at {skipped.point}: {skipped.reason}")
         if attempt.numbers:
             lines.append("    candidates (sort order: tier, score desc, available desc, name):")
             for n in attempt.numbers:
-                per_plugin = ", ".join(f"{p}={s}" for p, s in n.scores)
+                if n.plain:
+                    per_plugin = ", ".join(f"{p}={s}" for p, s in n.scores)
+                else:
+                    per_plugin = ", ".join(_part(p) for p in n.parts)
                 tier = f" tier={n.overflow_order}" if attempt.overflow else ""
                 lines.append(
                     f"      {n.cluster}: score={n.score} ({per_plugin}){tier} "
@@ -373,6 +385,16 @@ def _profile_schedulers(configuration: SchedulerConfiguration, base: Settings) -
         }
     except UnsupportedProfile as exc:
         raise _BadInput(str(exc)) from None
+
+
+def _part(part: PluginScore) -> str:
+    """One plugin's (or extender's) share of a total: raw[->normalised][ x weight = weighted]."""
+    text = f"{'extender ' if part.extender else ''}{part.plugin}={part.raw}"
+    if part.normalized != part.raw:
+        text += f"->{part.normalized}"
+    if part.weight != 1:
+        text += f" x{part.weight}={part.weighted}"
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
