@@ -288,11 +288,14 @@ _USAGE_MEMO = object()  # key of the Usage in ClusterInfo.memo (the value is imm
 
 
 def usage_of(cluster: ClusterInfo) -> Usage:
-    """The cluster's ``Usage``; a cluster without a resource summary has none of anything."""
-    found = cluster.memo.get(_USAGE_MEMO)
-    if found is not None:
-        return found  # type: ignore[no-any-return]
+    """The cluster's ``Usage``; a cluster without a resource summary has none of anything.
+
+    Memoised on the cluster together with the summary it was computed from, so a copy of the
+    cluster with another summary (``dataclasses.replace`` shares the memo dict) is not misread."""
     s = cluster.resource_summary
+    found = cluster.memo.get(_USAGE_MEMO)
+    if found is not None and found[0] is s:
+        return found[1]  # type: ignore[no-any-return]
     if s is None:
         usage = _EMPTY_USAGE
     else:
@@ -304,7 +307,7 @@ def usage_of(cluster: ClusterInfo) -> Usage:
             {name: _amount(name, q.value_exact) for name, q in s.allocatable.items()},
             {name: _amount(name, v) for name, v in used.items()},
         )
-    cluster.memo[_USAGE_MEMO] = usage
+    cluster.memo[_USAGE_MEMO] = (s, usage)
     return usage
 
 

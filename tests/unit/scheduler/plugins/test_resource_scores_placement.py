@@ -182,3 +182,46 @@ def test_the_readme_shows_what_the_example_gives_with_and_without_the_config() -
         "inference-deployment": "gpu-l4-b:4",
         "api-deployment": "gpu-h100-central:3",
     }
+
+
+# ---- declared inputs: reuse across bindings, invalidation by a resource heartbeat ------------------
+
+
+class CountingFit(cluster_resources_fit.ClusterResourcesFit):
+    """The in-tree plugin, recording which clusters the runtime asks it to score."""
+
+    def __init__(self, strategy: cluster_resources_fit.ScoringStrategy) -> None:
+        super().__init__(strategy)
+        self.asked: list[str] = []
+
+    def score(self, ctx: Any, cluster: ClusterInfo) -> int:
+        self.asked.append(cluster.name)
+        return super().score(ctx, cluster)
+
+
+def test_scores_are_reused_across_replica_counts_and_a_heartbeat_rescores_only_its_cluster() -> None:
+    registry = defaults.in_tree_registry()
+    registry.unregister(cluster_resources_fit.NAME)
+    counting: list[CountingFit] = []
+
+    def new(args: Any, handle: Any) -> CountingFit:
+        counting.append(CountingFit(args.strategy()))
+        return counting[0]
+
+    registry.register(
+        cluster_resources_fit.NAME, new, args_model=cluster_resources_fit.ClusterResourcesFitArgs
+    )
+    scheduler = Scheduler(profile=binpack_profile(), registry=registry)
+    (plugin,) = counting
+    assert placed(schedule(scheduler, trainer(2), FLEET)) == {"nearly-full": 2}
+    assert sorted(plugin.asked) == sorted(c.name for c in FLEET)
+    plugin.asked.clear()
+    # Another replica count, the same per-replica request: every score is reused.
+    assert placed(schedule(scheduler, trainer(1), FLEET)) == {"nearly-full": 1}
+    assert plugin.asked == []
+    # The nearly full cluster's GPUs are taken meanwhile: only it is scored again, and it now
+    # cannot take one replica, so the next fullest wins.
+    taken = gpu_cluster("nearly-full", 16, 16)
+    fleet = [FLEET[0], FLEET[1], taken, FLEET[3]]
+    assert placed(schedule(scheduler, trainer(2), fleet)) == {"half": 2}
+    assert plugin.asked == ["nearly-full"]
