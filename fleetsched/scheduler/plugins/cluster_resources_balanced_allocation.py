@@ -107,7 +107,14 @@ class ClusterResourcesBalancedAllocation:
 
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """Raw score 0..100; 0 when one replica does not fit."""
+        return self._score(request_of(ctx.binding), cluster)
+
+    def score_clusters(self, ctx: FilterContext, clusters: Sequence[ClusterInfo]) -> Sequence[int]:
+        """The batch face: the same scores, the request converted once."""
         request = request_of(ctx.binding)
+        return [self._score(request, c) for c in clusters]
+
+    def _score(self, request: tuple[tuple[str, int], ...], cluster: ClusterInfo) -> int:
         usage = usage_of(cluster)
         if not fits_one_replica(usage, request):
             return 0

@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetsched.plugin import ClusterFacet, DeclaresInputs, NormalizeScorePlugin, ScorePlugin
+from fleetsched.plugin import (
+    BatchScorePlugin,
+    ClusterFacet,
+    DeclaresInputs,
+    NormalizeScorePlugin,
+    ScorePlugin,
+)
 from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.framework.interface import PluginArgsError
@@ -28,6 +34,7 @@ from .test_cluster_resources_fit import PROPERTIES
 _score: ScorePlugin = ClusterResourcesBalancedAllocation()
 _normalize: NormalizeScorePlugin = ClusterResourcesBalancedAllocation()
 _declares: DeclaresInputs = ClusterResourcesBalancedAllocation()
+_batch: BatchScorePlugin = ClusterResourcesBalancedAllocation()
 
 
 @pytest.mark.parametrize(
@@ -61,6 +68,7 @@ def test_the_plugin_scores_after_one_more_replica() -> None:
         (ResourceSpec("cpu", 1), ResourceSpec("memory", 1), ResourceSpec(GPU, 1))
     )
     assert p.score(ctx, c) == 90
+    assert list(p.score_clusters(ctx, [c, cluster("empty", {"cpu": "10", "memory": "10Gi"})])) == [90, 100]
     # a GPU job on a cluster without a free GPU scores 0
     assert p.score(context(binding(cpu="1", **{GPU: 9})), c) == 0
     assert p.cluster_inputs is ClusterFacet.RESOURCES

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetsched.plugin import ClusterFacet, DeclaresInputs, NormalizeScorePlugin, ScorePlugin
+from fleetsched.plugin import (
+    BatchScorePlugin,
+    ClusterFacet,
+    DeclaresInputs,
+    NormalizeScorePlugin,
+    ScorePlugin,
+)
 from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.framework.interface import PluginArgsError
@@ -42,6 +48,7 @@ PROPERTIES = settings.get_profile("resource-scores")
 _score: ScorePlugin = ClusterResourcesFit()
 _normalize: NormalizeScorePlugin = ClusterResourcesFit()
 _declares: DeclaresInputs = ClusterResourcesFit()
+_batch: BatchScorePlugin = ClusterResourcesFit()
 
 CPU_MEM = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
 
@@ -126,6 +133,17 @@ SHAPE = ((0, 0), (50, 10), (100, 3))  # up to 100 at 50% utilisation, then down 
 )
 def test_strategies_follow_kube_formulas(scorer: ClusterResourcesFit, c: Any, b: Any, expected: int) -> None:
     assert scorer.score(context(b), c) == expected
+
+
+def test_the_batch_face_gives_the_same_scores() -> None:
+    for kind in (LEAST_ALLOCATED, MOST_ALLOCATED):
+        p = plugin(kind)
+        for b in (SMALL, ONE, binding()):
+            assert list(p.score_clusters(context(b), [A, B, C])) == [
+                p.score(context(b), c) for c in (A, B, C)
+            ]
+    rtcr = plugin(REQUESTED_TO_CAPACITY_RATIO, shape=SHAPE)
+    assert list(rtcr.score_clusters(context(ONE), [A, C])) == [rtcr.score(context(ONE), A), 52]
 
 
 def test_a_cluster_that_cannot_take_one_replica_scores_zero() -> None:

@@ -14,6 +14,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -194,9 +195,9 @@ class CountingFit(cluster_resources_fit.ClusterResourcesFit):
         super().__init__(strategy)
         self.asked: list[str] = []
 
-    def score(self, ctx: Any, cluster: ClusterInfo) -> int:
-        self.asked.append(cluster.name)
-        return super().score(ctx, cluster)
+    def score_clusters(self, ctx: Any, clusters: Sequence[ClusterInfo]) -> Sequence[int]:
+        self.asked.extend(c.name for c in clusters)
+        return super().score_clusters(ctx, clusters)
 
 
 def test_scores_are_reused_across_replica_counts_and_a_heartbeat_rescores_only_its_cluster() -> None:
