@@ -407,3 +407,30 @@ def test_the_runtime_builds_the_plugin_from_its_args() -> None:
     p = built.plugin(fit.NAME)
     assert isinstance(p, ClusterResourcesFit)
     assert p.strategy == ScoringStrategy(MOST_ALLOCATED, (ResourceSpec(GPU, 3),), ())
+
+
+@st.composite
+def shapes(draw: st.DrawFn) -> list[dict[str, int]]:
+    utilizations = sorted(draw(st.sets(st.integers(0, 100), min_size=1, max_size=6)))
+    return [{"utilization": u, "score": draw(st.integers(0, 10))} for u in utilizations]
+
+
+@settings(PROPERTIES)
+@given(shapes(), fleets_pair())
+def test_requested_to_capacity_ratio_scores_stay_within_the_shape(
+    shape: list[dict[str, int]], case: Any
+) -> None:
+    specs, request, c, _ = case
+    args = ClusterResourcesFitArgs(
+        {
+            "type": REQUESTED_TO_CAPACITY_RATIO,
+            "resources": [{"name": s.name, "weight": s.weight} for s in specs],
+            "requestedToCapacityRatio": {"shape": shape},
+        }
+    )
+    scorer = fit.new(args, None)
+    score = scorer.score(context(binding(**request)), c)
+    scores = [p["score"] * 10 for p in shape]
+    # a rounded weighted mean of points on the broken line (or 0 when every resource scores 0)
+    assert score == 0 or min(scores) <= score <= max(scores)
+    assert 0 <= score <= 100
