@@ -11,8 +11,8 @@ Prefers clusters whose resources stay evenly used: per scored resource the reque
 ``min(requested / allocatable, 1)``, and the raw score is ``int((1 - std) * 100)`` where ``std`` is
 the standard deviation of those fractions (kube's ``balanced_allocation.go``: with two resources
 ``|f1 - f2| / 2``, with more the population standard deviation, with one 0). kube accepts only weight
-1; here a weight may be 1..100 and makes a weighted standard deviation (weighted mean and variance),
-which is exactly kube's value when every weight is 1.
+1; here a weight may be 1..100 and makes a weighted standard deviation (weighted mean and variance,
+in exact fractions), which is kube's value when every weight is equal (then kube's float code runs).
 
 What it reads and what "after placement" means are those of ``ClusterResourcesFit`` (see its module
 docstring): ``requested = allocated + allocating + one per-replica request``; a cluster that cannot
@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 from fleetsched.plugin import MAX_SCORE, ClusterFacet, ClusterInfo, FilterContext, Handle
@@ -66,28 +67,30 @@ class ClusterResourcesBalancedAllocationArgs:
 
 
 def balanced_score(parts: Sequence[tuple[int, int, int]]) -> int:
-    """``int((1 - std) * 100)`` over ``(requested, allocatable, weight)``; kube's code path when
-    every weight is equal, the weighted standard deviation otherwise."""
-    fractions: list[float] = []
-    weights: list[int] = []
-    for requested, capacity, weight in parts:
-        if capacity == 0:
-            continue
-        fractions.append(min(requested / capacity, 1.0))
-        weights.append(weight)
+    """``int((1 - std) * 100)`` over ``(requested, allocatable, weight)``.
+
+    Equal weights run kube's code, float for float (float64 rounding included: with three or more
+    resources kube may score perfectly balanced fractions 99). Unequal weights, which kube does not
+    allow, use the weighted standard deviation computed in exact fractions, so equal fractions give
+    exactly 100."""
+    counted = [(requested, capacity, weight) for requested, capacity, weight in parts if capacity]
+    weights = {weight for _, _, weight in counted}
     std = 0.0
-    if len(set(weights)) <= 1:
-        # kube's balancedResourceScorer, float for float.
+    if len(weights) <= 1:
+        fractions = [min(requested / capacity, 1.0) for requested, capacity, _ in counted]
         if len(fractions) == 2:
             std = abs((fractions[0] - fractions[1]) / 2)
         elif len(fractions) > 2:
             mean = sum(fractions) / len(fractions)
             std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
     else:
-        total = sum(weights)
-        pairs = list(zip(weights, fractions, strict=True))
-        mean = sum(w * f for w, f in pairs) / total
-        std = math.sqrt(sum(w * (f - mean) * (f - mean) for w, f in pairs) / total)
+        exact = [
+            (min(Fraction(requested, capacity), Fraction(1)), weight)
+            for requested, capacity, weight in counted
+        ]
+        total = sum(weight for _, weight in exact)
+        mean = sum(f * weight for f, weight in exact) / total
+        std = math.sqrt(sum(weight * (f - mean) ** 2 for f, weight in exact) / total)
     return int((1 - std) * MAX_SCORE)
 
 

@@ -80,9 +80,12 @@ def test_the_plugin_scores_after_one_more_replica() -> None:
 def test_balanced_scores_stay_in_range(parts: list[tuple[int, int, int]]) -> None:
     score = balanced_score(parts)
     assert 0 <= score <= 100
-    counted = [(r, c) for r, c, _ in parts if c]
-    if len({min(r / c, 1.0) for r, c in counted}) <= 1:
-        assert score == 100
+    counted = [(r, c, w) for r, c, w in parts if c]
+    if len({min(r / c, 1.0) for r, c, _ in counted}) <= 1:
+        if len(counted) <= 2 or len({w for _, _, w in counted}) > 1:
+            assert score == 100
+        else:
+            assert score >= 99  # kube's float64 mean of three or more equal fractions may be off by an ulp
 
 
 @settings(PROPERTIES)
