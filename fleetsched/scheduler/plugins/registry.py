@@ -11,6 +11,8 @@ from fleetsched.scheduler.plugins import (
     cluster_affinity,
     cluster_eviction,
     cluster_locality,
+    cluster_resources_balanced_allocation,
+    cluster_resources_fit,
     priority_sort,
     spread_constraint,
     taint_toleration,
@@ -35,4 +37,15 @@ def build_in_tree_registry(*, workload_affinity: bool = False) -> Registry:
         registry.register(affinity_plugin.NAME, affinity_plugin.new)
         registry.register(workload_anti_affinity.NAME, workload_anti_affinity.new)
     registry.register(priority_sort.NAME, priority_sort.new)
+    # Resource-aware scores (issue 12 item 5): registered, but no default profile enables them.
+    registry.register(
+        cluster_resources_fit.NAME,
+        cluster_resources_fit.new,
+        args_model=cluster_resources_fit.ClusterResourcesFitArgs,
+    )
+    registry.register(
+        cluster_resources_balanced_allocation.NAME,
+        cluster_resources_balanced_allocation.new,
+        args_model=cluster_resources_balanced_allocation.ClusterResourcesBalancedAllocationArgs,
+    )
     return registry
