@@ -72,6 +72,7 @@ from fleetsched.scheduler.outcome import (
 from fleetsched.scheduler.types import ClusterInfo, TargetCluster
 
 __all__ = [
+    "POINT_PROTOCOLS",
     "STEPS",
     "STEP_ASSIGN_REPLICAS",
     "STEP_FILTER",
@@ -126,7 +127,7 @@ Observer = Callable[[str, str, str, float], None]
 PointObserver = Callable[[str, str, float], None]
 
 # Per extension point: the Protocol a plugin enabled there must implement, and how errors name it.
-_POINT_PROTOCOLS: dict[ExtensionPoint, type] = {
+POINT_PROTOCOLS: dict[ExtensionPoint, type] = {
     ExtensionPoint.QUEUE_SORT: QueueSortPlugin,
     ExtensionPoint.PRE_FILTER: PreFilterPlugin,
     ExtensionPoint.FILTER: FilterPlugin,
@@ -567,7 +568,7 @@ class Framework:
         for point in ExtensionPoint:
             for entry in profile.enabled(point):
                 plugin = self._instance(registry, entry.name)
-                protocol = _POINT_PROTOCOLS[point]
+                protocol = POINT_PROTOCOLS[point]
                 if not isinstance(plugin, protocol):
                     raise FrameworkError(
                         f"profiles[{profile.scheduler_name}].plugins.{point.value}: plugin {entry.name!r} "
