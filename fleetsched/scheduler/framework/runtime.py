@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from fleetsched.scheduler.config.types import ExtensionPoint, Profile
 from fleetsched.scheduler.errors import SchedulingError
 from fleetsched.scheduler.framework.interface import (
+    MAX_EXTENDER_PRIORITY,
     MAX_SCORE,
     MIN_SCORE,
     BatchFilterPlugin,
@@ -42,7 +43,6 @@ from fleetsched.scheduler.framework.interface import (
     EstimateRequest,
     Extender,
     ExtenderFilterRequest,
-    ExtenderFilterResult,
     ExtenderPrioritizeRequest,
     FilterContext,
     FilterPlugin,
@@ -153,6 +153,9 @@ _METHODS: dict[ExtensionPoint, str] = {
 }
 
 DEFAULT_MEMO_LIMIT = 20_000
+# kube-scheduler's rule: an extender's 0..MAX_EXTENDER_PRIORITY score counts x MAX_SCORE/10, so an
+# extender of weight 1 weighs as much as a score plugin of weight 1.
+EXTENDER_SCALE = MAX_SCORE // MAX_EXTENDER_PRIORITY
 # Answers (one per plugin, binding key and cluster) the memo holds at most: ~4M pointers.
 DEFAULT_MEMO_CELLS = 4_000_000
 
@@ -458,7 +461,8 @@ class FitOutcome:
                 PluginScore(name, raw, raw if normalized is None else normalized[position], self.weights[k])
             )
         for name, weight, scores in self.extender_scores:
-            out.append(PluginScore(name, scores[position], scores[position], weight, extender=True))
+            raw = scores[position]
+            out.append(PluginScore(name, raw, raw * EXTENDER_SCALE, weight, extender=True))
         return tuple(out)
 
 
@@ -878,7 +882,7 @@ class Framework:
                         totals[pos] += norm[pos] * weight
             for _, weight, scores in ext_scores:
                 for pos in range(len(feasible_index)):
-                    totals[pos] += scores[pos] * weight
+                    totals[pos] += scores[pos] * EXTENDER_SCALE * weight
         if step is not None:
             step(STEP_SCORE, filtered)
         out = FitOutcome(
@@ -1198,28 +1202,36 @@ class Framework:
         t0 = self._timer()
         (answer,) = self.driver.perform([request])
         seconds = self._timer() - t0
-        if isinstance(answer, Exception) or not isinstance(answer, ExtenderFilterResult):
+        # Any value of ExtenderFilterResult's shape will do (the HTTPS edge has its own class).
+        kept_names = None if isinstance(answer, BaseException) else getattr(answer, "kept", None)
+        failed_reasons = getattr(answer, "failed", None) or {}
+        unresolvable = getattr(answer, "unresolvable", None) or {}
+        if (
+            kept_names is None
+            or not isinstance(failed_reasons, Mapping)
+            or not isinstance(unresolvable, Mapping)
+        ):
             message = (
-                str(answer) if isinstance(answer, Exception) else f"malformed answer {type(answer).__name__}"
+                str(answer)
+                if isinstance(answer, BaseException)
+                else f"malformed answer {type(answer).__name__}"
             )
             self._observe(extender.name, "ExtenderFilter", Code.ERROR, seconds)
             self._extender_failed(extender, "Filter", message, skipped)
             verdicts.append(ExtenderVerdict(extender.name, len(feasible_index), 0, skipped=message))
             return feasible_index
         self._observe(extender.name, "ExtenderFilter", Code.SUCCESS, seconds)
-        kept = set(answer.kept)
+        kept = set(kept_names)
         out: list[int] = []
         failed: dict[int, Status] = {}
         for i in feasible_index:
             name = clusters[i].name
             if name in kept:
                 out.append(i)
-            elif name in answer.unresolvable:
-                failed[i] = Status(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (answer.unresolvable[name],), extender.name
-                )
+            elif name in unresolvable:
+                failed[i] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (unresolvable[name],), extender.name)
             else:
-                reason = answer.failed.get(name) or f"cluster(s) rejected by extender {extender.name}"
+                reason = failed_reasons.get(name) or f"cluster(s) rejected by extender {extender.name}"
                 failed[i] = Status(Code.UNSCHEDULABLE, (reason,), extender.name)
         if failed:
             failures.append((extender.name, failed))
@@ -1248,8 +1260,17 @@ class Framework:
                 self._observe(extender.name, "ExtenderPrioritize", Code.ERROR, seconds)
                 self._extender_failed(extender, "Prioritize", message, skipped)
                 continue
+            try:
+                scores = [int(answer.get(c.name, 0)) for c in feasible]
+                outside = [v for v in scores if not MIN_SCORE <= v <= MAX_EXTENDER_PRIORITY]
+                if outside:
+                    raise ValueError(f"score {outside[0]} outside {MIN_SCORE}..{MAX_EXTENDER_PRIORITY}")
+            except (TypeError, ValueError) as e:
+                self._observe(extender.name, "ExtenderPrioritize", Code.ERROR, seconds)
+                self._extender_failed(extender, "Prioritize", f"malformed answer: {e}", skipped)
+                continue
             self._observe(extender.name, "ExtenderPrioritize", Code.SUCCESS, seconds)
-            out.append((extender.name, extender.weight, [int(answer.get(c.name, 0)) for c in feasible]))
+            out.append((extender.name, extender.weight, scores))
         return out
 
     # ---- the binding cycle: Reserve, Permit, PreBind, PostBind -------------------------------
