@@ -11,6 +11,7 @@ per extension point.
 """
 
 from fleetsched.scheduler.framework.interface import (
+    MAX_EXTENDER_PRIORITY,
     MAX_SCORE,
     MIN_SCORE,
     UNAUTHENTIC_REPLICA,
@@ -56,6 +57,7 @@ from fleetsched.scheduler.framework.interface import (
 )
 
 __all__ = [
+    "MAX_EXTENDER_PRIORITY",
     "MAX_SCORE",
     "MIN_SCORE",
     "UNAUTHENTIC_REPLICA",

@@ -15,7 +15,6 @@ does; a binding no profile serves is printed as given, with a note.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import json
 import sys
@@ -37,7 +36,7 @@ from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import PeerBinding
 
 if TYPE_CHECKING:
-    from fleetsched.scheduler.config import SchedulerConfiguration
+    from fleetsched.scheduler.config import LoadedConfiguration
 
 __all__ = ["add_arguments", "merge_bindings", "run", "simulate_objects"]
 
@@ -339,7 +338,7 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = 
     return "\n".join(lines)
 
 
-def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> SchedulerConfiguration | None:
+def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> LoadedConfiguration | None:
     """The ``--config`` file resolved and checked against the flags given beside it; None without one."""
     if not args.config:
         return None
@@ -368,22 +367,23 @@ def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> Sche
             f"--enable-empty-workload-propagation contradicts {args.config} "
             f"(enableEmptyWorkloadPropagation: {str(in_file).lower()}); set it in one place"
         )
-    return configuration
+    return loaded
 
 
-def _profile_schedulers(configuration: SchedulerConfiguration, base: Settings) -> dict[str, Scheduler]:
-    # Interim, until the framework runtime lands: each profile runs as today's --plugins selection.
-    from fleetsched.scheduler.config.interim import UnsupportedProfile, settings_for
+def _profile_schedulers(loaded: LoadedConfiguration, base: Settings, **options: Any) -> dict[str, Scheduler]:
+    """One real Scheduler (Framework) per profile, out-of-tree plugins merged into the registry."""
+    from fleetsched.scheduler.profiles import ProfileError, profile_schedulers
 
-    base = dataclasses.replace(
-        base, enable_empty_workload_propagation=configuration.enable_empty_workload_propagation
-    )
+    configuration = loaded.configuration
     try:
-        return {
-            profile.scheduler_name: Scheduler(settings=settings_for(profile, base=base))
-            for profile in configuration.profiles
-        }
-    except UnsupportedProfile as exc:
+        return profile_schedulers(
+            configuration.profiles,
+            base,
+            out_of_tree=loaded.out_of_tree,
+            enable_empty_workload_propagation=configuration.enable_empty_workload_propagation,
+            **options,
+        )
+    except ProfileError as exc:
         raise _BadInput(str(exc)) from None
 
 
@@ -423,11 +423,8 @@ def run(args: argparse.Namespace) -> int:
             if inventories:
                 estimator = InventoryEstimator(inventories)
                 scheduler = Scheduler(settings=scheduler.settings, estimators=[estimator])
-                if profiles is not None:
-                    profiles = {
-                        name: Scheduler(settings=s.settings, estimators=[estimator])
-                        for name, s in profiles.items()
-                    }
+                if configuration is not None:
+                    profiles = _profile_schedulers(configuration, settings, estimators=[estimator])
         clusters = [_dump(c) for c in loaded.clusters]
         explicit = [_dump(b) for b in loaded.bindings]
         derived = [_dump(b) if hasattr(b, "model_dump") else dict(b) for b in _derive_bindings(loaded)]

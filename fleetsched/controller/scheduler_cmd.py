@@ -37,7 +37,7 @@ from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
 
 if TYPE_CHECKING:
-    from fleetsched.scheduler.config import SchedulerConfiguration
+    from fleetsched.scheduler.config import LoadedConfiguration, SchedulerConfiguration
 
 # Gates whose scheduling behaviour the live scheduler does not have: WorkloadAffinity needs the
 # peers' placements in every snapshot, SchedulingOvercommitProtection the assumption cache (§7.5).
@@ -219,20 +219,25 @@ def apply_configuration(
 
 
 def profile_schedulers(
-    configuration: SchedulerConfiguration, settings: Settings, **scheduler_options: Any
+    loaded: LoadedConfiguration, settings: Settings, **scheduler_options: Any
 ) -> dict[str, Scheduler]:
-    """One Scheduler per profile, by schedulerName. Interim, until the framework runtime builds
-    them: each profile runs as the --plugins selection it equals (config.interim)."""
-    from fleetsched.scheduler.config.interim import settings_for
+    """One real Scheduler (Framework) per profile, by schedulerName, over the in-tree registry with
+    the file's out-of-tree plugins merged in. ``ProfileError`` (one line) for a profile that cannot
+    be built."""
+    from fleetsched.scheduler.profiles import profile_schedulers as build
 
-    return {
-        profile.scheduler_name: Scheduler(settings=settings_for(profile, base=settings), **scheduler_options)
-        for profile in configuration.profiles
-    }
+    return build(
+        loaded.configuration.profiles,
+        settings,
+        out_of_tree=loaded.out_of_tree,
+        enable_empty_workload_propagation=loaded.configuration.enable_empty_workload_propagation,
+        **scheduler_options,
+    )
 
 
-def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, SchedulerConfiguration | None]:
-    """With ``--config``: the flags completed from the file, and the file's configuration."""
+def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, LoadedConfiguration | None]:
+    """With ``--config``: the flags completed from the file, and the loaded file (its configuration
+    and the out-of-tree plugins its profiles enable)."""
     if not args.config:
         return args, None
     from fleetsched.scheduler import config
@@ -240,7 +245,7 @@ def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, Sc
     loaded = config.load_configuration(
         args.config, workload_affinity=bool(args.feature_gates.get("WorkloadAffinity"))
     )
-    return apply_configuration(args, loaded.configuration), loaded.configuration
+    return apply_configuration(args, loaded.configuration), loaded
 
 
 def scheduler_settings(args: argparse.Namespace) -> Settings:
@@ -271,16 +276,16 @@ def operator_config(
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    configuration: SchedulerConfiguration | None = None
+    configuration: LoadedConfiguration | None = None
     if args.config:
         from fleetsched.scheduler.config import ConfigError, PluginLoadError
-        from fleetsched.scheduler.config.interim import UnsupportedProfile
+        from fleetsched.scheduler.profiles import ProfileError
 
         try:
             args, configuration = load_configuration(args)
-            # Built once before connecting, so a profile the core cannot run is refused at start-up.
+            # Built once before connecting, so a profile that cannot be built is refused at start-up.
             profile_schedulers(configuration, scheduler_settings(args))
-        except (ConfigError, PluginLoadError, FlagConflict, UnsupportedProfile) as exc:
+        except (ConfigError, PluginLoadError, FlagConflict, ProfileError) as exc:
             log.error("invalid_flag", flag="--config", error=str(exc))
             return 2
         except ValueError as exc:  # a gate the live scheduler cannot honour

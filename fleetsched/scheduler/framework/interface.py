@@ -29,7 +29,7 @@ Scheduling cycle (pure, run by ``Framework`` in ``runtime.py`` for one affinity 
 6. ``Score``      -- per feasible cluster: ``score(ctx, cluster) -> int`` (batch face
    ``BatchScorePlugin.score_clusters``). With ``NormalizeScorePlugin.normalize_score`` the raw scores
    of all feasible clusters are mapped to ``MIN_SCORE..MAX_SCORE``. The total of a cluster is
-   ``sum(weight * normalised)`` over score plugins, plus ``sum(extender weight * score)``.
+   ``sum(weight * normalised)`` over score plugins, plus ``sum(extender weight * score * 10)``.
    A score plugin that raises aborts the attempt (Karmada, scheduler.md §5.8).
 7. ``Reserve``    -- with the chosen placement, before it is written: ``reserve(ctx, targets)``; when
    the write (or a later binding-cycle point) fails, ``unreserve(ctx, targets)`` is called on every
@@ -111,6 +111,7 @@ from fleetsched.scheduler.types import (
 )
 
 __all__ = [
+    "MAX_EXTENDER_PRIORITY",
     "MAX_SCORE",
     "MIN_SCORE",
     "UNAUTHENTIC_REPLICA",
@@ -161,6 +162,8 @@ UNAUTHENTIC_REPLICA = -1
 # Bounds of a normalised score (kube-scheduler's MinNodeScore/MaxNodeScore; Karmada's plugins use 0..100).
 MIN_SCORE = 0
 MAX_SCORE = 100
+# An extender's prioritize scores are 0..10 (kube-scheduler's MaxExtenderPriority).
+MAX_EXTENDER_PRIORITY = 10
 
 
 class Code(enum.Enum):
@@ -583,10 +586,12 @@ class ExtenderFilterResult:
 class Extender(Protocol):
     """An HTTP(S) extender as the core sees it (kube-scheduler's extender, Node replaced by Cluster).
 
-    ``filter`` runs after every plugin filter, over the clusters they kept; ``prioritize`` adds
-    ``score * weight`` to each cluster's total. A call raises ``ExtenderError`` on any failure: an
-    ``ignorable`` extender is then skipped (recorded for the explanation), any other fails the binding
-    with a message naming it.
+    ``filter`` runs after every plugin filter, over the clusters they kept, one extender after the
+    other; it answers an ``ExtenderFilterResult`` (or any value of its shape). ``prioritize`` answers
+    0..``MAX_EXTENDER_PRIORITY`` per cluster (unlisted: 0), and ``score * weight * MAX_SCORE /
+    MAX_EXTENDER_PRIORITY`` is added to each cluster's total (kube-scheduler's rule). A call raises
+    (``ExtenderError`` or the edge's own error) on any failure: an ``ignorable`` extender is then
+    skipped (recorded for the explanation), any other fails the binding with a message naming it.
     """
 
     @property

@@ -20,6 +20,7 @@ on a network itself, and results do not depend on the driver.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import time
 from collections import OrderedDict
@@ -31,6 +32,7 @@ from typing import Any, Protocol
 from fleetsched.scheduler.config.types import ExtensionPoint, Profile
 from fleetsched.scheduler.errors import SchedulingError
 from fleetsched.scheduler.framework.interface import (
+    MAX_EXTENDER_PRIORITY,
     MAX_SCORE,
     MIN_SCORE,
     BatchFilterPlugin,
@@ -41,7 +43,6 @@ from fleetsched.scheduler.framework.interface import (
     EstimateRequest,
     Extender,
     ExtenderFilterRequest,
-    ExtenderFilterResult,
     ExtenderPrioritizeRequest,
     FilterContext,
     FilterPlugin,
@@ -72,6 +73,7 @@ from fleetsched.scheduler.outcome import (
 from fleetsched.scheduler.types import ClusterInfo, TargetCluster
 
 __all__ = [
+    "POINT_PROTOCOLS",
     "STEPS",
     "STEP_ASSIGN_REPLICAS",
     "STEP_FILTER",
@@ -126,7 +128,7 @@ Observer = Callable[[str, str, str, float], None]
 PointObserver = Callable[[str, str, float], None]
 
 # Per extension point: the Protocol a plugin enabled there must implement, and how errors name it.
-_POINT_PROTOCOLS: dict[ExtensionPoint, type] = {
+POINT_PROTOCOLS: dict[ExtensionPoint, type] = {
     ExtensionPoint.QUEUE_SORT: QueueSortPlugin,
     ExtensionPoint.PRE_FILTER: PreFilterPlugin,
     ExtensionPoint.FILTER: FilterPlugin,
@@ -152,6 +154,9 @@ _METHODS: dict[ExtensionPoint, str] = {
 }
 
 DEFAULT_MEMO_LIMIT = 20_000
+# kube-scheduler's rule: an extender's 0..MAX_EXTENDER_PRIORITY score counts x MAX_SCORE/10, so an
+# extender of weight 1 weighs as much as a score plugin of weight 1.
+EXTENDER_SCALE = MAX_SCORE // MAX_EXTENDER_PRIORITY
 # Answers (one per plugin, binding key and cluster) the memo holds at most: ~4M pointers.
 DEFAULT_MEMO_CELLS = 4_000_000
 
@@ -290,18 +295,18 @@ class _LRU:
 
 @dataclass(slots=True)
 class _Entry:
-    """One plugin's answers for one binding-side key: per cluster of the snapshot layout ``names``,
-    the declared facets' values (``tokens``) and the answer (a Status, an int, or None: not asked)."""
+    """One plugin's answers for one binding-side key, over the snapshot layout ``names``.
+
+    Kept small for the garbage collector (a memo holds thousands): the declared facets' versions
+    per cluster as a tuple of ints, and only the non-trivial answers: a filter's rejections by
+    position (every other asked cluster passed), a score plugin's raw scores as a tuple of ints.
+    ``unasked`` are the positions with no answer (clusters being deleted then)."""
 
     generation: int
     names: tuple[str, ...]
-    tokens: list[Any]
-    answers: list[Any]
-    # A filter's rejections by snapshot index (valid for ``generation``), built from ``answers``.
+    versions: tuple[int, ...]
     rejections: dict[int, Status] | None = None
-    # A score plugin's raw scores by snapshot index (0 where not asked), valid for ``generation``.
-    vector: list[int] | None = None
-    # Positions not asked (answer None): clusters being deleted then, or outside the feasible set.
+    vector: tuple[int, ...] | None = None
     unasked: tuple[int, ...] = ()
 
 
@@ -316,24 +321,25 @@ _FACET_READERS: tuple[tuple[ClusterFacet, Callable[[ClusterInfo], Any]], ...] = 
 
 
 class _Tokens:
-    """Facet values per cluster, built once per cluster version and facet set, and interned per
-    cluster name: a cluster whose declared facets did not change keeps the very same token object,
-    so memo entries revalidate by identity and only a changed cluster's answers are asked again.
+    """Per cluster and facet set, a version number that changes exactly when the declared facets'
+    values change (compared exactly, never by a hash). The values are read once per cluster
+    version: the ClusterInfo last seen per name is kept with its facet values and version.
 
-    ``changes`` gives, once per pair of snapshots and facet set, the positions whose tokens differ
-    (or None when the cluster list itself changed); every memo entry then revalidates in the time
-    of a list copy plus the changed clusters."""
+    ``changes`` gives, once per pair of snapshots and facet set, the positions whose versions
+    differ (or None when the cluster list itself changed); a memo entry then revalidates in the time
+    of the changed clusters."""
 
-    __slots__ = ("_by_snapshot", "_changes", "_last", "_lock")
+    __slots__ = ("_by_snapshot", "_changes", "_counter", "_last", "_lock")
 
     def __init__(self) -> None:
         self._by_snapshot = _LRU(32)
         self._changes = _LRU(256)
-        # per facet set: cluster name -> (the ClusterInfo last seen, its token)
-        self._last: dict[ClusterFacet, dict[str, tuple[ClusterInfo, Any]]] = {}
+        # per facet set: cluster name -> (the ClusterInfo last seen, its facet values, their version)
+        self._last: dict[ClusterFacet, dict[str, tuple[ClusterInfo, Any, int]]] = {}
+        self._counter = itertools.count(1)
         self._lock = threading.Lock()
 
-    def of(self, snapshot: ClusterSnapshot, facets: ClusterFacet) -> list[Any]:
+    def of(self, snapshot: ClusterSnapshot, facets: ClusterFacet) -> tuple[int, ...]:
         key = (snapshot.generation, facets)
         with self._lock:
             found = self._by_snapshot.get(key)
@@ -341,41 +347,42 @@ class _Tokens:
                 return found  # type: ignore[no-any-return]
             readers = [read for facet, read in _FACET_READERS if facet in facets]
             last = self._last.setdefault(facets, {})
-            tokens: list[Any] = []
+            versions: list[int] = []
             for cluster in snapshot.clusters:
                 seen = last.get(cluster.name)
                 if seen is not None and seen[0] is cluster:
-                    tokens.append(seen[1])
+                    versions.append(seen[2])
                     continue
-                token = tuple(read(cluster) for read in readers)
-                if seen is not None and seen[1] == token:
-                    token = seen[1]
-                last[cluster.name] = (cluster, token)
-                tokens.append(token)
+                values = tuple(read(cluster) for read in readers)
+                version = seen[2] if seen is not None and seen[1] == values else next(self._counter)
+                last[cluster.name] = (cluster, values, version)
+                versions.append(version)
             if len(last) > 4 * max(1, len(snapshot.clusters)):
                 names = set(snapshot.names)
                 for name in [n for n in last if n not in names]:
                     del last[name]
-            self._by_snapshot.put(key, tokens)
-            return tokens
+            out = tuple(versions)
+            self._by_snapshot.put(key, out)
+            return out
 
     def changes(
-        self, entry: _Entry, snapshot: ClusterSnapshot, facets: ClusterFacet, tokens: list[Any]
+        self, entry: _Entry, snapshot: ClusterSnapshot, facets: ClusterFacet, versions: tuple[int, ...]
     ) -> tuple[int, ...] | None:
-        """Positions whose tokens differ between the entry's snapshot and ``snapshot``; None when
+        """Positions whose versions differ between the entry's snapshot and ``snapshot``; None when
         the two snapshots do not list the same clusters in the same order."""
+        if not (entry.names is snapshot.names or entry.names == snapshot.names):
+            return None
+        old = entry.versions
+        if old == versions:
+            return ()
         key = (entry.generation, snapshot.generation, facets)
         with self._lock:
             found = self._changes.get(key)
         if found is not None:
-            return found[0]  # type: ignore[no-any-return]
-        old = entry.tokens
-        if not (entry.names is snapshot.names or entry.names == snapshot.names):
-            changed: tuple[int, ...] | None = None
-        else:
-            changed = tuple(i for i, t in enumerate(tokens) if old[i] is not t and old[i] != t)
+            return found  # type: ignore[no-any-return]
+        changed = tuple(i for i, v in enumerate(versions) if old[i] != v)
         with self._lock:
-            self._changes.put(key, (changed,))
+            self._changes.put(key, changed)
         return changed
 
 
@@ -455,7 +462,8 @@ class FitOutcome:
                 PluginScore(name, raw, raw if normalized is None else normalized[position], self.weights[k])
             )
         for name, weight, scores in self.extender_scores:
-            out.append(PluginScore(name, scores[position], scores[position], weight, extender=True))
+            raw = scores[position]
+            out.append(PluginScore(name, raw, raw * EXTENDER_SCALE, weight, extender=True))
         return tuple(out)
 
 
@@ -567,7 +575,7 @@ class Framework:
         for point in ExtensionPoint:
             for entry in profile.enabled(point):
                 plugin = self._instance(registry, entry.name)
-                protocol = _POINT_PROTOCOLS[point]
+                protocol = POINT_PROTOCOLS[point]
                 if not isinstance(plugin, protocol):
                     raise FrameworkError(
                         f"profiles[{profile.scheduler_name}].plugins.{point.value}: plugin {entry.name!r} "
@@ -633,7 +641,10 @@ class Framework:
         )
         self._memo_lock = threading.Lock()
         self._memo = _LRU(memo_limit, DEFAULT_MEMO_CELLS)
-        self._outcomes = _LRU(max(1, memo_limit // 4), DEFAULT_MEMO_CELLS // 4)
+        # Whole outcomes are valid for one snapshot only: kept for the two newest snapshots, so the
+        # memo of outcomes never outlives the clusters it was computed on.
+        self.outcome_limit = max(1, memo_limit // 4)
+        self._outcomes: dict[int, _LRU] = {}
         self._tokens = _Tokens()
         self.memo_stats = {"hit": 0, "miss": 0}
 
@@ -750,8 +761,10 @@ class Framework:
                 keys = [s.plugin.binding_key(ctx) for s in self.filters]  # type: ignore[attr-defined]
                 keys += [s.plugin.binding_key(ctx) for s in self.scores]  # type: ignore[attr-defined]
                 combined = (snapshot.generation, tuple(keys))
+                hash(combined)
                 with self._memo_lock:
-                    cached = self._outcomes.get(combined)
+                    memo = self._outcomes.get(snapshot.generation)
+                    cached = memo.get(combined) if memo is not None else None
             except Exception:  # a broken (or unhashable) binding_key: the plugin's own call names it
                 keys = combined = None
             if cached is not None:
@@ -870,7 +883,7 @@ class Framework:
                         totals[pos] += norm[pos] * weight
             for _, weight, scores in ext_scores:
                 for pos in range(len(feasible_index)):
-                    totals[pos] += scores[pos] * weight
+                    totals[pos] += scores[pos] * EXTENDER_SCALE * weight
         if step is not None:
             step(STEP_SCORE, filtered)
         out = FitOutcome(
@@ -889,9 +902,19 @@ class Framework:
             tuple(post),
         )
         if combined is not None and not skipped:
-            with self._memo_lock:
-                self._outcomes.put(combined, out, len(clusters))
+            self._remember_outcome(snapshot.generation, combined, out, len(clusters))
         return out
+
+    def _remember_outcome(self, generation: int, key: Hashable, out: FitOutcome, cost: int) -> None:
+        with self._memo_lock:
+            memo = self._outcomes.get(generation)
+            if memo is None:
+                if len(self._outcomes) >= 2 and generation < min(self._outcomes):
+                    return  # a worker still on an older snapshot: not worth keeping
+                memo = self._outcomes[generation] = _LRU(self.outcome_limit, DEFAULT_MEMO_CELLS // 4)
+                while len(self._outcomes) > 2:
+                    del self._outcomes[min(self._outcomes)]
+            memo.put(key, out, cost)
 
     def _call_status(
         self, name: str, point: str, call: Callable[[], Status], skipped: list[SkippedPlugin]
@@ -933,7 +956,7 @@ class Framework:
                 return None
         clusters = snapshot.clusters
         entry: _Entry | None = None
-        tokens: list[Any] | None = None
+        tokens: tuple[int, ...] | None = None
         if inputs is not None:
             memo_key = ("F", slot.name, key)
             with self._memo_lock:
@@ -949,24 +972,22 @@ class Framework:
         changed = None
         if entry is not None and tokens is not None and entry.rejections is not None:
             changed = self._tokens.changes(entry, snapshot, inputs, tokens)  # type: ignore[arg-type]
+        answers: list[Any] = [None] * len(clusters)
         if changed is not None and entry is not None and entry.rejections is not None:
-            answers = entry.answers.copy()
             redo = set(changed)
             redo.update(entry.unasked)
-            for i in redo:
-                answers[i] = None
             misses = sorted(i for i in redo if not clusters[i].deleting)
-            unasked = tuple(sorted(i for i in redo if clusters[i].deleting))
+            # Rejections of clusters being deleted are dropped, so those count as not asked.
+            unasked = tuple(snapshot.deleting_index())
             carried = {
                 i: st for i, st in entry.rejections.items() if i not in redo and not clusters[i].deleting
             }
         elif entry is not None and tokens is not None:
-            answers = [None] * len(clusters)
-            _reuse(entry, snapshot, tokens, answers)
+            _reuse(entry, snapshot, tokens, answers, filters=True)
             misses = [i for i in live if answers[i] is None]
         else:
-            answers = [None] * len(clusters)
             misses = live
+        self.memo_stats["miss" if misses else "hit"] += 1
         if misses:
             t0 = self._timer()
             try:
@@ -1004,9 +1025,9 @@ class Framework:
             self._failed(slot.name, "Filter", f"returned {status!r}, not a Status", skipped)
             return None
         if unasked is None:
-            unasked = tuple(snapshot.deleting_index()) if entry is None else _unasked(answers)
+            unasked = _unasked(answers, clusters)
         if inputs is not None and tokens is not None:
-            new = _Entry(snapshot.generation, snapshot.names, tokens, answers, failed, unasked=unasked)
+            new = _Entry(snapshot.generation, snapshot.names, tokens, failed, unasked=unasked)
             with self._memo_lock:
                 self._memo.put(("F", slot.name, key), new, len(clusters))
         return failed
@@ -1026,7 +1047,7 @@ class Framework:
         inputs = slot.inputs
         clusters = snapshot.clusters
         entry: _Entry | None = None
-        tokens: list[Any] | None = None
+        tokens: tuple[int, ...] | None = None
         if inputs is not None:
             if key is None:
                 try:
@@ -1049,20 +1070,18 @@ class Framework:
         changed = None
         if entry is not None and tokens is not None and entry.vector is not None:
             changed = self._tokens.changes(entry, snapshot, inputs, tokens)  # type: ignore[arg-type]
+        answers: list[Any] = [None] * len(clusters)
         if changed is not None and entry is not None and entry.vector is not None:
-            answers = entry.answers.copy()
-            vector = entry.vector.copy()
+            vector = list(entry.vector)
             redo = set(changed)
             redo.update(entry.unasked)
             for i in redo:
-                answers[i] = None
                 vector[i] = 0
             misses = sorted(i for i in redo if not clusters[i].deleting)
             unasked = tuple(sorted(i for i in redo if clusters[i].deleting))
         else:
-            answers = [None] * len(clusters)
             if entry is not None and tokens is not None:
-                _reuse(entry, snapshot, tokens, answers)
+                _reuse(entry, snapshot, tokens, answers, filters=False)
                 misses = [i for i in wanted if answers[i] is None]
             else:
                 misses = wanted
@@ -1097,8 +1116,8 @@ class Framework:
             # ``answers`` keeps None for clusters not asked (deleting, or not feasible), so a later
             # snapshot asks them rather than reusing a 0 nobody computed.
             if unasked is None:
-                unasked = tuple(snapshot.deleting_index()) if entry is None else _unasked(answers)
-            new = _Entry(snapshot.generation, snapshot.names, tokens, answers, vector=vector, unasked=unasked)
+                unasked = _unasked(answers, clusters)
+            new = _Entry(snapshot.generation, snapshot.names, tokens, vector=tuple(vector), unasked=unasked)
             with self._memo_lock:
                 self._memo.put(("S", slot.name, key), new, len(clusters))
         return vector
@@ -1184,28 +1203,36 @@ class Framework:
         t0 = self._timer()
         (answer,) = self.driver.perform([request])
         seconds = self._timer() - t0
-        if isinstance(answer, Exception) or not isinstance(answer, ExtenderFilterResult):
+        # Any value of ExtenderFilterResult's shape will do (the HTTPS edge has its own class).
+        kept_names = None if isinstance(answer, BaseException) else getattr(answer, "kept", None)
+        failed_reasons = getattr(answer, "failed", None) or {}
+        unresolvable = getattr(answer, "unresolvable", None) or {}
+        if (
+            kept_names is None
+            or not isinstance(failed_reasons, Mapping)
+            or not isinstance(unresolvable, Mapping)
+        ):
             message = (
-                str(answer) if isinstance(answer, Exception) else f"malformed answer {type(answer).__name__}"
+                str(answer)
+                if isinstance(answer, BaseException)
+                else f"malformed answer {type(answer).__name__}"
             )
             self._observe(extender.name, "ExtenderFilter", Code.ERROR, seconds)
             self._extender_failed(extender, "Filter", message, skipped)
             verdicts.append(ExtenderVerdict(extender.name, len(feasible_index), 0, skipped=message))
             return feasible_index
         self._observe(extender.name, "ExtenderFilter", Code.SUCCESS, seconds)
-        kept = set(answer.kept)
+        kept = set(kept_names)
         out: list[int] = []
         failed: dict[int, Status] = {}
         for i in feasible_index:
             name = clusters[i].name
             if name in kept:
                 out.append(i)
-            elif name in answer.unresolvable:
-                failed[i] = Status(
-                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (answer.unresolvable[name],), extender.name
-                )
+            elif name in unresolvable:
+                failed[i] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (unresolvable[name],), extender.name)
             else:
-                reason = answer.failed.get(name) or f"cluster(s) rejected by extender {extender.name}"
+                reason = failed_reasons.get(name) or f"cluster(s) rejected by extender {extender.name}"
                 failed[i] = Status(Code.UNSCHEDULABLE, (reason,), extender.name)
         if failed:
             failures.append((extender.name, failed))
@@ -1234,8 +1261,17 @@ class Framework:
                 self._observe(extender.name, "ExtenderPrioritize", Code.ERROR, seconds)
                 self._extender_failed(extender, "Prioritize", message, skipped)
                 continue
+            try:
+                scores = [int(answer.get(c.name, 0)) for c in feasible]
+                outside = [v for v in scores if not MIN_SCORE <= v <= MAX_EXTENDER_PRIORITY]
+                if outside:
+                    raise ValueError(f"score {outside[0]} outside {MIN_SCORE}..{MAX_EXTENDER_PRIORITY}")
+            except (TypeError, ValueError) as e:
+                self._observe(extender.name, "ExtenderPrioritize", Code.ERROR, seconds)
+                self._extender_failed(extender, "Prioritize", f"malformed answer: {e}", skipped)
+                continue
             self._observe(extender.name, "ExtenderPrioritize", Code.SUCCESS, seconds)
-            out.append((extender.name, extender.weight, [int(answer.get(c.name, 0)) for c in feasible]))
+            out.append((extender.name, extender.weight, scores))
         return out
 
     # ---- the binding cycle: Reserve, Permit, PreBind, PostBind -------------------------------
@@ -1422,32 +1458,33 @@ def _inputs(plugin: Any) -> ClusterFacet | None:
     return None
 
 
-def _unasked(answers: list[Any]) -> tuple[int, ...]:
-    return tuple(i for i, a in enumerate(answers) if a is None)
+def _unasked(answers: list[Any], clusters: Sequence[ClusterInfo]) -> tuple[int, ...]:
+    """Positions left without an answer: the clusters being deleted (never asked)."""
+    return tuple(i for i, c in enumerate(clusters) if c.deleting and answers[i] is None)
 
 
-def _reuse(entry: _Entry, snapshot: ClusterSnapshot, tokens: list[Any], answers: list[Any]) -> int:
-    """Copy into ``answers`` the entry's answers of clusters whose declared facets are unchanged."""
-    reused = 0
-    old_tokens = entry.tokens
-    old_answers = entry.answers
+def _reuse(
+    entry: _Entry, snapshot: ClusterSnapshot, versions: tuple[int, ...], answers: list[Any], *, filters: bool
+) -> None:
+    """The cluster list changed (added, removed, reordered): copy into ``answers`` the entry's answers
+    of clusters, by name, whose declared facets are unchanged."""
+    position = {name: j for j, name in enumerate(entry.names)}
+    unasked = set(entry.unasked)
     clusters = snapshot.clusters
-    if entry.names is snapshot.names or entry.names == snapshot.names:
-        for i, token in enumerate(tokens):
-            old = old_tokens[i]
-            if (old is token or old == token) and not clusters[i].deleting:
-                answers[i] = old_answers[i]
-                reused += 1
-        return reused
-    position = {name: i for i, name in enumerate(entry.names)}
+    old = entry.versions
+    rejections = entry.rejections or {}
+    vector = entry.vector
     for i, name in enumerate(snapshot.names):
         j = position.get(name)
-        if j is not None:
-            old = old_tokens[j]
-            if (old is tokens[i] or old == tokens[i]) and not clusters[i].deleting:
-                answers[i] = old_answers[j]
-                reused += 1
-    return reused
+        if j is None or j in unasked or old[j] != versions[i] or clusters[i].deleting:
+            continue
+        if filters:
+            answers[i] = rejections.get(j, _PASSED)
+        elif vector is not None:
+            answers[i] = vector[j]
+
+
+_PASSED = Status.success()
 
 
 def _validate_args(profile: str, plugin: str, model: Any, raw: Mapping[str, Any] | None) -> Any:

@@ -303,7 +303,7 @@ def test_the_scheduler_takes_every_setting_the_flags_do_not_give_from_the_file(t
     args, configuration = scheduler_cmd.load_configuration(
         scheduler_args("--config", str(config), "--workers", "4")
     )
-    assert configuration is not None and configuration.scheduler_names() == {"fleetsched"}
+    assert configuration is not None and configuration.configuration.scheduler_names() == {"fleetsched"}
     assert (args.workers, args.kubeconfig, args.kube_api_qps, args.kube_api_burst) == (
         4,
         "/etc/karmada.config",
@@ -428,8 +428,9 @@ def test_the_scheduler_builds_one_scheduler_per_profile(tmp_path: Path) -> None:
     assert configuration is not None
     schedulers = scheduler_cmd.profile_schedulers(configuration, scheduler_cmd.scheduler_settings(args))
     assert sorted(schedulers) == ["default-scheduler", "lenient"]
-    assert "TaintToleration" in [p.name for p in schedulers["default-scheduler"].filters]
-    assert "TaintToleration" not in [p.name for p in schedulers["lenient"].filters]
+    assert "TaintToleration" in [p.name for p in schedulers["default-scheduler"].framework.filters]
+    assert "TaintToleration" not in [p.name for p in schedulers["lenient"].framework.filters]
+    assert schedulers["lenient"].profile is configuration.configuration.profiles[1]
 
 
 def test_an_empty_path_in_the_file_is_not_set_and_the_flag_gives_it(

@@ -114,13 +114,15 @@ CASES = [
     pytest.param(
         with_plugins(filter={"enabled": [{"name": "Nope"}]}),
         "c.yaml: profiles[0].plugins.filter.enabled[0].name: unknown plugin 'Nope' (known: APIEnablement, "
-        "ClusterAffinity, ClusterEviction, ClusterLocality, PrioritySort, SpreadConstraint, TaintToleration)",
+        "ClusterAffinity, ClusterEviction, ClusterLocality, ClusterResourcesBalancedAllocation, "
+        "ClusterResourcesFit, PrioritySort, SpreadConstraint, TaintToleration)",
         id="unknown plugin",
     ),
     pytest.param(
         with_plugins(filter={"disabled": [{"name": "TaintTolerations"}]}),
         "c.yaml: profiles[0].plugins.filter.disabled[0].name: unknown plugin 'TaintTolerations' (known: "
-        "APIEnablement, ClusterAffinity, ClusterEviction, ClusterLocality, PrioritySort, SpreadConstraint, "
+        "APIEnablement, ClusterAffinity, ClusterEviction, ClusterLocality, "
+        "ClusterResourcesBalancedAllocation, ClusterResourcesFit, PrioritySort, SpreadConstraint, "
         "TaintToleration)",
         id="unknown plugin disabled",
     ),

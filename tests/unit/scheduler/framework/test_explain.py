@@ -32,12 +32,12 @@ def test_explain_shows_raw_normalised_weight_and_weighted_sum_and_the_profile() 
     result = scheduler.schedule(binding.build(), binding.status(), Snapshot(FLEET))
     text = explain(result, OBJ)
     assert "  profile: gpu-binpack" in text
+    assert "a: score=300 (X=1->25 x2=50, Y=50 x3=150, extender https://cost=2->20 x5=100)" in text
     assert "b: score=230 (X=4->100 x2=200, Y=10 x3=30, extender https://cost=0 x5=0)" in text
-    assert "a: score=210 (X=1->25 x2=50, Y=50 x3=150, extender https://cost=2 x5=10)" in text
     assert "skipped (ignorable) Exploding at Filter: RuntimeError: boom" in text
     annotation = json.loads(explanation(result))
     assert annotation["profile"] == "gpu-binpack"
-    assert annotation["groups"][0]["scores"] == {"a": 210, "b": 230}
+    assert annotation["groups"][0]["scores"] == {"a": 300, "b": 230}
     assert annotation["groups"][0]["skipped"] == ["Exploding@Filter"]
 
 

@@ -86,7 +86,7 @@ def test_the_memo_is_bounded_and_evicts_gradually() -> None:
     scheduler, counting = _scheduler()
     framework = scheduler.framework
     framework._memo.limit = 8  # small bounds for the test
-    framework._outcomes.limit = 2
+    framework.outcome_limit = 2
     snapshot = Snapshot(FLEET)
     for i in range(20):
         _run(scheduler, snapshot, a_binding().replicas(1).duplicated().tolerating(f"k{i}"))
@@ -179,7 +179,7 @@ def test_the_memo_is_also_bounded_by_the_answers_it_holds() -> None:
     scheduler, _ = _scheduler()
     framework = scheduler.framework
     framework._memo.cost_limit = 3 * len(FLEET)  # room for three entries' answers on this fleet
-    framework._outcomes.limit = 1
+    framework.outcome_limit = 1
     snapshot = Snapshot(FLEET)
     for i in range(10):
         _run(scheduler, snapshot, a_binding().replicas(1).duplicated().tolerating(f"k{i}"))

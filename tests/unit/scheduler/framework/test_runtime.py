@@ -594,8 +594,16 @@ def test_extender_filter_runs_after_plugins_and_prioritize_adds_weighted_scores(
     assert rejected == {"m2": ("https://tenant", ("tenant not allowed",))}
     assert [(v.extender, v.kept, v.rejected) for v in attempt.extenders] == [("https://tenant", 2, 1)]
     numbers = {n.cluster: n for n in attempt.numbers}
-    assert numbers["m4"].score == 21 and numbers["m1"].score == 0
-    assert numbers["m4"].parts[-1].plugin == "https://cost" and numbers["m4"].parts[-1].weighted == 21
+    # kube-scheduler's rule: 0..10 from the extender, x10 (to 0..100), x its weight.
+    assert numbers["m4"].score == 7 * 10 * 3 and numbers["m1"].score == 0
+    part = numbers["m4"].parts[-1]
+    assert (part.plugin, part.raw, part.normalized, part.weight, part.weighted) == (
+        "https://cost",
+        7,
+        70,
+        3,
+        210,
+    )
 
 
 @pytest.mark.parametrize("verb", ["filter", "prioritize"])
@@ -782,3 +790,29 @@ def test_in_tree_plugins_declare_what_they_read() -> None:
         "ClusterAffinity": ClusterFacet.LABELS | ClusterFacet.FIELDS,
         "ClusterLocality": ClusterFacet.NONE,
     }
+
+
+def test_an_extender_answer_of_the_result_shape_counts_and_scores_beyond_ten_are_malformed() -> None:
+    @dataclass(frozen=True)
+    class EdgeFilterResult:  # the HTTPS edge's own class, same fields
+        kept: tuple[str, ...]
+        failed: Mapping[str, str]
+        unresolvable: Mapping[str, str]
+
+    class Edge(FakeExtender):
+        def filter(self, binding: Any, clusters: Sequence[ClusterInfo]) -> Any:
+            return EdgeFilterResult(("m1",), {}, {"m2": "no tenant quota"})
+
+    result = schedule(
+        Scheduler(extenders=[Edge("https://edge")]), a_binding().replicas(1).duplicated(), FLEET
+    )
+    rejected = {
+        v.cluster: v.reasons for v in result.attempts[0].verdicts if not v.feasible and not v.deleting
+    }
+    assert rejected == {"m2": ("no tenant quota",), "m4": ("cluster(s) rejected by extender https://edge",)}
+    loud = FakeExtender("https://loud", scores={"m1": 11})
+    result = schedule(Scheduler(extenders=[loud]), a_binding().replicas(1).duplicated(), FLEET)
+    assert result.condition is not None and not result.condition.status
+    assert "extender https://loud failed at Prioritize: malformed answer: score 11 outside 0..10" in (
+        result.condition.message
+    )
