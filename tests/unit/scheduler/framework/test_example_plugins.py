@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
-from fleetsched.plugin import PluginArgsError
+from fleetsched.plugin import MAX_SCORE, MIN_SCORE, FilterContext, PluginArgsError
 from fleetsched.scheduler.config import load_configuration, parse_configuration
 from fleetsched.scheduler.framework import in_tree_registry
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
@@ -184,3 +186,28 @@ def test_an_ignorable_raising_plugin_is_skipped_and_said_so(point: str) -> None:
     (skipped,) = result.attempts[0].skipped
     assert (skipped.plugin, skipped.point) == ("ExampleFlaky", point)
     assert "InjectedFailure: price feed down" in skipped.reason
+
+
+PRICES = st.one_of(st.none(), st.sampled_from(["x", "NaN"]), st.decimals(0, 50, places=3).map(str))
+
+
+@given(st.lists(PRICES, min_size=1, max_size=12), st.integers(MIN_SCORE, MAX_SCORE))
+def test_cost_normalisation_is_bounded_and_cheaper_never_scores_lower(
+    prices: list[str | None], default: int
+) -> None:
+    from fleetsched_example_plugins.cost import ExampleCost, ExampleCostArgs
+
+    plugin = ExampleCost(ExampleCostArgs(defaultScore=default))
+    ctx = FilterContext(a_binding().build(), "", frozenset(), True)
+    clusters = [ClusterInfo(f"c{i}", {} if p is None else {PRICE: p}) for i, p in enumerate(prices)]
+    raw = [plugin.score(ctx, c) for c in clusters]
+    normalized = list(plugin.normalize_score(ctx, clusters, raw))
+    assert all(MIN_SCORE <= s <= MAX_SCORE for s in normalized)
+    priced = [(r, s) for r, s in zip(raw, normalized, strict=True) if r >= 0]
+    if priced:
+        assert max(s for _, s in priced) == MAX_SCORE  # the cheapest gets 100
+        for r1, s1 in priced:
+            for r2, s2 in priced:
+                if r1 < r2:
+                    assert s1 >= s2
+    assert all(s == default for r, s in zip(raw, normalized, strict=True) if r < 0)
