@@ -23,6 +23,7 @@ one binding's time (the operator's ``compute.observe_step`` budget) can stop the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import threading
@@ -776,7 +777,6 @@ class Framework:
                 keys = [s.plugin.binding_key(ctx) for s in self.filters]  # type: ignore[attr-defined]
                 keys += [s.plugin.binding_key(ctx) for s in self.scores]  # type: ignore[attr-defined]
                 combined = (snapshot.generation, tuple(keys))
-                hash(combined)
                 with self._memo_lock:
                     memo = self._outcomes.get(snapshot.generation)
                     cached = memo.get(combined) if memo is not None else None
@@ -933,7 +933,8 @@ class Framework:
                 memo = self._outcomes[generation] = _LRU(self.outcome_limit, DEFAULT_MEMO_CELLS // 4)
                 while len(self._outcomes) > 2:
                     del self._outcomes[min(self._outcomes)]
-            memo.put(key, out, cost)
+            with contextlib.suppress(TypeError):  # an unhashable key was named by its plugin already
+                memo.put(key, out, cost)
 
     def _call_status(
         self, name: str, point: str, call: Callable[[], Status], skipped: list[SkippedPlugin]
@@ -978,8 +979,12 @@ class Framework:
         tokens: tuple[int, ...] | None = None
         if inputs is not None:
             memo_key = ("F", slot.name, key)
-            with self._memo_lock:
-                entry = self._memo.get(memo_key)
+            try:
+                with self._memo_lock:
+                    entry = self._memo.get(memo_key)
+            except TypeError as e:
+                self._failed(slot.name, "Filter", f"binding_key: TypeError: {e}", skipped)
+                return None
             if entry is not None and entry.generation == snapshot.generation and entry.rejections is not None:
                 self.memo_stats["hit"] += 1
                 return entry.rejections
@@ -1075,8 +1080,12 @@ class Framework:
                 except Exception as e:
                     self._failed(slot.name, "Score", f"binding_key: {type(e).__name__}: {e}", skipped)
                     return None
-            with self._memo_lock:
-                entry = self._memo.get(("S", slot.name, key))
+            try:
+                with self._memo_lock:
+                    entry = self._memo.get(("S", slot.name, key))
+            except TypeError as e:
+                self._failed(slot.name, "Score", f"binding_key: TypeError: {e}", skipped)
+                return None
             if entry is not None and entry.generation == snapshot.generation and entry.vector is not None:
                 self.memo_stats["hit"] += 1
                 return entry.vector
