@@ -387,6 +387,18 @@ def _profile_schedulers(loaded: LoadedConfiguration, base: Settings, **options: 
         raise _BadInput(str(exc)) from None
 
 
+def _extenders(loaded: LoadedConfiguration | None) -> tuple[Mapping[str, Sequence[Any]], Sequence[Any]]:
+    """The file's HTTP(S) extenders, built once (imported only when a profile lists one)."""
+    if loaded is None or not any(p.extenders for p in loaded.configuration.profiles):
+        return {}, ()
+    from fleetsched.extender import ExtenderConfigError, build_profile_extenders
+
+    try:
+        return build_profile_extenders(loaded.configuration.profiles)
+    except ExtenderConfigError as exc:
+        raise _BadInput(str(exc)) from None
+
+
 def _part(part: PluginScore) -> str:
     """One plugin's (or extender's) share of a total: raw[->normalised][ x weight = weighted]."""
     text = f"{'extender ' if part.extender else ''}{part.plugin}={part.raw}"
@@ -400,6 +412,7 @@ def _part(part: PluginScore) -> str:
 def run(args: argparse.Namespace) -> int:
     from fleetsched.api.load import LoadError, load_files
 
+    all_extenders: Sequence[Any] = ()
     try:
         gates = _gates(args.feature_gates)
         settings = Settings(
@@ -410,7 +423,12 @@ def run(args: argparse.Namespace) -> int:
             multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
         )
         configuration = _configuration(args, workload_affinity=settings.workload_affinity)
-        profiles = None if configuration is None else _profile_schedulers(configuration, settings)
+        extenders, all_extenders = _extenders(configuration)
+        profiles = (
+            None
+            if configuration is None
+            else _profile_schedulers(configuration, settings, extenders=extenders)
+        )
         scheduler = Scheduler(settings=settings) if profiles is None else next(iter(profiles.values()))
         loaded = load_files(args.files)
         # Nodes (and Pods) of member clusters in the input make those clusters node-accurate.
@@ -424,7 +442,9 @@ def run(args: argparse.Namespace) -> int:
                 estimator = InventoryEstimator(inventories)
                 scheduler = Scheduler(settings=scheduler.settings, estimators=[estimator])
                 if configuration is not None:
-                    profiles = _profile_schedulers(configuration, settings, estimators=[estimator])
+                    profiles = _profile_schedulers(
+                        configuration, settings, estimators=[estimator], extenders=extenders
+                    )
         clusters = [_dump(c) for c in loaded.clusters]
         explicit = [_dump(b) for b in loaded.bindings]
         derived = [_dump(b) if hasattr(b, "model_dump") else dict(b) for b in _derive_bindings(loaded)]
@@ -454,6 +474,9 @@ def run(args: argparse.Namespace) -> int:
     except (LoadError, ConversionError, PluginSelectionError, _BadInput) as e:
         print(f"fleetsched simulate: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        for extender in all_extenders:  # their connection pools
+            extender.close()
     try:
         _print_results(args, results, unserved)
     except BrokenPipeError:

@@ -135,10 +135,12 @@ class SchedulerOperator(ControllerRuntime):
     def __post_init__(self) -> None:
         if self.compute is None:
             self.compute = CoreExecutor(threads=self.config.workers, budget=self.config.scheduling_timeout)
-        # A profile's own QueueSort orders the active queue; the default keeps the queue's order.
-        sort = self.scheduler.framework.queue_sort
+        # One queue serves every profile; the configuration refuses profiles whose queueSort (or its
+        # args) differ, so the first profile's QueueSort orders it. The default keeps the queue's order.
+        framework = next(iter(self.profiles.values()), self.scheduler).framework
+        sort = framework.queue_sort
         if sort is not None and sort.name != DEFAULT_QUEUE_SORT:
-            self.queue.less = self.scheduler.framework.less
+            self.queue.less = framework.less
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
 
@@ -351,7 +353,7 @@ class SchedulerOperator(ControllerRuntime):
                 result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
         if result.condition is None:
             return Outcome.ERROR
-        cycle, result = await self._binding_cycle(result)
+        cycle, result = await self._binding_cycle(result, decision.effective_scheduler_name(obj))
 
         rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
         patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
@@ -422,13 +424,19 @@ class SchedulerOperator(ControllerRuntime):
         around it is I/O."""
         assert self.compute is not None
         snapshot = self.clusters.snapshot()
-        scheduler = self.profiles.get(scheduler_name, self.scheduler)
+        scheduler = self._scheduler_for(scheduler_name)
         return await self.compute.run(scheduler.schedule, binding, status, snapshot, key=key)
 
-    async def _binding_cycle(self, result: ScheduleResult) -> tuple[BindingCycle | None, ScheduleResult]:
-        """Reserve, Permit (waiting if a plugin asks to) and PreBind before the write. A refusal
-        turns the result into a failed condition only (nothing else is written)."""
-        framework = self.scheduler.framework
+    def _scheduler_for(self, scheduler_name: str) -> Scheduler:
+        """The Scheduler of the profile serving ``scheduler_name`` (``scheduler`` without profiles)."""
+        return self.profiles.get(scheduler_name, self.scheduler)
+
+    async def _binding_cycle(
+        self, result: ScheduleResult, scheduler_name: str
+    ) -> tuple[BindingCycle | None, ScheduleResult]:
+        """Reserve, Permit (waiting if a plugin asks to) and PreBind of the binding's profile before
+        the write. A refusal turns the result into a failed condition only (nothing else is written)."""
+        framework = self._scheduler_for(scheduler_name).framework
         if not framework.has_binding_cycle or not result.scheduled or result.clusters is None:
             return None, result
         cycle = framework.binding_cycle(result.cycle_context(), result.clusters)

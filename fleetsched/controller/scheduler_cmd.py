@@ -20,9 +20,10 @@ finish in-flight writes, release the Lease and exit 0.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -32,6 +33,7 @@ from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+from fleetsched.extender.run import count_ignored_failure
 from fleetsched.flags import explicit_flags, record_explicit_flags
 from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
@@ -275,9 +277,21 @@ def operator_config(
     )
 
 
+async def _close_extenders(extenders: Sequence[Any]) -> None:
+    """Close the extenders' connection pools (their blocking face, off this event loop)."""
+    for extender in extenders:
+        try:
+            await asyncio.to_thread(extender.close)
+        except Exception as exc:  # a pool that fails to close must not hide the exit code
+            log.warning("extender_close_failed", extender=extender.name, error=str(exc))
+
+
 async def _serve(args: argparse.Namespace) -> int:
     configuration: LoadedConfiguration | None = None
+    extenders: Mapping[str, Sequence[Any]] = {}
+    all_extenders: Sequence[Any] = ()
     if args.config:
+        from fleetsched.extender import ExtenderConfigError, build_profile_extenders
         from fleetsched.scheduler.config import ConfigError, PluginLoadError
         from fleetsched.scheduler.profiles import ProfileError
 
@@ -285,12 +299,25 @@ async def _serve(args: argparse.Namespace) -> int:
             args, configuration = load_configuration(args)
             # Built once before connecting, so a profile that cannot be built is refused at start-up.
             profile_schedulers(configuration, scheduler_settings(args))
-        except (ConfigError, PluginLoadError, FlagConflict, ProfileError) as exc:
+            # One pooled HTTPS client per configured extender, on the extender edge's own loop.
+            extenders, all_extenders = build_profile_extenders(configuration.configuration.profiles)
+        except (ConfigError, PluginLoadError, FlagConflict, ProfileError, ExtenderConfigError) as exc:
             log.error("invalid_flag", flag="--config", error=str(exc))
             return 2
         except ValueError as exc:  # a gate the live scheduler cannot honour
             log.error("invalid_flag", flag="--feature-gates", error=str(exc))
             return 2
+    try:
+        return await _run(args, configuration, extenders)
+    finally:
+        await _close_extenders(all_extenders)
+
+
+async def _run(
+    args: argparse.Namespace,
+    configuration: LoadedConfiguration | None,
+    extenders: Mapping[str, Sequence[Any]],
+) -> int:
     connection = load_connection(args.kubeconfig)
     client = command.kube_client(connection, args, agent="fleetsched-scheduler")
 
@@ -323,19 +350,17 @@ async def _serve(args: argparse.Namespace) -> int:
         await client.close()
         return 2
     try:
-        scheduler = Scheduler(
-            settings=settings,
-            estimators=estimators,
-            observe_step=compute.observe_step,  # the step's metric, then a budget checkpoint
-        )
+        observers: dict[str, Any] = {
+            "estimators": estimators,
+            "observe_step": compute.observe_step,  # the step's metric, then a budget checkpoint
+            "observe_point": metrics.observe_point,
+            "observe_plugin": metrics.observe_plugin,
+            "extender_skipped": count_ignored_failure,
+        }
+        scheduler = Scheduler(settings=settings, **observers)
         profiles = {args.scheduler_name: scheduler}
         if configuration is not None:
-            profiles = profile_schedulers(
-                configuration,
-                settings,
-                estimators=estimators,
-                observe_step=compute.observe_step,
-            )
+            profiles = profile_schedulers(configuration, settings, extenders=extenders, **observers)
             scheduler = next(iter(profiles.values()))
     except PluginSelectionError as exc:
         log.error("invalid_flag", flag="--plugins", error=str(exc))

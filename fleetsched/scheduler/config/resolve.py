@@ -327,6 +327,14 @@ def _check_across_profiles(profiles: Sequence[Profile], problems: _Problems) -> 
                 f"profiles[{i}].plugins.queueSort",
                 f"must be the same in every profile (profiles[0] uses {first[0].name!r})",
             )
+        elif first and sort:
+            # One queue serves every profile, so its order's args must agree too (kube-scheduler's rule).
+            name = first[0].name
+            if profile.plugin_args.get(name) != profiles[0].plugin_args.get(name):
+                problems.add(
+                    f"profiles[{i}].pluginConfig",
+                    f"the args of the queue sort plugin {name!r} must be the same in every profile",
+                )
 
 
 # ---- extenders ----------------------------------------------------------------------------------

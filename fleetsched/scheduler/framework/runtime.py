@@ -15,10 +15,15 @@ one batch at once on an executor (the operator's worker pool), so the slowest ca
 bounds a step. A driver turns failures into answers; the algorithm decides what they mean (an
 estimator's is ignored, an extender's fails the binding unless it is ignorable). Nothing here waits
 on a network itself, and results do not depend on the driver.
+
+Budgets: after each extension point, each filter and score plugin and each extender call the
+runtime calls ``groups.checkpoint()`` (never inside a plugin's try block), so a caller that bounds
+one binding's time (the operator's ``compute.observe_step`` budget) can stop the attempt there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import threading
@@ -63,6 +68,7 @@ from fleetsched.scheduler.framework.interface import (
     Status,
 )
 from fleetsched.scheduler.framework.registry import Registry
+from fleetsched.scheduler.groups import checkpoint
 from fleetsched.scheduler.outcome import (
     ClusterVerdict,
     ExtenderVerdict,
@@ -83,6 +89,7 @@ __all__ = [
     "ClusterSnapshot",
     "ConcurrentDriver",
     "Driver",
+    "ExtenderSkipObserver",
     "ExtenderVerdict",
     "FitOutcome",
     "Framework",
@@ -126,6 +133,10 @@ Observer = Callable[[str, str, str, float], None]
 # Called with (extension point, result, seconds) once per point per attempt; the operator exports it as
 # karmada_scheduler_framework_extension_point_duration_seconds.
 PointObserver = Callable[[str, str, float], None]
+# Called with (extender name, verb "filter"/"prioritize", the exception raised or what was wrong with
+# the answer) when an ignorable extender failed and was skipped; the scheduler process counts it as
+# fleetsched_scheduler_extender_ignored_failures_total.
+ExtenderSkipObserver = Callable[[str, str, "BaseException | str"], None]
 
 # Per extension point: the Protocol a plugin enabled there must implement, and how errors name it.
 POINT_PROTOCOLS: dict[ExtensionPoint, type] = {
@@ -561,11 +572,14 @@ class Framework:
         timer: Callable[[], float] = time.perf_counter,
         driver: Driver | None = None,
         memo_limit: int = DEFAULT_MEMO_LIMIT,
+        extender_skipped: ExtenderSkipObserver | None = None,
     ) -> None:
         self.profile = profile
         self.extenders: tuple[Extender, ...] = tuple(extenders)
         self.observer = observer
         self.point_observer = point_observer
+        # Told of each failure of an ignorable extender that was skipped (the edge counts them).
+        self.extender_skipped = extender_skipped
         self._clock = clock
         self._timer = timer
         self.driver: Driver = driver or SerialDriver()
@@ -706,10 +720,12 @@ class Framework:
     # ---- timing and failure attribution ------------------------------------------------------
 
     def _point(self, point: str, code: Code, started: float) -> float:
-        """Report one extension point's duration since ``started``; returns now."""
+        """Report one extension point's duration since ``started``; returns now. Then a budget
+        checkpoint (``groups.checkpoint``): a budgeted caller may stop the attempt between points."""
         now = self._timer()
         if self.point_observer is not None:
             self.point_observer(point, code.value, now - started)
+        checkpoint()
         return now
 
     def _observe(self, plugin: str, point: str, code: Code, seconds: float) -> None:
@@ -761,7 +777,6 @@ class Framework:
                 keys = [s.plugin.binding_key(ctx) for s in self.filters]  # type: ignore[attr-defined]
                 keys += [s.plugin.binding_key(ctx) for s in self.scores]  # type: ignore[attr-defined]
                 combined = (snapshot.generation, tuple(keys))
-                hash(combined)
                 with self._memo_lock:
                     memo = self._outcomes.get(snapshot.generation)
                     cached = memo.get(combined) if memo is not None else None
@@ -800,6 +815,7 @@ class Framework:
                     continue
                 key = keys[k] if keys is not None else None
                 failed = self._filter(slot, key, ctx, snapshot, skipped)
+                checkpoint()  # per plugin: one slow filter is enough to use up a binding's budget
                 if failed is None:
                     continue
                 failures.append((slot.name, failed))
@@ -814,6 +830,7 @@ class Framework:
             feasible_index = self._extender_filter(
                 extender, ctx, snapshot, feasible_index, failures, verdicts, skipped
             )
+            checkpoint()
         self._point("Filter", Code.SUCCESS if feasible_index else Code.UNSCHEDULABLE, point_started)
         filtered = step(STEP_FILTER, started) if step is not None else self._timer()
         feasible = [clusters[i] for i in feasible_index]
@@ -857,6 +874,7 @@ class Framework:
                 continue
             key = keys[n_filters + k] if keys is not None else None
             vector = self._score(slot, key, ctx, snapshot, feasible_index, skipped)
+            checkpoint()
             if vector is None:
                 continue
             names.append(slot.name)
@@ -866,6 +884,7 @@ class Framework:
                 self._normalize(slot, ctx, feasible, [vector[i] for i in feasible_index], skipped)
             )
         ext_scores = self._extender_prioritize(ctx, feasible, skipped)
+        checkpoint()
         self._point("Score", Code.SUCCESS, point_started)
         if len(raws) == 1 and normalized[0] is None and weights[0] == 1 and not ext_scores:
             vector = raws[0]
@@ -914,7 +933,8 @@ class Framework:
                 memo = self._outcomes[generation] = _LRU(self.outcome_limit, DEFAULT_MEMO_CELLS // 4)
                 while len(self._outcomes) > 2:
                     del self._outcomes[min(self._outcomes)]
-            memo.put(key, out, cost)
+            with contextlib.suppress(TypeError):  # an unhashable key was named by its plugin already
+                memo.put(key, out, cost)
 
     def _call_status(
         self, name: str, point: str, call: Callable[[], Status], skipped: list[SkippedPlugin]
@@ -959,8 +979,12 @@ class Framework:
         tokens: tuple[int, ...] | None = None
         if inputs is not None:
             memo_key = ("F", slot.name, key)
-            with self._memo_lock:
-                entry = self._memo.get(memo_key)
+            try:
+                with self._memo_lock:
+                    entry = self._memo.get(memo_key)
+            except TypeError as e:
+                self._failed(slot.name, "Filter", f"binding_key: TypeError: {e}", skipped)
+                return None
             if entry is not None and entry.generation == snapshot.generation and entry.rejections is not None:
                 self.memo_stats["hit"] += 1
                 return entry.rejections
@@ -1056,8 +1080,12 @@ class Framework:
                 except Exception as e:
                     self._failed(slot.name, "Score", f"binding_key: {type(e).__name__}: {e}", skipped)
                     return None
-            with self._memo_lock:
-                entry = self._memo.get(("S", slot.name, key))
+            try:
+                with self._memo_lock:
+                    entry = self._memo.get(("S", slot.name, key))
+            except TypeError as e:
+                self._failed(slot.name, "Score", f"binding_key: TypeError: {e}", skipped)
+                return None
             if entry is not None and entry.generation == snapshot.generation and entry.vector is not None:
                 self.memo_stats["hit"] += 1
                 return entry.vector
@@ -1179,10 +1207,17 @@ class Framework:
     # ---- extenders ---------------------------------------------------------------------------
 
     def _extender_failed(
-        self, extender: Extender, verb: str, message: str, skipped: list[SkippedPlugin]
+        self,
+        extender: Extender,
+        verb: str,
+        message: str,
+        skipped: list[SkippedPlugin],
+        error: BaseException | None = None,
     ) -> None:
         if extender.ignorable:
             skipped.append(SkippedPlugin(extender.name, f"Extender{verb}", message))
+            if self.extender_skipped is not None:
+                self.extender_skipped(extender.name, verb.lower(), error if error is not None else message)
             return
         raise PluginError(
             extender.name, f"Extender{verb}", f"extender {extender.name} failed at {verb}: {message}"
@@ -1213,12 +1248,14 @@ class Framework:
             or not isinstance(unresolvable, Mapping)
         ):
             message = (
-                str(answer)
+                _extender_message(answer)
                 if isinstance(answer, BaseException)
                 else f"malformed answer {type(answer).__name__}"
             )
             self._observe(extender.name, "ExtenderFilter", Code.ERROR, seconds)
-            self._extender_failed(extender, "Filter", message, skipped)
+            self._extender_failed(
+                extender, "Filter", message, skipped, answer if isinstance(answer, BaseException) else None
+            )
             verdicts.append(ExtenderVerdict(extender.name, len(feasible_index), 0, skipped=message))
             return feasible_index
         self._observe(extender.name, "ExtenderFilter", Code.SUCCESS, seconds)
@@ -1254,12 +1291,13 @@ class Framework:
         for extender, answer in zip(self.prioritize_extenders, answers, strict=True):
             if isinstance(answer, Exception) or not isinstance(answer, Mapping):
                 message = (
-                    str(answer)
+                    _extender_message(answer)
                     if isinstance(answer, Exception)
                     else f"malformed answer {type(answer).__name__}"
                 )
                 self._observe(extender.name, "ExtenderPrioritize", Code.ERROR, seconds)
-                self._extender_failed(extender, "Prioritize", message, skipped)
+                error = answer if isinstance(answer, Exception) else None
+                self._extender_failed(extender, "Prioritize", message, skipped, error)
                 continue
             try:
                 scores = [int(answer.get(c.name, 0)) for c in feasible]
@@ -1485,6 +1523,16 @@ def _reuse(
 
 
 _PASSED = Status.success()
+
+
+def _extender_message(error: BaseException) -> str:
+    """What a failed extender call says, without its name (the runtime adds that once): the edge's
+    error carries ``kind`` and ``detail``; any other exception is its type and text."""
+    detail = getattr(error, "detail", None)
+    if isinstance(detail, str):
+        kind = getattr(error, "kind", None)
+        return f"{kind}: {detail}" if kind else detail
+    return str(error) or type(error).__name__
 
 
 def _validate_args(profile: str, plugin: str, model: Any, raw: Mapping[str, Any] | None) -> Any:

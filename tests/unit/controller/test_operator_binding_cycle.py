@@ -109,3 +109,25 @@ async def test_a_permit_denial_writes_only_the_condition_naming_the_plugin() -> 
     condition = api.binding["status"]["conditions"][0]
     assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
     assert condition["message"] == "Cycle: tenant over quota"
+
+
+async def test_the_binding_cycle_is_the_bindings_profiles() -> None:
+    """With several profiles, Reserve/Permit/PreBind/PostBind come from the profile that scheduled
+    the binding (its spec.schedulerName), not from the operator's first Scheduler."""
+    plugin = Cycle(Status.success())
+    tenant_binding = a_binding()
+    tenant_binding["spec"]["schedulerName"] = "tenant"
+    api = MemoryApi(tenant_binding)
+    cycled = _operator(api, plugin).scheduler
+    plain = Scheduler()
+    operator = SchedulerOperator(
+        client=api,
+        connection=Connection(server="https://unused"),  # type: ignore[arg-type]
+        scheduler=plain,
+        profiles={"default-scheduler": plain, "tenant": cycled},
+        config=OperatorConfig(scheduler_names=frozenset({"default-scheduler", "tenant"})),
+    )
+    operator.on_cluster_event(None, a_cluster("m1"))
+    operator.on_binding_event(RB, None, api.binding)
+    assert await operator.process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "postbind"]

@@ -351,6 +351,14 @@ def test_the_queue_sort_must_be_the_same_in_every_profile() -> None:
     )
 
 
+def test_the_queue_sorts_args_must_be_the_same_in_every_profile() -> None:
+    doc = two_profiles({"schedulerName": "b", "pluginConfig": [{"name": "PrioritySort", "args": {"x": 1}}]})
+    assert error_of(doc) == (
+        "c.yaml: profiles[1].pluginConfig: "
+        "the args of the queue sort plugin 'PrioritySort' must be the same in every profile"
+    )
+
+
 def test_two_queue_sorts_in_one_profile() -> None:
     doc = with_plugins(queueSort={"enabled": [{"name": "FifoSort"}]})
     assert error_of(doc, catalog=FIFO) == (
