@@ -145,6 +145,14 @@ def test_the_live_scheduler_places_bindings_by_the_example_plugins(
     assert tolerant_explanation["profile"] == "flaky-ignorable"
     assert tolerant_explanation["groups"][0]["skipped"] == ["ExampleFlaky@Filter"]
     assert tolerant_explanation["groups"][0]["scores"] == {"shop-spot": 200}
+    # Failures are always counted (successes are sampled), under Karmada's metric and labels.
+    failures = scheduler.metric(
+        "karmada_scheduler_plugin_execution_duration_seconds_count",
+        plugin="ExampleFlaky",
+        extension_point="Filter",
+        result="Error",
+    )
+    assert failures >= 2  # the failing binding (retried with backoff) and the ignorable one
     assert scheduler.alive()  # a plugin never stops the process
 
 
