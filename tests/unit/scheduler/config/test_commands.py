@@ -93,6 +93,20 @@ def test_config_validate(capsys: pytest.CaptureFixture[str], default_file: Path,
     )
 
 
+def test_config_validate_builds_the_profiles_so_bad_plugin_args_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    profile = {
+        "plugins": {"score": {"enabled": [{"name": "ClusterResourcesFit"}]}},
+        "pluginConfig": [{"name": "ClusterResourcesFit", "args": {"nope": 1}}],
+    }
+    bad = write(tmp_path, {"profiles": [profile]})
+    code, out, err = run(capsys, "config", "validate", str(bad))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"fleetsched config validate: {bad}: ")
+    assert "ClusterResourcesFit" in err and "nope" in err and err.count("\n") == 1
+
+
 # ---- simulate --config ---------------------------------------------------------------------------
 
 
