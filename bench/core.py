@@ -18,6 +18,7 @@ Rounds, all in one run so they compare as ratios on a noisy machine:
 
     .venv/bin/python bench/core.py [FILE ...]          # default: the two shared 100x5000 fleets
     .venv/bin/python bench/core.py --sweep 100x5000,300x30000,1000x100000
+    .venv/bin/python bench/core.py --metrics          # with the live scheduler's metric observers
 """
 
 from __future__ import annotations
@@ -63,6 +64,21 @@ def _load_avg() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+# ``--metrics``: the live scheduler's observers (per step, extension point and sampled plugin
+# timings into its Prometheus histograms), to show what exporting them costs the core.
+SCHEDULER_OPTIONS: dict[str, Any] = {}
+
+
+def live_observers() -> dict[str, Any]:
+    from fleetsched.controller import metrics
+
+    return {
+        "observe_step": metrics.observe_step,
+        "observe_point": metrics.observe_point,
+        "observe_plugin": metrics.observe_plugin,
+    }
+
+
 Bindings = list[tuple[SchedulingBinding, BindingStatus]]
 # Called before binding number i is scheduled; returns the snapshot to use from then on.
 Churn = Callable[[int, float, Snapshot], Snapshot]
@@ -74,7 +90,7 @@ def schedule_round(
     """One round from a cold start (fresh scheduler, snapshot and compiled-selector caches);
     prints the figures and returns bindings per CPU-second."""
     matching.clear_caches()
-    scheduler = Scheduler()
+    scheduler = Scheduler(**SCHEDULER_OPTIONS)
     snapshot = Snapshot(cluster_from_dict(c) for c in clusters)
     outcomes: dict[str, int] = {}
     latencies: list[float] = []
@@ -235,8 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         help="generated sizes CLUSTERSxBINDINGS,... (e.g. 100x5000,300x30000,1000x100000)",
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--metrics", action="store_true", help="schedule with the live scheduler's metric observers"
+    )
     parser.add_argument("--one-size", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.metrics:
+        SCHEDULER_OPTIONS.update(live_observers())
     if args.one_size:
         clusters_n, _, bindings_n = args.one_size.partition("x")
         bench_size(int(clusters_n), int(bindings_n), seed=args.seed)

@@ -3,8 +3,9 @@
 ``fleetsched config default`` prints the ``SchedulerConfiguration`` that means what the flags mean
 by default (today's behaviour: the default profile with Karmada's plugins, every setting at its
 flag's default); ``--plugins`` and ``--feature-gates`` print the file equivalent to those flags.
-``fleetsched config validate FILE`` loads a file as ``scheduler --config`` does and prints its
-profiles, or the one-line error (exit status 2).
+``fleetsched config validate FILE`` loads a file as ``scheduler --config`` does (including building
+each profile's framework, so invalid plugin args are caught) and prints its profiles, or the
+one-line error (exit status 2).
 """
 
 from __future__ import annotations
@@ -72,6 +73,19 @@ def run(args: argparse.Namespace) -> int:
         loaded = config.load_configuration(args.file, workload_affinity=workload_affinity)
     except (config.ConfigError, config.PluginLoadError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    # As the scheduler does at start-up: build each profile's framework (plugin args, methods).
+    from fleetsched.scheduler.pipeline import Settings
+    from fleetsched.scheduler.profiles import ProfileError, profile_schedulers
+
+    try:
+        profile_schedulers(
+            loaded.configuration.profiles,
+            Settings(workload_affinity=workload_affinity),
+            out_of_tree=loaded.out_of_tree,
+        )
+    except ProfileError as exc:
+        print(f"{prog}: {args.file}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for profile in loaded.configuration.profiles:
         points = ", ".join(

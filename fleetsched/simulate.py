@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetsched.api.document import BindingDocument, plain_json_default
 from fleetsched.flags import explicit_flags, parse_feature_gates, record_explicit_flags
+from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
@@ -44,18 +45,17 @@ from fleetsched.scheduler.convert import (
     status_from_dict,
 )
 from fleetsched.scheduler.framework import PluginSelectionError
-from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
+from fleetsched.scheduler.outcome import PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 
 if TYPE_CHECKING:
     from fleetsched.api.load import LoadResult
-    from fleetsched.scheduler.config import SchedulerConfiguration
+    from fleetsched.scheduler.config import LoadedConfiguration
 
 __all__ = ["add_arguments", "merge_bindings", "run", "simulate_objects"]
 
 EXIT_BAD_INPUT = 2
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
 # Templates derived per call of the detector: its results (models) for one chunk at a time.
 DERIVE_CHUNK = 512
 # Most bindings per chunk sent to a --jobs worker.
@@ -322,6 +322,8 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = 
         lines.append(f"  left alone: no profile serves schedulerName {scheduler_name_of(obj)!r}")
         return "\n".join(lines)
     lines.append(f"  replicas: {spec.get('replicas', 0)}   strategy: {result.strategy}   mode: {result.mode}")
+    if result.profile and result.profile != DEFAULT_SCHEDULER_NAME:
+        lines.append(f"  profile: {result.profile}")
     if result.condition is None:
         lines.append("  not scheduled: the binding has no spec.placement")
         return "\n".join(lines)
@@ -340,10 +342,20 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = 
                 lines.append(f"      x {v.cluster}: being deleted")
             else:
                 lines.append(f"      x {v.cluster}: {v.plugin}: {'; '.join(v.reasons)}")
+        for e in attempt.extenders:
+            verdict = f"skipped: {e.skipped}" if e.skipped else f"kept {e.kept}, rejected {e.rejected}"
+            lines.append(f"    extender {e.extender} (filter): {verdict}")
+        for name, text in attempt.post_filter:
+            lines.append(f"    post-filter {name}: {text}")
+        for skipped in attempt.skipped:
+            lines.append(f"    skipped (ignorable) {skipped.plugin} at {skipped.point}: {skipped.reason}")
         if attempt.numbers:
             lines.append("    candidates (sort order: tier, score desc, available desc, name):")
             for n in attempt.numbers:
-                per_plugin = ", ".join(f"{p}={s}" for p, s in n.scores)
+                if n.plain:
+                    per_plugin = ", ".join(f"{p}={s}" for p, s in n.scores)
+                else:
+                    per_plugin = ", ".join(_part(p) for p in n.parts)
                 tier = f" tier={n.overflow_order}" if attempt.overflow else ""
                 lines.append(
                     f"      {n.cluster}: score={n.score} ({per_plugin}){tier} "
@@ -832,7 +844,7 @@ class _Writer:
         self.stdout.flush()
 
 
-def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> SchedulerConfiguration | None:
+def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> LoadedConfiguration | None:
     """The ``--config`` file resolved and checked against the flags given beside it; None without one."""
     if not args.config:
         return None
@@ -861,22 +873,23 @@ def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> Sche
             f"--enable-empty-workload-propagation contradicts {args.config} "
             f"(enableEmptyWorkloadPropagation: {str(in_file).lower()}); set it in one place"
         )
-    return configuration
+    return loaded
 
 
-def _profile_schedulers(configuration: SchedulerConfiguration, base: Settings) -> dict[str, Scheduler]:
-    # Interim, until the framework runtime lands: each profile runs as today's --plugins selection.
-    from fleetsched.scheduler.config.interim import UnsupportedProfile, settings_for
+def _profile_schedulers(loaded: LoadedConfiguration, base: Settings, **options: Any) -> dict[str, Scheduler]:
+    """One real Scheduler (Framework) per profile, out-of-tree plugins merged into the registry."""
+    from fleetsched.scheduler.profiles import ProfileError, profile_schedulers
 
-    base = dataclasses.replace(
-        base, enable_empty_workload_propagation=configuration.enable_empty_workload_propagation
-    )
+    configuration = loaded.configuration
     try:
-        return {
-            profile.scheduler_name: Scheduler(settings=settings_for(profile, base=base))
-            for profile in configuration.profiles
-        }
-    except UnsupportedProfile as exc:
+        return profile_schedulers(
+            configuration.profiles,
+            base,
+            out_of_tree=loaded.out_of_tree,
+            enable_empty_workload_propagation=configuration.enable_empty_workload_propagation,
+            **options,
+        )
+    except ProfileError as exc:
         raise _BadInput(str(exc)) from None
 
 
@@ -894,12 +907,35 @@ def _job_count(requested: int) -> int:
         return os.cpu_count() or 1
 
 
+def _extenders(loaded: LoadedConfiguration | None) -> tuple[Mapping[str, Sequence[Any]], Sequence[Any]]:
+    """The file's HTTP(S) extenders, built once (imported only when a profile lists one)."""
+    if loaded is None or not any(p.extenders for p in loaded.configuration.profiles):
+        return {}, ()
+    from fleetsched.extender import ExtenderConfigError, build_profile_extenders
+
+    try:
+        return build_profile_extenders(loaded.configuration.profiles)
+    except ExtenderConfigError as exc:
+        raise _BadInput(str(exc)) from None
+
+
+def _part(part: PluginScore) -> str:
+    """One plugin's (or extender's) share of a total: raw[->normalised][ x weight = weighted]."""
+    text = f"{'extender ' if part.extender else ''}{part.plugin}={part.raw}"
+    if part.normalized != part.raw:
+        text += f"->{part.normalized}"
+    if part.weight != 1:
+        text += f" x{part.weight}={part.weighted}"
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
     from fleetsched.api.load import LoadError, load_files
 
     progress = Progress(
         sys.stderr, enabled=args.progress or _isatty(sys.stderr), delay=0.0 if args.progress else None
     )
+    all_extenders: Sequence[Any] = ()
     try:
         gates = _gates(args.feature_gates)
         settings = Settings(
@@ -910,7 +946,12 @@ def run(args: argparse.Namespace) -> int:
             multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
         )
         configuration = _configuration(args, workload_affinity=settings.workload_affinity)
-        profiles = None if configuration is None else _profile_schedulers(configuration, settings)
+        extenders, all_extenders = _extenders(configuration)
+        profiles = (
+            None
+            if configuration is None
+            else _profile_schedulers(configuration, settings, extenders=extenders)
+        )
         scheduler = Scheduler(settings=settings) if profiles is None else next(iter(profiles.values()))
         progress.phase("loading", unit="documents")
         loaded = load_files(args.files, compact_bindings=True, progress=progress.advance)
@@ -924,11 +965,10 @@ def run(args: argparse.Namespace) -> int:
             if inventories:
                 estimator = InventoryEstimator(inventories)
                 scheduler = Scheduler(settings=scheduler.settings, estimators=[estimator])
-                if profiles is not None:
-                    profiles = {
-                        name: Scheduler(settings=s.settings, estimators=[estimator])
-                        for name, s in profiles.items()
-                    }
+                if configuration is not None:
+                    profiles = _profile_schedulers(
+                        configuration, settings, estimators=[estimator], extenders=extenders
+                    )
         clusters = tuple(cluster_from_dict(_dump(c)) for c in loaded.clusters)
         explicit = loaded.bindings
         progress.phase("checking bindings", total=len(explicit), unit="bindings")
@@ -955,7 +995,14 @@ def run(args: argparse.Namespace) -> int:
         )
         work = plan.work
         del plan
-        _write(job, work, jobs=_job_count(args.jobs), progress=progress)
+        jobs = _job_count(args.jobs)
+        if all_extenders and jobs > 1:
+            # An extender's connection pool runs on a thread of this process, which a forked
+            # worker would not have: with extenders, one process schedules.
+            print("fleetsched simulate: note: --jobs ignored: the profiles call HTTP extenders",
+                  file=sys.stderr)
+            jobs = 1
+        _write(job, work, jobs=jobs, progress=progress)
     except (LoadError, ConversionError, PluginSelectionError, _BadInput, WorkerError) as e:
         progress.clear()
         print(f"fleetsched simulate: {e}", file=sys.stderr)
@@ -964,6 +1011,9 @@ def run(args: argparse.Namespace) -> int:
         # The reader went away (e.g. `| head`): not an error of ours; silence the final flush.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        for extender in all_extenders:  # their connection pools
+            extender.close()
     return 0
 
 

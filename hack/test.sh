@@ -20,7 +20,8 @@ python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-.venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+# The example out-of-tree plugin package too: the tests use it through its entry points.
+.venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]' -e examples/plugins/fleetsched-example-plugins
 
 # Real control-plane binaries (built once from Go modules, then cached); the last line is their dir.
 KUBEBUILDER_ASSETS="$(hack/envtest.sh | tail -n 1)"

@@ -56,6 +56,9 @@ from fleetsched.scheduler.convert import (
     cluster_from_dict,
     status_from_dict,
 )
+from fleetsched.scheduler.framework.defaults import DEFAULT_QUEUE_SORT
+from fleetsched.scheduler.framework.interface import Code
+from fleetsched.scheduler.framework.runtime import BindingCycle
 from fleetsched.scheduler.outcome import Condition
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
 
@@ -66,6 +69,8 @@ CLUSTER_GROUP, CLUSTER_VERSION = "cluster.karmada.io", "v1alpha1"
 RB, CRB = "ResourceBinding", "ClusterResourceBinding"
 PLURALS = {RB: "resourcebindings", CRB: "clusterresourcebindings"}
 MAX_CONFLICT_RETRIES = 5
+# How often a binding held at Permit is looked at again (the plugin's timeout bounds the wait).
+PERMIT_POLL_SECONDS = 0.05
 
 
 def binding_path(kind: str, key: str, *, status: bool = False) -> str:
@@ -131,6 +136,12 @@ class SchedulerOperator(ControllerRuntime):
     def __post_init__(self) -> None:
         if self.compute is None:
             self.compute = CoreExecutor(threads=self.config.workers, budget=self.config.scheduling_timeout)
+        # One queue serves every profile; the configuration refuses profiles whose queueSort (or its
+        # args) differ, so the first profile's QueueSort orders it. The default keeps the queue's order.
+        framework = next(iter(self.profiles.values()), self.scheduler).framework
+        sort = framework.queue_sort
+        if sort is not None and sort.name != DEFAULT_QUEUE_SORT:
+            self.queue.less = framework.less
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
 
@@ -332,6 +343,7 @@ class SchedulerOperator(ControllerRuntime):
                 result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
         if result.condition is None:
             return Outcome.ERROR
+        cycle, result = await self._binding_cycle(result, decision.effective_scheduler_name(obj))
 
         rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
         patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
@@ -344,6 +356,8 @@ class SchedulerOperator(ControllerRuntime):
             except ApiError:
                 metrics.API_WRITES.labels("spec", "error").inc()
                 self.own_generation.pop(qkey, None)
+                if cycle is not None:
+                    cycle.unreserve()
                 raise
             metrics.API_WRITES.labels("spec", "success").inc()
             self.own_generation[qkey] = int((response.get("metadata") or {}).get("generation") or 0)
@@ -358,9 +372,13 @@ class SchedulerOperator(ControllerRuntime):
                 response = await self._write_status(kind, key, body, result)
             except ApiError:
                 metrics.API_WRITES.labels("status", "error").inc()
+                if cycle is not None:
+                    cycle.unreserve()
                 raise
             metrics.API_WRITES.labels("status", "success").inc()
             self._store_response(kind, response)
+        if cycle is not None:
+            cycle.post_bind()
 
         self._record_outcome(kind, key, obj, rendered, result)
         elapsed = time.perf_counter() - started
@@ -396,8 +414,41 @@ class SchedulerOperator(ControllerRuntime):
         around it is I/O."""
         assert self.compute is not None
         snapshot = self.clusters.snapshot()
-        scheduler = self.profiles.get(scheduler_name, self.scheduler)
+        scheduler = self._scheduler_for(scheduler_name)
         return await self.compute.run(scheduler.schedule, binding, status, snapshot, key=key)
+
+    def _scheduler_for(self, scheduler_name: str) -> Scheduler:
+        """The Scheduler of the profile serving ``scheduler_name`` (``scheduler`` without profiles)."""
+        return self.profiles.get(scheduler_name, self.scheduler)
+
+    async def _binding_cycle(
+        self, result: ScheduleResult, scheduler_name: str
+    ) -> tuple[BindingCycle | None, ScheduleResult]:
+        """Reserve, Permit (waiting if a plugin asks to) and PreBind of the binding's profile before
+        the write. A refusal turns the result into a failed condition only (nothing else is written)."""
+        framework = self._scheduler_for(scheduler_name).framework
+        if not framework.has_binding_cycle or not result.scheduled or result.clusters is None:
+            return None, result
+        cycle = framework.binding_cycle(result.cycle_context(), result.clusters)
+        status = cycle.reserve()
+        if status.is_success:
+            status = cycle.permit()
+            while status.code is Code.WAIT:
+                await asyncio.sleep(PERMIT_POLL_SECONDS)
+                status = cycle.wait_on_permit() or status
+        if status.is_success:
+            status = cycle.pre_bind()
+        if status.is_success:
+            return cycle, result
+        reason = "Unschedulable" if status.is_rejection else "SchedulerError"
+        message = f"{status.plugin}: {status.message()}" if status.plugin else status.message()
+        refused = dataclasses.replace(
+            result,
+            condition=Condition(False, reason, message),
+            clusters=None,
+            write_placement_annotation=False,
+        )
+        return None, refused
 
     async def _write_status(
         self, kind: str, key: str, body: dict[str, Any], result: ScheduleResult

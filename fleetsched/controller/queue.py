@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fleetsched.scheduler.framework.interface import QueuedBindingInfo
+
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 UNSCHEDULABLE_TIMEOUT = 300.0
@@ -58,9 +60,23 @@ class _HeapItem:
     sort_key: tuple[int, float, int]
     entry: QueuedBinding
     valid: bool = True
+    # A profile's QueueSort ``less``; None is Karmada's order, the sort key's.
+    less: Callable[[QueuedBindingInfo, QueuedBindingInfo], bool] | None = None
 
     def __lt__(self, other: _HeapItem) -> bool:
-        return self.sort_key < other.sort_key
+        less = self.less
+        if less is None:
+            return self.sort_key < other.sort_key
+        a, b = self.view(), other.view()
+        if less(a, b):
+            return True
+        if less(b, a):
+            return False
+        return self.sort_key[2] < other.sort_key[2]  # equal for the plugin: first pushed first
+
+    def view(self) -> QueuedBindingInfo:
+        e = self.entry
+        return QueuedBindingInfo(e.key, e.priority, e.timestamp, e.attempts)
 
 
 @dataclass(slots=True)
@@ -79,6 +95,8 @@ class SchedulingQueue:
     initial_backoff: float = INITIAL_BACKOFF
     max_backoff: float = MAX_BACKOFF
     unschedulable_timeout: float = UNSCHEDULABLE_TIMEOUT
+    # The profile's QueueSort plugin (``Framework.less``) when it is not the default PrioritySort.
+    less: Callable[[QueuedBindingInfo, QueuedBindingInfo], bool] | None = None
 
     _active: list[_HeapItem] = field(default_factory=list)
     _active_index: dict[str, _HeapItem] = field(default_factory=dict)
@@ -107,7 +125,7 @@ class SchedulingQueue:
         self._add_active(QueuedBinding(key, priority, self.clock(), 0))
 
     def _add_active(self, entry: QueuedBinding) -> None:
-        item = _HeapItem((-entry.priority, entry.timestamp, next(self._sequence)), entry)
+        item = _HeapItem((-entry.priority, entry.timestamp, next(self._sequence)), entry, less=self.less)
         self._active_index[entry.key] = item
         heapq.heappush(self._active, item)
         if self._wakeup is not None:

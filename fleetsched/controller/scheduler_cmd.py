@@ -20,9 +20,10 @@ finish in-flight writes, release the Lease and exit 0.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -32,12 +33,13 @@ from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.kube import load_connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+from fleetsched.extender.run import count_ignored_failure
 from fleetsched.flags import explicit_flags, record_explicit_flags
 from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
 
 if TYPE_CHECKING:
-    from fleetsched.scheduler.config import SchedulerConfiguration
+    from fleetsched.scheduler.config import LoadedConfiguration, SchedulerConfiguration
 
 # Gates whose scheduling behaviour the live scheduler does not have: WorkloadAffinity needs the
 # peers' placements in every snapshot, SchedulingOvercommitProtection the assumption cache (§7.5).
@@ -219,20 +221,25 @@ def apply_configuration(
 
 
 def profile_schedulers(
-    configuration: SchedulerConfiguration, settings: Settings, **scheduler_options: Any
+    loaded: LoadedConfiguration, settings: Settings, **scheduler_options: Any
 ) -> dict[str, Scheduler]:
-    """One Scheduler per profile, by schedulerName. Interim, until the framework runtime builds
-    them: each profile runs as the --plugins selection it equals (config.interim)."""
-    from fleetsched.scheduler.config.interim import settings_for
+    """One real Scheduler (Framework) per profile, by schedulerName, over the in-tree registry with
+    the file's out-of-tree plugins merged in. ``ProfileError`` (one line) for a profile that cannot
+    be built."""
+    from fleetsched.scheduler.profiles import profile_schedulers as build
 
-    return {
-        profile.scheduler_name: Scheduler(settings=settings_for(profile, base=settings), **scheduler_options)
-        for profile in configuration.profiles
-    }
+    return build(
+        loaded.configuration.profiles,
+        settings,
+        out_of_tree=loaded.out_of_tree,
+        enable_empty_workload_propagation=loaded.configuration.enable_empty_workload_propagation,
+        **scheduler_options,
+    )
 
 
-def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, SchedulerConfiguration | None]:
-    """With ``--config``: the flags completed from the file, and the file's configuration."""
+def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, LoadedConfiguration | None]:
+    """With ``--config``: the flags completed from the file, and the loaded file (its configuration
+    and the out-of-tree plugins its profiles enable)."""
     if not args.config:
         return args, None
     from fleetsched.scheduler import config
@@ -240,7 +247,7 @@ def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, Sc
     loaded = config.load_configuration(
         args.config, workload_affinity=bool(args.feature_gates.get("WorkloadAffinity"))
     )
-    return apply_configuration(args, loaded.configuration), loaded.configuration
+    return apply_configuration(args, loaded.configuration), loaded
 
 
 def scheduler_settings(args: argparse.Namespace) -> Settings:
@@ -270,22 +277,47 @@ def operator_config(
     )
 
 
+async def _close_extenders(extenders: Sequence[Any]) -> None:
+    """Close the extenders' connection pools (their blocking face, off this event loop)."""
+    for extender in extenders:
+        try:
+            await asyncio.to_thread(extender.close)
+        except Exception as exc:  # a pool that fails to close must not hide the exit code
+            log.warning("extender_close_failed", extender=extender.name, error=str(exc))
+
+
 async def _serve(args: argparse.Namespace) -> int:
-    configuration: SchedulerConfiguration | None = None
+    configuration: LoadedConfiguration | None = None
+    extenders: Mapping[str, Sequence[Any]] = {}
+    all_extenders: Sequence[Any] = ()
     if args.config:
+        from fleetsched.extender import ExtenderConfigError, build_profile_extenders
         from fleetsched.scheduler.config import ConfigError, PluginLoadError
-        from fleetsched.scheduler.config.interim import UnsupportedProfile
+        from fleetsched.scheduler.profiles import ProfileError
 
         try:
             args, configuration = load_configuration(args)
-            # Built once before connecting, so a profile the core cannot run is refused at start-up.
+            # Built once before connecting, so a profile that cannot be built is refused at start-up.
             profile_schedulers(configuration, scheduler_settings(args))
-        except (ConfigError, PluginLoadError, FlagConflict, UnsupportedProfile) as exc:
+            # One pooled HTTPS client per configured extender, on the extender edge's own loop.
+            extenders, all_extenders = build_profile_extenders(configuration.configuration.profiles)
+        except (ConfigError, PluginLoadError, FlagConflict, ProfileError, ExtenderConfigError) as exc:
             log.error("invalid_flag", flag="--config", error=str(exc))
             return 2
         except ValueError as exc:  # a gate the live scheduler cannot honour
             log.error("invalid_flag", flag="--feature-gates", error=str(exc))
             return 2
+    try:
+        return await _run(args, configuration, extenders)
+    finally:
+        await _close_extenders(all_extenders)
+
+
+async def _run(
+    args: argparse.Namespace,
+    configuration: LoadedConfiguration | None,
+    extenders: Mapping[str, Sequence[Any]],
+) -> int:
     connection = load_connection(args.kubeconfig)
     client = command.kube_client(connection, args, agent="fleetsched-scheduler")
 
@@ -318,19 +350,17 @@ async def _serve(args: argparse.Namespace) -> int:
         await client.close()
         return 2
     try:
-        scheduler = Scheduler(
-            settings=settings,
-            estimators=estimators,
-            observe_step=compute.observe_step,  # the step's metric, then a budget checkpoint
-        )
+        observers: dict[str, Any] = {
+            "estimators": estimators,
+            "observe_step": compute.observe_step,  # the step's metric, then a budget checkpoint
+            "observe_point": metrics.observe_point,
+            "observe_plugin": metrics.observe_plugin,
+            "extender_skipped": count_ignored_failure,
+        }
+        scheduler = Scheduler(settings=settings, **observers)
         profiles = {args.scheduler_name: scheduler}
         if configuration is not None:
-            profiles = profile_schedulers(
-                configuration,
-                settings,
-                estimators=estimators,
-                observe_step=compute.observe_step,
-            )
+            profiles = profile_schedulers(configuration, settings, extenders=extenders, **observers)
             scheduler = next(iter(profiles.values()))
     except PluginSelectionError as exc:
         log.error("invalid_flag", flag="--plugins", error=str(exc))

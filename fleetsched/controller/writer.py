@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetsched.scheduler import ScheduleResult
+from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 
 EXPLANATION_ANNOTATION = "scheduler.fleetsched.io/explanation"
 EXPLANATION_LIMIT = 2048
@@ -44,7 +45,10 @@ def explanation(result: ScheduleResult) -> str:
     """A compact, deterministic JSON summary of why the binding landed where it did.
 
     It holds no timestamps or capacity figures, so an unchanged decision never causes a write.
+    A profile other than the default is named, with the weighted score total of each selected
+    cluster; skipped (ignorable) plugins and extenders' filter verdicts are listed when present.
     """
+    custom = bool(result.profile) and result.profile != DEFAULT_SCHEDULER_NAME
     groups = []
     for attempt in result.attempts:
         summary = attempt.summary
@@ -59,9 +63,20 @@ def explanation(result: ScheduleResult) -> str:
             group["overflow"] = True
         if attempt.error_reason:
             group["error"] = attempt.error_reason
+        if attempt.skipped:
+            group["skipped"] = [f"{s.plugin}@{s.point}" for s in attempt.skipped]
+        if attempt.extenders:
+            group["extenders"] = {
+                e.extender: "skipped" if e.skipped else {"kept": e.kept, "rejected": e.rejected}
+                for e in attempt.extenders
+            }
+        if custom and attempt.selected:
+            selected = set(attempt.selected)
+            group["scores"] = {n.cluster: n.score for n in attempt.numbers if n.cluster in selected}
         groups.append(group)
+    head: dict[str, Any] = {"profile": result.profile} if custom else {}
     text = json.dumps(
-        {"strategy": result.strategy, "mode": result.mode, "groups": groups},
+        {**head, "strategy": result.strategy, "mode": result.mode, "groups": groups},
         separators=(",", ":"),
         sort_keys=False,
     )

@@ -21,7 +21,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fleetsched.extender.client import EdgeLoop, ExtenderConfigError, HTTPExtender, build_extenders
+    from fleetsched.extender.client import (
+        EdgeLoop,
+        ExtenderConfigError,
+        HTTPExtender,
+        build_extenders,
+        build_profile_extenders,
+    )
     from fleetsched.extender.errors import ExtenderError, FaultKind
     from fleetsched.extender.protocol import API_VERSION
     from fleetsched.extender.run import (
@@ -30,6 +36,7 @@ if TYPE_CHECKING:
         ExtenderOutcome,
         FilterResult,
         SkippedExtender,
+        count_ignored_failure,
         run_extenders,
         run_extenders_async,
     )
@@ -47,6 +54,8 @@ _EXPORTS = {
     "HTTPExtender": "client",
     "SkippedExtender": "run",
     "build_extenders": "client",
+    "build_profile_extenders": "client",
+    "count_ignored_failure": "run",
     "run_extenders": "run",
     "run_extenders_async": "run",
 }
@@ -64,6 +73,8 @@ __all__ = [
     "HTTPExtender",
     "SkippedExtender",
     "build_extenders",
+    "build_profile_extenders",
+    "count_ignored_failure",
     "run_extenders",
     "run_extenders_async",
 ]

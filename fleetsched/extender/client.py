@@ -54,10 +54,17 @@ from fleetsched.extender.errors import ExtenderError, FaultKind
 from fleetsched.extender.objects import binding_json, cluster_json
 from fleetsched.extender.protocol import decode_filter_result, decode_priorities, encode_args
 from fleetsched.extender.run import VERB_FILTER, VERB_PRIORITIZE, FilterResult
-from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
+from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS, Profile
 from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "EdgeLoop", "ExtenderConfigError", "HTTPExtender", "build_extenders"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "EdgeLoop",
+    "ExtenderConfigError",
+    "HTTPExtender",
+    "build_extenders",
+    "build_profile_extenders",
+]
 
 # An answer names at most every candidate with a reason; 8 MiB holds tens of thousands of clusters.
 DEFAULT_MAX_RESPONSE_BYTES = 8 << 20
@@ -380,3 +387,19 @@ def build_extenders(
     in). Raises ``ExtenderConfigError`` for the first one that cannot be built, so a bad profile
     stops the scheduler at start-up."""
     return tuple(HTTPExtender(config, loop=loop) for config in configs)
+
+
+def build_profile_extenders(
+    profiles: Sequence[Profile], *, loop: asyncio.AbstractEventLoop | None = None
+) -> tuple[dict[str, tuple[HTTPExtender, ...]], tuple[HTTPExtender, ...]]:
+    """The configuration's extenders built once (``build_extenders``, one connection pool each,
+    shared by every profile that lists it), and per schedulerName the ones its profile uses, in
+    order. Returns ``(by profile, all)``; whoever built them closes ``all`` at shutdown."""
+    configs: dict[str, ExtenderConfig] = {}
+    for profile in profiles:
+        for config in profile.extenders:
+            configs.setdefault(config.url_prefix, config)
+    built = build_extenders(tuple(configs.values()), loop=loop)
+    by_prefix = {e.config.url_prefix: e for e in built}
+    by_profile = {p.scheduler_name: tuple(by_prefix[c.url_prefix] for c in p.extenders) for p in profiles}
+    return by_profile, built

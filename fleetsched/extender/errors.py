@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 
+from fleetsched.scheduler.framework.interface import ExtenderError as CoreExtenderError
+
 __all__ = ["ExtenderError", "FaultKind"]
 
 
@@ -21,8 +23,11 @@ class FaultKind(enum.StrEnum):
     MALFORMED = "malformed"  # not JSON, wrong shape or types, too large, names a non-candidate
 
 
-class ExtenderError(Exception):
+class ExtenderError(CoreExtenderError):
     """One failed call to one extender. ``str()`` is a single line that names the extender.
+
+    The core's ``ExtenderError`` (what the framework runtime's Extender Protocol raises); the runtime
+    names the extender itself and shows ``kind`` and ``detail`` only, so a message names it once.
 
     ``extender`` is the extender's name (its ``urlPrefix``), ``verb`` the call (``filter`` or
     ``prioritize``), ``kind`` the fault, ``detail`` what was seen.

@@ -39,6 +39,7 @@ import structlog
 
 from fleetsched.extender import metrics
 from fleetsched.extender.errors import ExtenderError, FaultKind
+from fleetsched.scheduler.framework.interface import ExtenderFilterResult as FilterResult
 from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "ExtenderScore",
     "FilterResult",
     "SkippedExtender",
+    "count_ignored_failure",
     "run_extender_filters",
     "run_extender_filters_async",
     "run_extender_prioritizers",
@@ -72,19 +74,9 @@ VERB_FILTER = "filter"
 VERB_PRIORITIZE = "prioritize"
 NOT_KEPT = "not kept by the extender"
 
-
-# The framework runtime's ``interface.ExtenderFilterResult`` has this very shape (same fields,
-# defaults and frozen slots); once both are on one branch, this class is meant to become that one
-# (``from fleetsched.scheduler.framework.interface import ExtenderFilterResult as FilterResult``),
-# since the runtime checks the answer's type.
-@dataclass(frozen=True, slots=True)
-class FilterResult:
-    """One extender's filter answer: the kept candidates (in the order given), and the rejected ones
-    with a reason each (``failed``: may fit later; ``unresolvable``: kube's FailedAndUnresolvable)."""
-
-    kept: tuple[str, ...]
-    failed: Mapping[str, str] = field(default_factory=dict)
-    unresolvable: Mapping[str, str] = field(default_factory=dict)
+# ``FilterResult`` is the runtime's ``ExtenderFilterResult`` (one type for the core and the edge):
+# ``kept`` (in the order given), ``failed`` (may fit later), ``unresolvable`` (kube's
+# FailedAndUnresolvable), a reason each.
 
 
 @runtime_checkable
@@ -203,6 +195,20 @@ def _as_extender_error(ext_name: str, verb: str, exc: BaseException) -> Extender
     if isinstance(exc, ExtenderError):
         return exc
     return ExtenderError(ext_name, verb, FaultKind.ERRORING, f"unexpected {type(exc).__name__}: {exc}")
+
+
+def count_ignored_failure(ext_name: str, verb: str, error: BaseException | str) -> None:
+    """Count (and log) one skipped failure of an ignorable extender: the framework runtime's
+    ``extender_skipped`` hook in the scheduler process. ``error`` is what the call raised, or what
+    was wrong with its answer (a malformed one)."""
+    if isinstance(error, ExtenderError):
+        kind, detail = error.kind, error.detail
+    elif isinstance(error, str):
+        kind, detail = FaultKind.MALFORMED, error
+    else:
+        kind, detail = FaultKind.ERRORING, f"unexpected {type(error).__name__}: {error}"
+    metrics.IGNORED_FAILURES.labels(ext_name, verb, str(kind)).inc()
+    log.warning("extender_skipped", extender=ext_name, verb=verb, kind=str(kind), detail=detail)
 
 
 def _skip_or_raise(

@@ -84,16 +84,17 @@ def schedule_binding(
         else "Steady"
     )
     strategy = scheduler.strategy(binding)
+    profile = scheduler.framework.profile_name
     if binding.placement is None:
         # Karmada returns an error before any attempt (§3.3): no condition, nothing written.
-        return ScheduleResult(binding.key, None, None, None, False, mode, strategy, ())
+        return ScheduleResult(binding.key, None, None, None, False, mode, strategy, (), profile)
     terms = binding.placement.cluster_affinities
     attempts: list[GroupAttempt] = []
 
     def scheduled(targets: Sequence[TargetCluster], affinity_name: str | None) -> ScheduleResult:
         return ScheduleResult(
             binding.key, condition_for(None), tuple(targets), affinity_name, True, mode, strategy,
-            tuple(attempts),
+            tuple(attempts), profile,
         )
 
     def failed(error: SchedulingError) -> ScheduleResult:
@@ -102,7 +103,7 @@ def schedule_binding(
         cleared = isinstance(error, FitError)
         return ScheduleResult(
             binding.key, condition_for(error), () if cleared else None, None, cleared, mode, strategy,
-            tuple(attempts),
+            tuple(attempts), profile,
         )
 
     if terms is None:
@@ -132,5 +133,7 @@ def schedule_binding(
         return scheduled(out.targets, name)
     if first_error is None:
         # An empty (non-nil) clusterAffinities list: Karmada reports success and writes nothing.
-        return ScheduleResult(binding.key, condition_for(None), None, None, False, mode, strategy, ())
+        return ScheduleResult(
+            binding.key, condition_for(None), None, None, False, mode, strategy, (), profile
+        )
     return failed(first_error)

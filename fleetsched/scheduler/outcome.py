@@ -23,8 +23,12 @@ __all__ = [
     "ClusterNumbers",
     "ClusterVerdict",
     "Condition",
+    "ExtenderVerdict",
+    "FilterSummary",
     "GroupAttempt",
+    "PluginScore",
     "ScheduleResult",
+    "SkippedPlugin",
     "applied_placement_json",
     "render_into_binding",
 ]
@@ -55,8 +59,47 @@ class ClusterVerdict:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginScore:
+    """One score plugin's (or extender's) part of one cluster's total: raw, after NormalizeScore
+    (the raw score when the plugin does not normalise), its weight, and the weighted part."""
+
+    plugin: str
+    raw: int
+    normalized: int
+    weight: int
+    extender: bool = False
+
+    @property
+    def weighted(self) -> int:
+        return self.normalized * self.weight
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedPlugin:
+    """An ignorable plugin (or extender) left out for this binding, where, and why."""
+
+    plugin: str
+    point: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderVerdict:
+    """What one extender's filter did: clusters kept and rejected, or why it was skipped."""
+
+    extender: str
+    kept: int
+    rejected: int
+    skipped: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterNumbers:
-    """A feasible cluster's scores (per plugin), overflow tier and replica estimates."""
+    """A feasible cluster's scores (per plugin), overflow tier and replica estimates.
+
+    ``scores`` holds each score plugin's raw score (Karmada's view); ``parts`` the full breakdown
+    (raw, normalised, weight, weighted) of plugins and extenders; ``score`` is the weighted total.
+    """
 
     cluster: str
     scores: tuple[tuple[str, int], ...]
@@ -64,6 +107,12 @@ class ClusterNumbers:
     overflow_order: int
     allocatable: int
     available: int
+    parts: tuple[PluginScore, ...] = ()
+
+    @property
+    def plain(self) -> bool:
+        """True when the total is the plain sum of raw plugin scores (Karmada's, the default profile)."""
+        return all(p.weight == 1 and p.normalized == p.raw and not p.extender for p in self.parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +153,12 @@ class GroupAttempt:
         default=None, compare=False, repr=False
     )
     summary_factory: Callable[[], FilterSummary] | None = field(default=None, compare=False, repr=False)
+    # Ignorable plugins and extenders left out, extenders' filter verdicts, PostFilter explanations.
+    skipped: tuple[SkippedPlugin, ...] = ()
+    extenders: tuple[ExtenderVerdict, ...] = ()
+    post_filter: tuple[tuple[str, str], ...] = ()
+    # The attempt's FilterContext (with its CycleState), carried into the binding cycle.
+    context: Any = field(default=None, compare=False, repr=False)
 
     @property
     def verdicts(self) -> tuple[ClusterVerdict, ...]:
@@ -141,10 +196,18 @@ class ScheduleResult:
     mode: str = "Steady"  # or "Fresh" (explicit reschedule, §9.6)
     strategy: str = ""
     attempts: tuple[GroupAttempt, ...] = field(default_factory=tuple)
+    # The schedulerName of the profile that scheduled the binding.
+    profile: str = ""
 
     @property
     def scheduled(self) -> bool:
         return self.condition is not None and self.condition.status
+
+    def cycle_context(self) -> Any:
+        """The successful attempt's context (for Reserve/Permit/PreBind/PostBind), or None."""
+        if not self.scheduled or not self.attempts:
+            return None
+        return self.attempts[-1].context
 
 
 # Struct field order of Karmada's placement types, for the applied-placement annotation (§15).

@@ -1,42 +1,52 @@
 """filter -> score -> estimate -> select -> assign for one binding against one cluster snapshot.
 
-Owns Karmada's generic scheduler for one affinity term (scheduler.md §4-§9) and the ``Scheduler``
-entry point that runs it for a binding (the affinity-group loop lives in ``groups.py``). Work that
-only depends on the snapshot and on the binding's placement (filter verdicts and scores) is
-memoised on the snapshot, so bindings sharing a placement pay for it once. Pure: estimators are
-passed in; nothing here waits on a network.
+Owns Karmada's generic scheduler for one affinity term (scheduler.md §4-§9) over a ``Framework``
+handle (``framework/runtime.py`` runs the profile's plugins and owns every memo), and the
+``Scheduler`` facade that runs it for a binding (the affinity-group loop lives in ``groups.py``).
+
+Network calls: estimates are stated as ``EstimateRequest`` values, all estimators' requests of the
+step in one batch, and performed by the Framework's ``Driver`` (in turn by default; a concurrent
+driver overlaps them). The core itself never waits on a network.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fleetsched.estimator.general import GeneralEstimator
-from fleetsched.scheduler import framework
 from fleetsched.scheduler.assign import ClusterDetail, assign_replicas, strategy_of
+from fleetsched.scheduler.config.types import Profile
 from fleetsched.scheduler.errors import FitError, SchedulingError
-from fleetsched.scheduler.framework import (
-    STEP_ASSIGN_REPLICAS,
-    STEP_FILTER,
-    STEP_SCORE,
-    STEP_SELECT,
+from fleetsched.scheduler.framework.defaults import default_profile, in_tree_registry
+from fleetsched.scheduler.framework.interface import (
     UNAUTHENTIC_REPLICA,
-    Code,
-    FilterContext,
-    FilterPlugin,
+    ComponentSetEstimator,
+    EstimateRequest,
+    Extender,
     ReplicaEstimator,
-    Result,
-    ScorePlugin,
+)
+from fleetsched.scheduler.framework.registry import Registry
+from fleetsched.scheduler.framework.runtime import (
+    STEP_ASSIGN_REPLICAS,
+    STEP_SELECT,
+    Driver,
+    ExtenderSkipObserver,
+    FitOutcome,
+    Framework,
+    Observer,
+    PluginError,
+    PointObserver,
+    SerialDriver,
 )
 from fleetsched.scheduler.matching import cluster_matches
 from fleetsched.scheduler.outcome import (
     ClusterNumbers,
     ClusterVerdict,
-    FilterSummary,
     GroupAttempt,
     ScheduleResult,
 )
@@ -52,21 +62,39 @@ from fleetsched.scheduler.types import (
 
 __all__ = ["Scheduler", "Settings", "Snapshot", "multi_template_applicable", "reschedule_required"]
 
+_generations = itertools.count(1)
+
 
 class Snapshot:
-    """An immutable list of clusters for one scheduling cycle, plus memos valid while it lives."""
+    """An immutable list of clusters for one scheduling cycle.
 
-    __slots__ = ("_base_verdicts", "_memo", "clusters", "peers")
+    Holds only what follows from the clusters themselves; plugin answers are memoised by the
+    Framework, keyed by ``generation`` (unique per snapshot in the process) and per cluster.
+    """
+
+    __slots__ = ("_base_verdicts", "_deleting", "_live", "clusters", "generation", "names", "peers")
 
     def __init__(self, clusters: Iterable[ClusterInfo], peers: Iterable[PeerBinding] = ()) -> None:
         self.clusters: tuple[ClusterInfo, ...] = tuple(clusters)
+        self.names: tuple[str, ...] = tuple(c.name for c in self.clusters)
         # ResourceBindings and their targets, for the gated workload (anti-)affinity plugins only.
         self.peers: tuple[PeerBinding, ...] = tuple(peers)
-        self._memo: dict[Any, Any] = {}
+        self.generation = next(_generations)
         self._base_verdicts: tuple[ClusterVerdict, ...] | None = None
+        self._deleting: list[int] | None = None
+        self._live: list[int] | None = None
 
     def deleting_index(self) -> list[int]:
-        return [i for i, v in enumerate(self.base_verdicts()) if v.deleting]
+        """Positions of the clusters being deleted (never offered to a plugin)."""
+        if self._deleting is None:
+            self._deleting = [i for i, c in enumerate(self.clusters) if c.deleting]
+        return self._deleting
+
+    def live_index(self) -> list[int]:
+        """Positions of the clusters not being deleted."""
+        if self._live is None:
+            self._live = [i for i, c in enumerate(self.clusters) if not c.deleting]
+        return self._live
 
     def base_verdicts(self) -> tuple[ClusterVerdict, ...]:
         """Per cluster: feasible unless being deleted, before any plugin has spoken."""
@@ -79,14 +107,6 @@ class Snapshot:
 
     def __len__(self) -> int:
         return len(self.clusters)
-
-    # A long-lived snapshot (an operator whose clusters do not change) must not grow without bound.
-    MEMO_LIMIT = 20_000
-
-    def remember(self, key: Any, value: Any) -> None:
-        if len(self._memo) >= self.MEMO_LIMIT:
-            self._memo.clear()
-        self._memo[key] = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,57 +129,6 @@ def reschedule_required(triggered_at: dt.datetime | None, last_scheduled: dt.dat
 
 
 @dataclass(slots=True)
-class _FilterOutcome:
-    feasible: list[ClusterInfo]
-    totals: list[int]  # total score per feasible cluster
-    snapshot: Snapshot
-    # Per filter plugin (in order): its name and its rejections by snapshot index.
-    failures: tuple[tuple[str, dict[int, Result]], ...]
-    # For explanations: per score plugin, its name and scores by snapshot index; feasible indices.
-    score_vectors: tuple[tuple[str, list[int]], ...]
-    feasible_index: list[int]
-    _verdicts: tuple[ClusterVerdict, ...] | None = None
-    _summary: FilterSummary | None = None
-
-    def summary(self) -> FilterSummary:
-        """The verdicts' counts, from the rejection vectors (no verdict object per cluster)."""
-        if self._summary is None:
-            deleting = self.snapshot.deleting_index()
-            rejected: dict[str, int] = {"Deleting": len(deleting)} if deleting else {}
-            claimed = set(deleting)
-            for name, failed in self.failures:  # in filter order: the first rejection counts
-                for i, r in failed.items():
-                    if i not in claimed:
-                        claimed.add(i)
-                        label = r.plugin or name
-                        rejected[label] = rejected.get(label, 0) + 1
-            self._summary = FilterSummary(
-                len(self.snapshot.clusters) - len(claimed), tuple(sorted(rejected.items()))
-            )
-        return self._summary
-
-    def verdicts(self) -> tuple[ClusterVerdict, ...]:
-        """Per cluster in snapshot order: feasible, being deleted, or the first rejecting plugin."""
-        if self._verdicts is None:
-            out = []
-            for i, base in enumerate(self.snapshot.base_verdicts()):
-                verdict = base
-                if base.feasible:
-                    for name, failed in self.failures:
-                        r = failed.get(i)
-                        if r is not None:
-                            verdict = ClusterVerdict(base.cluster, False, r.plugin or name, r.reasons)
-                            break
-                out.append(verdict)
-            self._verdicts = tuple(out)
-        return self._verdicts
-
-    def scores_of(self, position: int) -> tuple[tuple[str, int], ...]:
-        i = self.feasible_index[position]
-        return tuple((name, vector[i]) for name, vector in self.score_vectors)
-
-
-@dataclass(slots=True)
 class AttemptOutput:
     targets: list[TargetCluster]
     attempt: GroupAttempt
@@ -175,9 +144,21 @@ class _Attempt:
     selected: tuple[str, ...] = ()
     overflow: bool = False
     numbers_factory: Any = None
+    fit: FitOutcome | None = None
+    context: Any = None
 
     def freeze(self, targets: list[TargetCluster] | None, error: SchedulingError | None) -> GroupAttempt:
+        fit = self.fit
         return GroupAttempt(
+            skipped=fit.skipped if fit is not None else (),
+            extenders=fit.extender_verdicts if fit is not None else (),
+            post_filter=tuple(
+                (name, r.explanation + (f" (proposal: {r.proposal})" if r.proposal else ""))
+                for name, r in fit.post_filter
+            )
+            if fit is not None
+            else (),
+            context=self.context,
             affinity_name=self.affinity_name,
             verdicts_factory=self.verdicts_factory,
             summary_factory=self.summary_factory,
@@ -198,7 +179,11 @@ class AttemptFailed(Exception):
 
 
 class Scheduler:
-    """Schedules one binding (RB or CRB, one code path) against an immutable cluster snapshot."""
+    """Schedules one binding (RB or CRB, one code path) against an immutable cluster snapshot.
+
+    A synchronous facade over one profile's ``Framework``: without ``profile`` it runs the default
+    profile of ``settings.plugins`` (Karmada's ``--plugins``), giving exactly Karmada's results.
+    """
 
     def __init__(
         self,
@@ -206,28 +191,44 @@ class Scheduler:
         settings: Settings | None = None,
         estimators: Sequence[ReplicaEstimator] = (),
         observe_step: Callable[[str, float], None] | None = None,
+        profile: Profile | None = None,
+        registry: Registry | None = None,
+        extenders: Sequence[Extender] = (),
+        observe_plugin: Observer | None = None,
+        observe_point: PointObserver | None = None,
+        extender_skipped: ExtenderSkipObserver | None = None,
+        driver: Driver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.settings = settings or Settings()
         # Called with (step, seconds) for each step of each attempt (Karmada's step names, STEPS);
         # the operator exports it as karmada_scheduler_scheduling_algorithm_duration_seconds.
         self.observe_step = observe_step
-        registry = framework.in_tree_registry(workload_affinity=self.settings.workload_affinity)
-        enabled = framework.select_plugins(self.settings.plugins, registry)
-        self.enabled_plugins = enabled
-        instances = {name: registry[name]() for name in enabled}
-        self.filters: tuple[FilterPlugin, ...] = tuple(
-            instances[n]
-            for n in framework.DEFAULT_FILTERS
-            if n in instances  # type: ignore[misc]
+        if registry is None:
+            registry = in_tree_registry(workload_affinity=self.settings.workload_affinity)
+        if profile is None:
+            profile = default_profile(
+                self.settings.plugins, workload_affinity=self.settings.workload_affinity
+            )
+        self.driver: Driver = driver or SerialDriver()
+        self.framework = Framework(
+            registry,
+            profile,
+            extenders=extenders,
+            observer=observe_plugin,
+            point_observer=observe_point,
+            extender_skipped=extender_skipped,
+            driver=self.driver,
+            clock=clock,
+            timer=timer,
         )
-        self.scorers: tuple[ScorePlugin, ...] = tuple(
-            instances[n]
-            for n in framework.DEFAULT_SCORES
-            if n in instances  # type: ignore[misc]
-        )
+        self.profile = profile
         self.general = GeneralEstimator(resource_modeling=self.settings.customized_cluster_resource_modeling)
         self.estimators: tuple[ReplicaEstimator, ...] = (self.general, *estimators)
-        self._filter_key = tuple(p.name for p in self.filters) + tuple(p.name for p in self.scorers)
+        self.set_estimators: tuple[Any, ...] = tuple(
+            e for e in self.estimators if isinstance(e, ComponentSetEstimator)
+        )
 
     # ---- entry point -------------------------------------------------------------------------
 
@@ -246,19 +247,17 @@ class Scheduler:
     ) -> AttemptOutput:
         """Karmada's generic scheduler for one term; raises ``AttemptFailed`` with the explanation."""
         attempt = _Attempt(affinity_name=observed_name)
-        ctx = FilterContext(
-            binding=binding,
-            observed_affinity_name=observed_name,
-            target_names=binding.target_names(),
-            is_workload=binding.is_workload(),
-            peers=snapshot.peers,
-        )
-        fo = self._find_clusters_that_fit(ctx, snapshot)
+        ctx = self.framework.new_context(binding, observed_name, snapshot.peers)
+        attempt.context = ctx
+        try:
+            fo = self.framework.run_filter_and_score(ctx, snapshot, step=self._step)
+        except PluginError as e:
+            raise AttemptFailed(e, attempt.freeze(None, e)) from None
+        attempt.fit = fo
         attempt.verdicts_factory = fo.verdicts
         attempt.summary_factory = fo.summary
         if not fo.feasible:
-            diagnosis = {v.cluster: v.reasons for v in fo.verdicts() if not v.feasible and not v.deleting}
-            err = FitError(len(snapshot.clusters), diagnosis)
+            err = FitError(len(snapshot.clusters), fo.diagnosis())
             raise AttemptFailed(err, attempt.freeze(None, err))
         overflow_term = _overflow_term(binding, observed_name)
         attempt.overflow = overflow_term is not None
@@ -279,17 +278,21 @@ class Scheduler:
         def numbers() -> tuple[ClusterNumbers, ...]:
             # Built only when an explanation is asked for.
             position = {id(d.cluster): i for i, d in enumerate(unsorted)}
-            return tuple(
-                ClusterNumbers(
-                    d.name,
-                    fo.scores_of(position[id(d.cluster)]),
-                    d.score,
-                    d.overflow_order,
-                    d.allocatable,
-                    d.available,
+            out = []
+            for d in details:
+                parts = fo.plugin_scores(position[id(d.cluster)])
+                out.append(
+                    ClusterNumbers(
+                        d.name,
+                        tuple((p.plugin, p.raw) for p in parts if not p.extender),
+                        d.score,
+                        d.overflow_order,
+                        d.allocatable,
+                        d.available,
+                        parts,
+                    )
                 )
-                for d in details
-            )
+            return tuple(out)
 
         attempt.numbers_factory = numbers
         multi_template = self.settings.multiple_pod_templates and multi_template_applicable(binding)
@@ -332,124 +335,26 @@ class Scheduler:
             self.observe_step(step, ended - started)
         return ended
 
-    def _find_clusters_that_fit(self, ctx: FilterContext, snapshot: Snapshot) -> _FilterOutcome:
-        # Each plugin states what of the binding its verdicts depend on (``cache_key``); verdict
-        # vectors are memoised per snapshot under that key, and so is the combined outcome.
-        started = time.perf_counter()
-        keys = []
-        for plugin in (*self.filters, *self.scorers):
-            key_fn = getattr(plugin, "cache_key", None)
-            keys.append(key_fn(ctx) if key_fn is not None else None)
-        combined_key = None if None in keys else ("fit", self._filter_key, tuple(keys))
-        if combined_key is not None:
-            cached = snapshot._memo.get(combined_key)
-            if cached is not None:
-                # Verdicts and scores reused from this snapshot: the filter step was the lookup,
-                # and no scoring work was done.
-                self._step(STEP_SCORE, self._step(STEP_FILTER, started))
-                return cached  # type: ignore[no-any-return]
-        n_filters = len(self.filters)
-        failures = [self._filter_vector(p, keys[i], ctx, snapshot) for i, p in enumerate(self.filters)]
-        filtered = self._step(STEP_FILTER, started)
-        score_vectors = tuple(
-            (p.name, self._score_vector(p, keys[n_filters + i], ctx, snapshot))
-            for i, p in enumerate(self.scorers)
-        )
-        self._step(STEP_SCORE, filtered)
-        clusters = snapshot.clusters
-        rejected: set[int] = set(snapshot.deleting_index())
-        for failed in failures:
-            rejected.update(failed)
-        feasible_index = [i for i in range(len(clusters)) if i not in rejected]
-        feasible = [clusters[i] for i in feasible_index]
-        if len(score_vectors) == 1:
-            vector = score_vectors[0][1]
-            totals = [vector[i] for i in feasible_index]
-        else:
-            totals = [sum(v[i] for _, v in score_vectors) for i in feasible_index]
-        named_failures = tuple(zip((p.name for p in self.filters), failures, strict=True))
-        out = _FilterOutcome(feasible, totals, snapshot, named_failures, score_vectors, feasible_index)
-        if combined_key is not None:
-            snapshot.remember(combined_key, out)
-        return out
-
-    @staticmethod
-    def _filter_vector(
-        plugin: FilterPlugin, key: Any, ctx: FilterContext, snapshot: Snapshot
-    ) -> dict[int, Result]:
-        """Rejections of one plugin by cluster index (deleting clusters are never asked)."""
-        memo_key = ("filter", plugin.name, key)
-        if key is not None:
-            cached = snapshot._memo.get(memo_key)
-            if cached is not None:
-                return cached  # type: ignore[no-any-return]
-        failed: dict[int, Result] = {}
-        # A plugin may answer for all clusters at once (work shared across clusters done once).
-        batch = getattr(plugin, "filter_clusters", None)
-        results: list[Result] | None = None
-        if batch is not None:
-            try:
-                results = batch(ctx, snapshot.clusters)
-            except Exception:
-                results = None  # fall back to one call per cluster, which attributes the error
-        for i, cluster in enumerate(snapshot.clusters):
-            if cluster.deleting:
-                continue
-            if results is not None:
-                result = results[i]
-                if result.code is not Code.SUCCESS:
-                    failed[i] = result
-                continue
-            try:
-                result = plugin.filter(ctx, cluster)
-            except Exception as e:  # a plugin bug: Karmada's Error code, attributed to the plugin
-                result = Result(Code.ERROR, (f"plugin {plugin.name} failed: {e}",), plugin.name)
-            if result.code is not Code.SUCCESS:
-                failed[i] = result
-        if key is not None:
-            snapshot.remember(memo_key, failed)
-        return failed
-
-    @staticmethod
-    def _score_vector(plugin: ScorePlugin, key: Any, ctx: FilterContext, snapshot: Snapshot) -> list[int]:
-        memo_key = ("score", plugin.name, key)
-        if key is not None:
-            cached = snapshot._memo.get(memo_key)
-            if cached is not None:
-                return cached  # type: ignore[no-any-return]
-        # Score plugin errors abort the attempt in Karmada (§5.8); ours are total functions.
-        vector = [0 if c.deleting else plugin.score(ctx, c) for c in snapshot.clusters]
-        if key is not None:
-            snapshot.remember(memo_key, vector)
-        return vector
-
     def _allocatable_replicas(self, binding: SchedulingBinding, clusters: list[ClusterInfo]) -> list[int]:
-        """§7.1: the minimum over estimators; -1 answers and failing estimators are ignored."""
+        """§7.1: the minimum over estimators; -1 answers and failing estimators are ignored.
+
+        Every estimator's request goes to the driver in one batch (they are independent)."""
         result = [MAX_INT32] * len(clusters)
         if binding.replicas == 0 and not binding.components:
             return result
+        targets = tuple(clusters)
         if self.settings.multiple_pod_templates and multi_template_applicable(binding):
-            for estimator in self.estimators:
-                sets = getattr(estimator, "max_available_component_sets", None)
-                if sets is None:
-                    continue
-                try:
-                    answer = sets(clusters, binding.components)
-                except Exception:
-                    continue
-                for i, n in enumerate(answer[: len(clusters)]):
-                    if n != UNAUTHENTIC_REPLICA and n < result[i]:
-                        result[i] = n
-            return [binding.replicas if n == MAX_INT32 else n for n in result]
-        for estimator in self.estimators:
-            try:
-                answer = estimator.max_available_replicas(clusters, binding.replica_requirements)
-            except Exception:  # the whole estimator is ignored for this attempt
+            requests = [
+                EstimateRequest(e, targets, binding.replica_requirements, binding.components)
+                for e in self.set_estimators
+            ]
+        else:
+            requests = [EstimateRequest(e, targets, binding.replica_requirements) for e in self.estimators]
+        for answer in self.driver.perform(requests):
+            if isinstance(answer, BaseException):  # the whole estimator is ignored for this attempt
                 continue
             for i, n in enumerate(answer[: len(clusters)]):
-                if n == UNAUTHENTIC_REPLICA:
-                    continue
-                if n < result[i]:
+                if n != UNAUTHENTIC_REPLICA and n < result[i]:
                     result[i] = n
         return [binding.replicas if n == MAX_INT32 else n for n in result]
 

@@ -1,11 +1,12 @@
 """The scheduler's versioned configuration: ``config.fleetsched.io/v1alpha1`` ``SchedulerConfiguration``.
 
-Owns the file format (``v1alpha1``), the in-tree defaults as data (``defaults``), the merge and
-validation rules with field paths (``resolve``), reading a file (``load``, the package's only I/O
-besides importing the out-of-tree plugins a profile enables, ``plugins``), and writing one back
-(``render``). Its product is plain values: ``types.Profile`` per ``schedulerName`` (what the
-framework runtime builds a Framework from) inside a ``configuration.SchedulerConfiguration``.
-Must not build plugins or run anything: the runtime validates each plugin's args.
+Owns the file format (``v1alpha1``), the merge and validation rules with field paths
+(``resolve``), reading a file (``load``, the package's only I/O besides importing the out-of-tree
+plugins a profile enables, ``plugins``), and writing one back (``render``). The in-tree catalogue
+and the default profile have one source, ``fleetsched.scheduler.framework.defaults`` (re-exported
+here). Its product is plain values: ``types.Profile`` per ``schedulerName`` (what the framework
+runtime builds a Framework from) inside a ``configuration.SchedulerConfiguration``. Must not run
+anything: the runtime validates each plugin's args.
 
 Exports resolve lazily (PEP 562): ``import fleetsched.scheduler.config.types``, as the scheduling
 core does, does not import pydantic or YAML.
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
         LeaderElection,
         SchedulerConfiguration,
     )
-    from fleetsched.scheduler.config.defaults import default_plugins, default_profile, in_tree_points
     from fleetsched.scheduler.config.load import (
         ConfigError,
         LoadedConfiguration,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         PluginEntry,
         Profile,
     )
+    from fleetsched.scheduler.framework.defaults import default_plugins, default_profile, in_tree_points
 
 _EXPORTS: dict[str, str] = {
     "API_VERSION": "configuration",
@@ -50,9 +51,9 @@ _EXPORTS: dict[str, str] = {
     "EstimatorSettings": "configuration",
     "LeaderElection": "configuration",
     "SchedulerConfiguration": "configuration",
-    "default_plugins": "defaults",
-    "default_profile": "defaults",
-    "in_tree_points": "defaults",
+    "default_plugins": "fleetsched.scheduler.framework.defaults",
+    "default_profile": "fleetsched.scheduler.framework.defaults",
+    "in_tree_points": "fleetsched.scheduler.framework.defaults",
     "ConfigError": "load",
     "LoadedConfiguration": "load",
     "load_configuration": "load",
@@ -100,7 +101,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(importlib.import_module(module if "." in module else f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleetsched.scheduler.config.defaults import default_profile
 from fleetsched.scheduler.config.types import Profile
+from fleetsched.scheduler.framework.defaults import default_profile
 
 __all__ = [
     "API_VERSION",

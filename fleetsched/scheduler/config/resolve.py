@@ -13,7 +13,7 @@ framework's ``multiPoint`` expansion), over our defaults which are per extension
 
 Checks name the field path and the reason; every problem is collected, the first is reported.
 Which plugins exist, and at which points, comes in as a catalogue: the in-tree one
-(``defaults.in_tree_points``) plus the out-of-tree plugins found through entry points.
+(``framework.defaults.in_tree_points``) plus the out-of-tree plugins found through entry points.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from fleetsched.scheduler.config.configuration import (
     LeaderElection,
     SchedulerConfiguration,
 )
-from fleetsched.scheduler.config.defaults import default_plugins
 from fleetsched.scheduler.config.types import (
     DEFAULT_SCHEDULER_NAME,
     ExtenderConfig,
@@ -42,6 +41,7 @@ from fleetsched.scheduler.config.types import (
     PluginEntry,
     Profile,
 )
+from fleetsched.scheduler.framework.defaults import default_plugins
 
 __all__ = ["Catalog", "Problem", "referenced_plugins", "resolve"]
 
@@ -327,6 +327,14 @@ def _check_across_profiles(profiles: Sequence[Profile], problems: _Problems) -> 
                 f"profiles[{i}].plugins.queueSort",
                 f"must be the same in every profile (profiles[0] uses {first[0].name!r})",
             )
+        elif first and sort:
+            # One queue serves every profile, so its order's args must agree too (kube-scheduler's rule).
+            name = first[0].name
+            if profile.plugin_args.get(name) != profiles[0].plugin_args.get(name):
+                problems.add(
+                    f"profiles[{i}].pluginConfig",
+                    f"the args of the queue sort plugin {name!r} must be the same in every profile",
+                )
 
 
 # ---- extenders ----------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import ClassVar
 
-from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
 from fleetsched.scheduler.types import ClusterInfo
 
 NAME = "APIEnablement"
@@ -15,8 +16,9 @@ class APIEnablement:
     """Rejects clusters whose status.apiEnablements lacks the resource's groupVersion + kind."""
 
     name = NAME
+    cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.API_ENABLEMENTS
 
-    def cache_key(self, ctx: FilterContext) -> Hashable:
+    def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the resource's API and the current targets only."""
         return (ctx.binding.resource.api_version, ctx.binding.resource.kind, ctx.target_names)
 
@@ -29,3 +31,8 @@ class APIEnablement:
         if (resource.api_version, resource.kind) in cluster.api_enablements:
             return Result.success()
         return Result.unschedulable(REASON)
+
+
+def new(args: object, handle: Handle) -> APIEnablement:
+    """The registry's factory (takes no args)."""
+    return APIEnablement()

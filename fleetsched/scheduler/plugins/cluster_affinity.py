@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import ClassVar
 
-from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
 from fleetsched.scheduler.matching import compile_affinity
 from fleetsched.scheduler.types import ClusterAffinity as ClusterAffinityValue
 from fleetsched.scheduler.types import ClusterInfo
@@ -36,8 +37,9 @@ class ClusterAffinity:
     """Rejects clusters matching none of the applicable affinities; scores everyone 0."""
 
     name = NAME
+    cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.LABELS | ClusterFacet.FIELDS
 
-    def cache_key(self, ctx: FilterContext) -> Hashable:
+    def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the applicable affinities only (the score is constant)."""
         return affinities_for(ctx)
 
@@ -62,3 +64,8 @@ class ClusterAffinity:
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """Always 0 in Karmada."""
         return 0
+
+
+def new(args: object, handle: Handle) -> ClusterAffinity:
+    """The registry's factory (takes no args)."""
+    return ClusterAffinity()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import ClassVar
 
-from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
 from fleetsched.scheduler.types import ClusterInfo
 
 NAME = "ClusterEviction"
@@ -15,8 +16,9 @@ class ClusterEviction:
     """Rejects clusters named by a graceful eviction task of the binding."""
 
     name = NAME
+    cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.NONE
 
-    def cache_key(self, ctx: FilterContext) -> Hashable:
+    def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the eviction tasks only."""
         return ctx.binding.evicting_clusters
 
@@ -25,3 +27,8 @@ class ClusterEviction:
         if cluster.name in ctx.binding.evicting_clusters:
             return Result.unschedulable(REASON)
         return Result.success()
+
+
+def new(args: object, handle: Handle) -> ClusterEviction:
+    """The registry's factory (takes no args)."""
+    return ClusterEviction()

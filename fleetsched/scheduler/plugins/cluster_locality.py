@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import ClassVar
 
-from fleetsched.scheduler.framework import FilterContext
+from fleetsched.plugin import ClusterFacet, FilterContext, Handle
 from fleetsched.scheduler.types import ClusterInfo
 
 NAME = "ClusterLocality"
@@ -15,11 +16,17 @@ class ClusterLocality:
     """Prefers clusters already listed in spec.clusters (even with 0 replicas)."""
 
     name = NAME
+    cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.NONE
 
-    def cache_key(self, ctx: FilterContext) -> Hashable:
+    def binding_key(self, ctx: FilterContext) -> Hashable:
         """Scores depend on the current targets only."""
         return ctx.target_names
 
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """100 for a current target, else 0."""
         return MAX_SCORE if cluster.name in ctx.target_names else 0
+
+
+def new(args: object, handle: Handle) -> ClusterLocality:
+    """The registry's factory (takes no args)."""
+    return ClusterLocality()

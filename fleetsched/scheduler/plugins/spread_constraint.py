@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import ClassVar
 
-from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
 from fleetsched.scheduler.types import ClusterInfo
 
 NAME = "SpreadConstraint"
@@ -17,8 +18,9 @@ class SpreadConstraint:
     """Rejects clusters lacking provider/region/zones when a constraint spreads by that field."""
 
     name = NAME
+    cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.FIELDS
 
-    def cache_key(self, ctx: FilterContext) -> Hashable:
+    def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the fields spread over only."""
         placement = ctx.binding.placement
         if placement is None:
@@ -39,3 +41,8 @@ class SpreadConstraint:
             if field == "zone" and not cluster.zones:
                 return Result.unschedulable(NO_ZONES)
         return Result.success()
+
+
+def new(args: object, handle: Handle) -> SpreadConstraint:
+    """The registry's factory (takes no args)."""
+    return SpreadConstraint()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import ClassVar
 
-from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
 from fleetsched.scheduler.matching import tolerates
 from fleetsched.scheduler.types import ClusterInfo
 
@@ -16,8 +17,9 @@ class TaintToleration:
     """Rejects a cluster on its first untolerated NoSchedule/NoExecute taint."""
 
     name = NAME
+    cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.TAINTS
 
-    def cache_key(self, ctx: FilterContext) -> Hashable:
+    def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the tolerations and the current targets only."""
         placement = ctx.binding.placement
         return (placement.cluster_tolerations if placement is not None else (), ctx.target_names)
@@ -34,3 +36,8 @@ class TaintToleration:
             if not any(tolerates(t, taint) for t in tolerations):
                 return Result.unschedulable(f"cluster(s) had untolerated taint {{{taint.render()}}}")
         return Result.success()
+
+
+def new(args: object, handle: Handle) -> TaintToleration:
+    """The registry's factory (takes no args)."""
+    return TaintToleration()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.plugin import FilterContext, Handle, Result
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 
 NAME = "WorkloadAffinity"
@@ -14,7 +14,10 @@ def _affinity_group(peer: PeerBinding) -> str:
 
 
 class WorkloadAffinity:
-    """Rejects a cluster that some placed peer of the same affinity group does not target."""
+    """Rejects a cluster that some placed peer of the same affinity group does not target.
+
+    Declares no inputs (its verdicts depend on other bindings' placements), so it is never reused.
+    """
 
     name = NAME
 
@@ -28,3 +31,8 @@ class WorkloadAffinity:
             if peer.targets and cluster.name not in peer.targets:
                 return Result.unschedulable(REASON)
         return Result.success()
+
+
+def new(args: object, handle: Handle) -> WorkloadAffinity:
+    """The registry's factory (takes no args)."""
+    return WorkloadAffinity()

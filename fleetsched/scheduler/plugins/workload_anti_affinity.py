@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetsched.scheduler.framework import FilterContext, Result
+from fleetsched.plugin import FilterContext, Handle, Result
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 
 NAME = "WorkloadAntiAffinity"
@@ -14,7 +14,10 @@ def _anti_affinity_group(peer: PeerBinding) -> str:
 
 
 class WorkloadAntiAffinity:
-    """Rejects a cluster that a peer of the same anti-affinity group already targets."""
+    """Rejects a cluster that a peer of the same anti-affinity group already targets.
+
+    Declares no inputs (its verdicts depend on other bindings' placements), so it is never reused.
+    """
 
     name = NAME
 
@@ -28,3 +31,8 @@ class WorkloadAntiAffinity:
             if cluster.name in peer.targets:
                 return Result.unschedulable(REASON)
         return Result.success()
+
+
+def new(args: object, handle: Handle) -> WorkloadAntiAffinity:
+    """The registry's factory (takes no args)."""
+    return WorkloadAntiAffinity()

@@ -133,6 +133,7 @@ class SlowFor:
 
     def __init__(self, slow: str, release: Callable[[], bool]) -> None:
         self.real = Scheduler()
+        self.framework = self.real.framework  # the queue order and binding cycle of the real core
         self.slow = slow
         self.release = release
         self.computing = threading.Event()

@@ -10,7 +10,7 @@ from fleetsched.scheduler.types import ClusterInfo, ReplicaRequirements
 from .builders import a_binding, a_cluster
 from .conftest import Schedule, division
 
-REGISTRY = framework.in_tree_registry()
+REGISTRY = framework.defaults.karmada_plugin_names()  # what --plugins selects from
 
 
 @pytest.mark.parametrize(

@@ -88,9 +88,13 @@ def bindings(draw: st.DrawFn) -> BindingBuilder:
 
 
 def _run(
-    binding: BindingBuilder, clusters: list[ClusterInfo], snapshot: Snapshot | None = None
+    binding: BindingBuilder,
+    clusters: list[ClusterInfo],
+    snapshot: Snapshot | None = None,
+    scheduler: Scheduler | None = None,
 ) -> ScheduleResult:
-    return Scheduler().schedule(binding.build(), binding.status(), snapshot or Snapshot(clusters))
+    scheduler = scheduler or Scheduler()
+    return scheduler.schedule(binding.build(), binding.status(), snapshot or Snapshot(clusters))
 
 
 def _observable(result: ScheduleResult) -> tuple:
@@ -151,11 +155,11 @@ def test_results_do_not_depend_on_cluster_order_or_warm_caches(
     assert {t.name: t.replicas for t in _run(binding, shuffled).clusters or ()} == {
         t.name: t.replicas for t in cold.clusters or ()
     }
-    # A snapshot warmed by other bindings' memos gives the same answer.
-    warm = Snapshot(clusters)
+    # A scheduler whose memo other bindings warmed on this snapshot gives the same answer.
+    warm, scheduler = Snapshot(clusters), Scheduler()
     for other in (a_binding().replicas(7).dynamic(), a_binding().replicas(3).duplicated().tolerating("k")):
-        _run(other, clusters, warm)
-    assert _observable(_run(binding, clusters, warm)) == _observable(cold)
+        _run(other, clusters, warm, scheduler)
+    assert _observable(_run(binding, clusters, warm, scheduler)) == _observable(cold)
 
 
 @settings(settings.get_profile(PROFILE))

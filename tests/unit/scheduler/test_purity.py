@@ -46,3 +46,39 @@ def test_every_api_export_still_resolves() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "missing: [] error: module 'fleetsched.api' has no attribute 'NoSuchName'"
+
+
+def test_the_framework_never_imports_a_plugin() -> None:
+    # The in-tree registry is built in scheduler/plugins/registry.py; the interface, registry, runtime
+    # and defaults modules (and the public fleetsched.plugin) must load without any plugin module.
+    code = (
+        "import sys, fleetsched.plugin, fleetsched.scheduler.framework\n"
+        "import fleetsched.scheduler.framework.interface, fleetsched.scheduler.framework.registry\n"
+        "import fleetsched.scheduler.framework.runtime, fleetsched.scheduler.framework.defaults\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith('fleetsched.scheduler.plugins'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == ""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, fleetsched.scheduler.framework as f; f.in_tree_registry();"
+            "print('fleetsched.scheduler.plugins.registry' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "True"  # the check above would notice a plugin import
+    light = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, fleetsched.plugin; print(any(m.startswith('pydantic') for m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert light.stdout.strip() == "False"  # a plugin package imports the API without the models

@@ -93,6 +93,20 @@ def test_config_validate(capsys: pytest.CaptureFixture[str], default_file: Path,
     )
 
 
+def test_config_validate_builds_the_profiles_so_bad_plugin_args_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    profile = {
+        "plugins": {"score": {"enabled": [{"name": "ClusterResourcesFit"}]}},
+        "pluginConfig": [{"name": "ClusterResourcesFit", "args": {"nope": 1}}],
+    }
+    bad = write(tmp_path, {"profiles": [profile]})
+    code, out, err = run(capsys, "config", "validate", str(bad))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"fleetsched config validate: {bad}: ")
+    assert "ClusterResourcesFit" in err and "nope" in err and err.count("\n") == 1
+
+
 # ---- simulate --config ---------------------------------------------------------------------------
 
 
@@ -303,7 +317,7 @@ def test_the_scheduler_takes_every_setting_the_flags_do_not_give_from_the_file(t
     args, configuration = scheduler_cmd.load_configuration(
         scheduler_args("--config", str(config), "--workers", "4")
     )
-    assert configuration is not None and configuration.scheduler_names() == {"fleetsched"}
+    assert configuration is not None and configuration.configuration.scheduler_names() == {"fleetsched"}
     assert (args.workers, args.kubeconfig, args.kube_api_qps, args.kube_api_burst) == (
         4,
         "/etc/karmada.config",
@@ -428,8 +442,9 @@ def test_the_scheduler_builds_one_scheduler_per_profile(tmp_path: Path) -> None:
     assert configuration is not None
     schedulers = scheduler_cmd.profile_schedulers(configuration, scheduler_cmd.scheduler_settings(args))
     assert sorted(schedulers) == ["default-scheduler", "lenient"]
-    assert "TaintToleration" in [p.name for p in schedulers["default-scheduler"].filters]
-    assert "TaintToleration" not in [p.name for p in schedulers["lenient"].filters]
+    assert "TaintToleration" in [p.name for p in schedulers["default-scheduler"].framework.filters]
+    assert "TaintToleration" not in [p.name for p in schedulers["lenient"].framework.filters]
+    assert schedulers["lenient"].profile is configuration.configuration.profiles[1]
 
 
 def test_an_empty_path_in_the_file_is_not_set_and_the_flag_gives_it(

@@ -16,7 +16,9 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_the_resolved_types_import_no_pydantic_and_no_yaml() -> None:
-    loaded = _modules_after("import fleetsched.scheduler.config.types, fleetsched.scheduler.config.defaults")
+    loaded = _modules_after(
+        "import fleetsched.scheduler.config.types, fleetsched.scheduler.framework.defaults"
+    )
     assert not {m for m in loaded if m.split(".")[0] in ("pydantic", "yaml")}
 
 

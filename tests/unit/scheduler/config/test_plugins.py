@@ -12,7 +12,7 @@ import yaml
 
 from fleetsched.scheduler.config import ExtensionPoint, PluginEntry, PluginLoadError, parse_configuration
 from fleetsched.scheduler.config import plugins as out_of_tree
-from fleetsched.scheduler.config.defaults import in_tree_points
+from fleetsched.scheduler.framework.defaults import in_tree_points
 
 from .distributions import BROKEN, COST_SCORE, TENANT_FILTER, install
 from .helpers import with_plugins

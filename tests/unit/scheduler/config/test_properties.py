@@ -16,7 +16,7 @@ from fleetsched.scheduler.config import (
     SchedulerConfiguration,
     configuration_to_yaml,
 )
-from fleetsched.scheduler.config.defaults import DEFAULT_FILTERS, in_tree_points
+from fleetsched.scheduler.framework.defaults import default_profile, in_tree_points
 
 from .helpers import parse, with_plugins
 
@@ -28,6 +28,7 @@ EXTRA = {
     "Gate": frozenset({ExtensionPoint.PRE_FILTER, ExtensionPoint.PERMIT, ExtensionPoint.POST_BIND}),
 }
 CATALOG = {**in_tree_points(), **EXTRA}
+DEFAULT_FILTERS = tuple(e.name for e in default_profile().enabled(FILTER))
 
 
 def implementing(point: ExtensionPoint) -> list[str]:

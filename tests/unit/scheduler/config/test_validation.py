@@ -114,13 +114,15 @@ CASES = [
     pytest.param(
         with_plugins(filter={"enabled": [{"name": "Nope"}]}),
         "c.yaml: profiles[0].plugins.filter.enabled[0].name: unknown plugin 'Nope' (known: APIEnablement, "
-        "ClusterAffinity, ClusterEviction, ClusterLocality, PrioritySort, SpreadConstraint, TaintToleration)",
+        "ClusterAffinity, ClusterEviction, ClusterLocality, ClusterResourcesBalancedAllocation, "
+        "ClusterResourcesFit, PrioritySort, SpreadConstraint, TaintToleration)",
         id="unknown plugin",
     ),
     pytest.param(
         with_plugins(filter={"disabled": [{"name": "TaintTolerations"}]}),
         "c.yaml: profiles[0].plugins.filter.disabled[0].name: unknown plugin 'TaintTolerations' (known: "
-        "APIEnablement, ClusterAffinity, ClusterEviction, ClusterLocality, PrioritySort, SpreadConstraint, "
+        "APIEnablement, ClusterAffinity, ClusterEviction, ClusterLocality, "
+        "ClusterResourcesBalancedAllocation, ClusterResourcesFit, PrioritySort, SpreadConstraint, "
         "TaintToleration)",
         id="unknown plugin disabled",
     ),
@@ -346,6 +348,14 @@ def test_the_queue_sort_must_be_the_same_in_every_profile() -> None:
     assert error_of(doc, catalog=FIFO) == (
         "c.yaml: profiles[1].plugins.queueSort: "
         "must be the same in every profile (profiles[0] uses 'PrioritySort')"
+    )
+
+
+def test_the_queue_sorts_args_must_be_the_same_in_every_profile() -> None:
+    doc = two_profiles({"schedulerName": "b", "pluginConfig": [{"name": "PrioritySort", "args": {"x": 1}}]})
+    assert error_of(doc) == (
+        "c.yaml: profiles[1].pluginConfig: "
+        "the args of the queue sort plugin 'PrioritySort' must be the same in every profile"
     )
 
 

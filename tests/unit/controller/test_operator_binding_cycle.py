@@ -1,0 +1,133 @@
+"""The operator's write step runs the binding cycle: Reserve before the writes, Unreserve when a
+write fails, PostBind after both writes, and a Permit denial writes only the condition."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from test_operator_writes import MemoryApi, a_binding, a_cluster
+
+from fleetsched.controller.kube import ApiError, Connection
+from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.queue import Outcome, QueuedBinding
+from fleetsched.plugin import FilterContext, Status, TargetCluster
+from fleetsched.scheduler import Scheduler
+from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
+from fleetsched.scheduler.framework import defaults
+
+
+class Cycle:
+    """Reserve, Permit, PreBind and PostBind, recording each call (Permit answers ``permit``)."""
+
+    name = "Cycle"
+
+    def __init__(self, permit: Status) -> None:
+        self.answer = permit
+        self.calls: list[str] = []
+
+    def reserve(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        self.calls.append(f"reserve {[(t.name, t.replicas) for t in targets]}")
+        return Status.success()
+
+    def unreserve(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> None:
+        self.calls.append("unreserve")
+
+    def permit(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        self.calls.append("permit")
+        return self.answer
+
+    def pre_bind(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        self.calls.append("prebind")
+        return Status.success()
+
+    def post_bind(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> None:
+        self.calls.append("postbind")
+
+
+class FailingApi(MemoryApi):
+    def __init__(self, binding: dict[str, Any], fail: str) -> None:
+        super().__init__(binding)
+        self.fail = fail
+
+    async def merge_patch(self, path: str, patch: dict[str, Any]) -> dict[str, Any]:
+        part = "status" if path.endswith("/status") else "spec"
+        if part == self.fail:
+            raise ApiError(500, "InternalError", "etcd is unhappy")
+        return await super().merge_patch(path, patch)
+
+
+def _operator(api: MemoryApi, plugin: Cycle) -> SchedulerOperator:
+    base = defaults.default_profile()
+    plugins = dict(base.plugins)
+    cycle_points = (
+        ExtensionPoint.RESERVE,
+        ExtensionPoint.PERMIT,
+        ExtensionPoint.PRE_BIND,
+        ExtensionPoint.POST_BIND,
+    )
+    for point in cycle_points:
+        plugins[point] = (PluginEntry("Cycle"),)
+    registry = defaults.in_tree_registry()
+    registry.register("Cycle", lambda args, handle: plugin)
+    operator = SchedulerOperator(
+        client=api,
+        connection=Connection(server="https://unused"),  # type: ignore[arg-type]
+        scheduler=Scheduler(profile=Profile(plugins=plugins), registry=registry),
+        config=OperatorConfig(),
+    )
+    operator.on_cluster_event(None, a_cluster("m1"))
+    operator.on_binding_event(RB, None, api.binding)
+    return operator
+
+
+async def test_reserve_then_permit_prebind_write_and_postbind() -> None:
+    plugin = Cycle(Status.success())
+    api = MemoryApi(a_binding())
+    assert await _operator(api, plugin).process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "postbind"]
+    assert api.writes == ["spec", "status"]
+
+
+async def test_a_failed_write_unreserves() -> None:
+    for failing in ("spec", "status"):
+        plugin = Cycle(Status.success())
+        api = FailingApi(a_binding(), fail=failing)
+        assert await _operator(api, plugin).process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.ERROR
+        assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "unreserve"], failing
+
+
+async def test_a_permit_denial_writes_only_the_condition_naming_the_plugin() -> None:
+    plugin = Cycle(Status.unschedulable("tenant over quota"))
+    api = MemoryApi(a_binding())
+    outcome = await _operator(api, plugin).process(QueuedBinding("ns/web", 0, 0.0, 1))
+    assert outcome is Outcome.UNSCHEDULABLE
+    assert plugin.calls == ["reserve [('m1', 3)]", "permit", "unreserve"]
+    # Nothing of the placement is written (the explanation annotation may be).
+    assert "clusters" not in api.binding["spec"]
+    assert "policy.karmada.io/applied-placement" not in api.binding["metadata"].get("annotations", {})
+    condition = api.binding["status"]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+    assert condition["message"] == "Cycle: tenant over quota"
+
+
+async def test_the_binding_cycle_is_the_bindings_profiles() -> None:
+    """With several profiles, Reserve/Permit/PreBind/PostBind come from the profile that scheduled
+    the binding (its spec.schedulerName), not from the operator's first Scheduler."""
+    plugin = Cycle(Status.success())
+    tenant_binding = a_binding()
+    tenant_binding["spec"]["schedulerName"] = "tenant"
+    api = MemoryApi(tenant_binding)
+    cycled = _operator(api, plugin).scheduler
+    plain = Scheduler()
+    operator = SchedulerOperator(
+        client=api,
+        connection=Connection(server="https://unused"),  # type: ignore[arg-type]
+        scheduler=plain,
+        profiles={"default-scheduler": plain, "tenant": cycled},
+        config=OperatorConfig(scheduler_names=frozenset({"default-scheduler", "tenant"})),
+    )
+    operator.on_cluster_event(None, a_cluster("m1"))
+    operator.on_binding_event(RB, None, api.binding)
+    assert await operator.process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "postbind"]
