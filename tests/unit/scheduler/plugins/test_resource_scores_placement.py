@@ -20,8 +20,6 @@ from typing import Any
 
 import yaml
 
-from fleetsched import simulate
-from fleetsched.api.load import load_files
 from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.outcome import ScheduleResult
@@ -146,14 +144,6 @@ def profile_of_example(path: Path) -> Profile:
     return dataclasses.replace(base, plugins=plugins, plugin_args=args)
 
 
-def table_of(scheduler: Scheduler, *files: str) -> str:
-    loaded = load_files([str(ROOT / f) for f in files])
-    clusters = [simulate._dump(c) for c in loaded.clusters]
-    derived = [simulate._dump(b) for b in simulate._derive_bindings(loaded)]
-    bindings, _ = simulate.merge_bindings([simulate._dump(b) for b in loaded.bindings], derived)
-    return simulate._table(simulate.simulate_objects(clusters, bindings, scheduler))
-
-
 def readme_blocks(after: str) -> list[str]:
     """The fenced blocks without a language (program output) of the README section ``after``."""
     text = (ROOT / "README.md").read_text()
@@ -173,8 +163,14 @@ def test_the_readme_shows_what_the_example_gives_with_and_without_the_config() -
         check=True,
     ).stdout
     assert without == cli
-    profile = profile_of_example(ROOT / "examples" / "binpack-config.yaml")
-    binpack = table_of(Scheduler(profile=profile), "examples/gpu-fleet.yaml")
+    binpack = subprocess.run(
+        [sys.executable, "-m", "fleetsched", "simulate", "--config", "examples/binpack-config.yaml",
+         "examples/gpu-fleet.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
     assert with_config.rstrip("\n") == binpack.rstrip("\n")
     assert without != with_config
     rows: dict[str, Any] = {line.split()[2]: line.split()[-1] for line in binpack.splitlines()[1:]}
