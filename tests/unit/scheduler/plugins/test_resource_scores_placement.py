@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.outcome import ScheduleResult
@@ -127,21 +125,6 @@ def test_a_cpu_only_workload_is_not_moved_by_a_gpu_binpack() -> None:
 
 
 # ---- the shipped example and the README --------------------------------------------------------
-
-
-def profile_of_example(path: Path) -> Profile:
-    """profiles[0] of the example SchedulerConfiguration, resolved as the config loader does for it."""
-    doc = yaml.safe_load(path.read_text())
-    assert (doc["apiVersion"], doc["kind"]) == ("config.fleetsched.io/v1alpha1", "SchedulerConfiguration")
-    (profile,) = doc["profiles"]
-    base = defaults.default_profile(scheduler_name=profile["schedulerName"])
-    plugins = dict(base.plugins)
-    enabled = tuple(
-        PluginEntry(e["name"], e.get("weight", 1)) for e in profile["plugins"]["score"]["enabled"]
-    )
-    plugins[ExtensionPoint.SCORE] = (*plugins[ExtensionPoint.SCORE], *enabled)
-    args = {c["name"]: c["args"] for c in profile["pluginConfig"]}
-    return dataclasses.replace(base, plugins=plugins, plugin_args=args)
 
 
 def readme_blocks(after: str) -> list[str]:
