@@ -42,12 +42,12 @@ from fleetsched.controller.events import (
     group_failure_message,
     success_message,
 )
-from fleetsched.controller.kube import ApiError, Connection, KubeClient
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
 from fleetsched.controller.writer import compute_patches, explanation, observed_generation_patch
+from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
 from fleetsched.scheduler.convert import (
     ConversionError,

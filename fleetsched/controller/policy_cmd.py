@@ -18,7 +18,6 @@ import structlog
 
 from fleetsched.controller import command
 from fleetsched.controller.http import start_endpoints, stop_endpoints
-from fleetsched.controller.kube import load_connection
 from fleetsched.controller.policy_operator import (
     DEFAULT_RESOURCES,
     KNOWN_RESOURCES,
@@ -26,6 +25,7 @@ from fleetsched.controller.policy_operator import (
     PolicyControllerConfig,
 )
 from fleetsched.detector import FeatureGates
+from fleetsched.kube.client import load_connection
 
 log = structlog.get_logger("fleetsched.controller")
 

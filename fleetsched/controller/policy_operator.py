@@ -37,7 +37,6 @@ from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.controller import metrics, runtime
 from fleetsched.controller.cache import ObjectCache, object_key
 from fleetsched.controller.events import NORMAL, WARNING, EventRecorder, InvolvedObject
-from fleetsched.controller.kube import ApiError, Connection, KubeClient
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.controller.policy import (
     OWNER_UID_MISMATCH,
@@ -56,6 +55,7 @@ from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
 from fleetsched.detector import FeatureGates, binding_name, build_binding, claim_of, derive, implicit_priority
 from fleetsched.detector import constants as keys
+from fleetsched.kube.client import ApiError, Connection, KubeClient
 
 log = structlog.get_logger("fleetsched.controller")
 

@@ -29,9 +29,9 @@ import orjson
 import structlog
 
 from fleetsched.controller import metrics
-from fleetsched.controller.kube import Connection
 from fleetsched.controller.leader import ApiLeaseStore, LeaderElector
 from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding
+from fleetsched.kube.client import Connection
 
 log = structlog.get_logger("fleetsched.controller")
 

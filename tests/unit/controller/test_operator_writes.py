@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from fleetsched.controller.kube import ApiError, Connection
 from fleetsched.controller.operator import RB, NotLeader, OperatorConfig, SchedulerOperator
 from fleetsched.controller.queue import Outcome, QueuedBinding
+from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from fleetsched.api import PropagationPolicy
-from fleetsched.controller.kube import ApiError
 from fleetsched.controller.policy import (
     OWNER_UID_MISMATCH,
     WriteAction,
@@ -25,6 +24,7 @@ from fleetsched.controller.policy_operator import (
     PolicyControllerConfig,
 )
 from fleetsched.controller.queue import Outcome
+from fleetsched.kube.client import ApiError
 
 RB_FINALIZER = "karmada.io/binding-controller"
 CRB_FINALIZER = "karmada.io/cluster-resource-binding-controller"

@@ -7,9 +7,9 @@ import copy
 from typing import Any
 
 from fleetsched.controller import decision
-from fleetsched.controller.kube import Connection
 from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
 from fleetsched.controller.queue import Outcome, QueuedBinding
+from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler, Settings
 
 
