@@ -43,7 +43,7 @@ from fleetsched.controller.events import (
     success_message,
 )
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
-from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
+from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
 from fleetsched.controller.writer import compute_patches, explanation, observed_generation_patch
@@ -79,15 +79,9 @@ def binding_path(kind: str, key: str, *, status: bool = False) -> str:
     return path + "/status" if status else path
 
 
-def queue_key(kind: str, key: str) -> str:
-    """One queue for both kinds; a CRB key has no slash, an RB key always has one."""
-    return key if kind == RB else f"{CRB}:{key}"
-
-
-def split_queue_key(qkey: str) -> tuple[str, str]:
-    if qkey.startswith(f"{CRB}:"):
-        return CRB, qkey[len(CRB) + 1 :]
-    return RB, qkey
+def queue_key(kind: str, key: str) -> QueueKey:
+    """One queue for both kinds: the binding's kind, namespace ("" for a CRB) and name."""
+    return QueueKey.of(kind, key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +114,7 @@ class SchedulerOperator(ControllerRuntime):
     elector: LeaderElector | None = None
     events: EventRecorder | None = None
     # generation our own spec patch gives a binding: its watch event is not a user change
-    own_generation: dict[str, int] = field(default_factory=dict)
+    own_generation: dict[QueueKey, int] = field(default_factory=dict)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
 
@@ -265,7 +259,8 @@ class SchedulerOperator(ControllerRuntime):
         metrics.PENDING_BINDINGS.labels("unschedulable").set(sizes.unschedulable)
 
     async def process(self, entry: QueuedBinding) -> Outcome:
-        kind, key = split_queue_key(entry.key)
+        assert isinstance(entry.key, QueueKey)
+        kind, key = entry.key.kind, entry.key.object_key
         for _ in range(MAX_CONFLICT_RETRIES):
             obj = self.bindings[kind].get(key)
             if obj is None:

@@ -50,7 +50,7 @@ from fleetsched.controller.policy import (
     template_changed,
     unwatched_selectors,
 )
-from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
+from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
 from fleetsched.detector import FeatureGates, binding_name, build_binding, claim_of, derive, implicit_priority
@@ -188,12 +188,13 @@ def claim_label_value(obj: Mapping[str, Any], policy_kind: str) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(label, ""))
 
 
-def _template_qkey(resource: TemplateResource, key: str) -> str:
-    return f"T|{resource.name}|{key}"
+def _template_qkey(resource: TemplateResource, key: str) -> QueueKey:
+    """A template's key names its resource (``plural.group``), not its kind."""
+    return QueueKey.of(resource.name, key)
 
 
-def _policy_qkey(kind: str, key: str) -> str:
-    return f"P|{kind}|{key}"
+def _policy_qkey(kind: str, key: str) -> QueueKey:
+    return QueueKey.of(kind, key)
 
 
 def works_served(discovery: Mapping[str, Any]) -> bool:
@@ -201,8 +202,8 @@ def works_served(discovery: Mapping[str, Any]) -> bool:
     return any(r.get("name") == "works" for r in discovery.get("resources") or ())
 
 
-def _binding_qkey(kind: str, key: str) -> str:
-    return f"B|{kind}|{key}"
+def _binding_qkey(kind: str, key: str) -> QueueKey:
+    return QueueKey.of(kind, key)
 
 
 def _binding_path_of_key(kind: str, key: str) -> str:
@@ -272,8 +273,8 @@ class PolicyController(ControllerRuntime):
     events: EventRecorder | None = None
     _parsed: _ParsedPolicies = field(default_factory=_ParsedPolicies)
     # template queue keys whose pending reconcile was caused by Karmada, not a user (§7.11)
-    _changed_by_karmada: set[str] = field(default_factory=set)
-    _changed_by_user: set[str] = field(default_factory=set)
+    _changed_by_karmada: set[QueueKey] = field(default_factory=set)
+    _changed_by_user: set[QueueKey] = field(default_factory=set)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -393,19 +394,21 @@ class PolicyController(ControllerRuntime):
     # ---- workers ------------------------------------------------------------------------------
 
     async def process(self, entry: QueuedBinding) -> Outcome:
-        kind, name, key = entry.key.split("|", 2)
-        if kind == "B":
-            return await self.reconcile_binding(name, key)
-        if kind == "T":
-            resource = self._resources.get(name)
-            # Only Karmada-made changes pending since the last reconcile: a Lazy policy waits.
-            lazy_only = entry.key in self._changed_by_karmada and entry.key not in self._changed_by_user
-            self._changed_by_karmada.discard(entry.key)
-            self._changed_by_user.discard(entry.key)
-            if resource is None:
-                return Outcome.DONE
-            return await self.reconcile_template(resource, key, changed_by_karmada=lazy_only)
-        return await self.reconcile_policy(name, key)
+        qkey = entry.key
+        assert isinstance(qkey, QueueKey)
+        if qkey.kind in BINDING_PLURALS:
+            return await self.reconcile_binding(qkey.kind, qkey.object_key)
+        if qkey.kind in POLICY_PLURALS:
+            return await self.reconcile_policy(qkey.kind, qkey.object_key)
+        # Anything else is a template, keyed by its resource's name.
+        resource = self._resources.get(qkey.kind)
+        # Only Karmada-made changes pending since the last reconcile: a Lazy policy waits.
+        lazy_only = qkey in self._changed_by_karmada and qkey not in self._changed_by_user
+        self._changed_by_karmada.discard(qkey)
+        self._changed_by_user.discard(qkey)
+        if resource is None:
+            return Outcome.DONE
+        return await self.reconcile_template(resource, qkey.object_key, changed_by_karmada=lazy_only)
 
     # ---- policies: the view the detector needs -----------------------------------------------
 
@@ -789,7 +792,9 @@ class PolicyController(ControllerRuntime):
                     self._enqueue_for_policy(policy, _template_qkey(resource, object_key(template)))
         return Outcome.DONE
 
-    def _enqueue_for_policy(self, policy: PropagationPolicy | ClusterPropagationPolicy, qkey: str) -> None:
+    def _enqueue_for_policy(
+        self, policy: PropagationPolicy | ClusterPropagationPolicy, qkey: QueueKey
+    ) -> None:
         if policy.spec.activation_preference == "Lazy":
             self._changed_by_karmada.add(qkey)
         self.queue.push(qkey)

@@ -244,7 +244,7 @@ class ControllerRuntime:
                 await asyncio.sleep(NOT_LEADER_PAUSE)
                 continue
             except Exception as exc:  # a bug must not kill the worker
-                fields = {self.worker_key_field: entry.key, "error": repr(exc)}
+                fields = {self.worker_key_field: str(entry.key), "error": repr(exc)}
                 self.runtime_log.exception("worker_error", **fields)
                 outcome = Outcome.ERROR
             finally:

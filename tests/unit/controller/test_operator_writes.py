@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from fleetsched.controller.operator import RB, NotLeader, OperatorConfig, SchedulerOperator
-from fleetsched.controller.queue import Outcome, QueuedBinding
+from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
+
+WEB = QueueKey("ResourceBinding", "ns", "web")
 
 
 class MemoryApi:
@@ -118,7 +120,7 @@ async def test_conflict_is_retried_from_a_fresh_read_with_two_writes() -> None:
     api = MemoryApi(a_binding())
     operator = operator_for(api)
     api.conflicts_to_inject = 1  # the first spec patch meets a concurrent change
-    outcome = await operator.process(QueuedBinding("ns/web", 0, 0.0, 1))
+    outcome = await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     assert outcome is Outcome.DONE
     assert api.writes == ["spec", "status"]
     assert api.binding["spec"]["clusters"] == [{"name": "m1", "replicas": 3}]
@@ -134,13 +136,13 @@ async def test_our_own_writes_do_not_queue_the_binding_again() -> None:
     api = MemoryApi(a_binding())
     operator = operator_for(api)
     operator.queue.pop_nowait()  # the add event queued it; a worker takes it
-    await operator.process(QueuedBinding("ns/web", 0, 0.0, 1))
+    await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     before_watch = operator.queue.sizes()
     operator.on_binding_event(RB, "MODIFIED", copy.deepcopy(api.binding))  # the watch echoes our writes
     assert operator.queue.sizes() == before_watch
     # and processing it again (e.g. after a cluster event) changes nothing
     writes = list(api.writes)
-    assert await operator.process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert await operator.process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
     assert api.writes == writes
 
 
@@ -153,5 +155,5 @@ async def test_no_write_without_leadership() -> None:
 
     operator.elector = NeverLeader()  # type: ignore[assignment]
     with pytest.raises(NotLeader):
-        await operator.process(QueuedBinding("ns/web", 0, 0.0, 1))
+        await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     assert api.writes == []
