@@ -51,10 +51,8 @@ from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
 from fleetsched.scheduler.convert import (
     ConversionError,
-    binding_from_dict,
     cluster_from_dict,
     placement_from_dict,
-    status_from_dict,
 )
 from fleetsched.scheduler.matching import cluster_matches
 from fleetsched.scheduler.outcome import Condition
@@ -303,7 +301,15 @@ class SchedulerOperator(ControllerRuntime):
         if (obj.get("spec") or {}).get("placement") is None:
             bound.warning("binding_without_placement")
             return Outcome.ERROR
-        verdict = decision.should_schedule(obj, self.clusters.terminating())
+        try:
+            read: decision.BindingRead | ConversionError = decision.read_binding(obj)
+        except ConversionError as exc:
+            read = exc
+        if isinstance(read, ConversionError):
+            # Unreadable: no rule can be applied to it; the attempt below reports why.
+            verdict = decision.Decision(decision.Verdict.SCHEDULE, decision.UNREADABLE)
+        else:
+            verdict = decision.should_schedule(read, self.clusters.terminating())
         if verdict.verdict is decision.Verdict.NOTHING:
             return Outcome.DONE
         if verdict.verdict is decision.Verdict.OBSERVE_GENERATION:
@@ -320,16 +326,13 @@ class SchedulerOperator(ControllerRuntime):
         )
         started = time.perf_counter()
         over_budget = False
-        try:
-            binding = binding_from_dict(obj)
-            status = status_from_dict(obj)
-        except ConversionError as exc:
+        if isinstance(read, ConversionError):
             # Bad input: report it on the binding and keep serving the others; a spec change retries.
-            result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
+            result = ScheduleResult(key, Condition(False, "SchedulerError", str(read)), None, None, False)
         else:
             try:
                 result = await self._compute(
-                    key, binding, status, scheduler_name=decision.effective_scheduler_name(obj)
+                    key, read.binding, read.status, scheduler_name=decision.effective_scheduler_name(obj)
                 )
             except BudgetExceeded as exc:
                 # Reported like any scheduler error (condition, Event), then retried with backoff.

@@ -157,3 +157,16 @@ async def test_no_write_without_leadership() -> None:
     with pytest.raises(NotLeader):
         await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     assert api.writes == []
+
+
+async def test_an_unreadable_binding_gets_a_scheduler_error_naming_the_field_and_no_retry() -> None:
+    binding = a_binding()
+    binding["spec"]["rescheduleTriggeredAt"] = "yesterday"
+    api = MemoryApi(binding)
+    operator = operator_for(api)
+    assert await operator.process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
+    assert api.writes == ["status"]  # no placement is written for a binding the core cannot read
+    (condition,) = api.binding["status"]["conditions"]
+    assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
+    assert condition["message"].startswith("spec.rescheduleTriggeredAt: must be an RFC 3339 time")
+    assert "clusters" not in api.binding["spec"]
