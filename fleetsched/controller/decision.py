@@ -159,6 +159,8 @@ def read_binding(obj: Obj) -> BindingRead:
 
 # The reason of a decision taken on a binding the core's converter cannot read.
 UNREADABLE = "Unreadable"
+# A scale: counted under schedule_type "ScaleSchedule" in the metrics.
+REPLICAS_CHANGED = "ReplicasChanged"
 
 
 class Verdict(enum.Enum):
@@ -182,7 +184,7 @@ def should_schedule(binding: BindingRead | Obj, terminating_clusters: Collection
     if placement_changed(read.placement_json, read.applied_placement, observed_name):
         return Decision(Verdict.SCHEDULE, "PlacementChanged")
     if replicas_changed(typed):
-        return Decision(Verdict.SCHEDULE, "ReplicasChanged")
+        return Decision(Verdict.SCHEDULE, REPLICAS_CHANGED)
     if reschedule_required(typed.reschedule_triggered_at, status.last_scheduled_time):
         return Decision(Verdict.SCHEDULE, "RescheduleTriggered")
     if not typed.is_workload() or typed.placement is None or typed.placement.is_duplicated():

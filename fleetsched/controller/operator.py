@@ -46,7 +46,7 @@ from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
-from fleetsched.controller.writer import compute_patches, explanation, observed_generation_patch
+from fleetsched.controller.writer import Patches, compute_patches, explanation, observed_generation_patch
 from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
 from fleetsched.scheduler.convert import (
@@ -54,6 +54,7 @@ from fleetsched.scheduler.convert import (
     cluster_from_dict,
     placement_from_dict,
 )
+from fleetsched.scheduler.errors import FitError, SchedulingError, UnschedulableError
 from fleetsched.scheduler.matching import cluster_matches
 from fleetsched.scheduler.outcome import Condition
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
@@ -80,6 +81,32 @@ def binding_path(kind: str, key: str, *, status: bool = False) -> str:
 def queue_key(kind: str, key: str) -> QueueKey:
     """One queue for both kinds: the binding's kind, namespace ("" for a CRB) and name."""
     return QueueKey.of(kind, key)
+
+
+SCHEDULER_ERROR = SchedulingError.reason
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What ``_decide`` hands to the attempt: why, and the binding as read (or why unreadable)."""
+
+    decision: decision.Decision
+    read: decision.BindingRead | ConversionError
+
+
+def queue_outcome(result: ScheduleResult, *, over_budget: bool) -> Outcome:
+    """How the queue treats a key after an attempt (§3.5), from the error class behind the reason."""
+    assert result.condition is not None
+    if over_budget:
+        return Outcome.ERROR
+    reason = result.condition.reason
+    if result.condition.status or reason == FitError.reason:
+        return Outcome.DONE  # a FitError is not retried from the queue (§3.5)
+    if reason == UnschedulableError.reason:
+        return Outcome.UNSCHEDULABLE
+    if reason == SchedulingError.reason and result.attempts == ():
+        return Outcome.DONE  # unreadable binding: only a change to it can help
+    return Outcome.ERROR
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,62 +315,74 @@ class SchedulerOperator(ControllerRuntime):
         self.bindings[kind].upsert(fresh)
 
     async def _process_once(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome:
-        qkey = queue_key(kind, key)
-        bound = log.bind(binding=key, kind=kind)
+        """One pass over a cached binding: decide, compute, write, report."""
+        attempt = self._decide(kind, key, obj)
+        if isinstance(attempt, Outcome):
+            return attempt
+        if attempt.decision.verdict is decision.Verdict.OBSERVE_GENERATION:
+            await self._write_observed_generation(kind, key, obj)
+            return Outcome.DONE
+        started = time.perf_counter()
+        result, over_budget = await self._attempt(key, obj, attempt.read)
+        if result.condition is None:
+            return Outcome.ERROR
+        rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
+        patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
+        await self._write(kind, key, obj, patches, result)
+        self._report(kind, key, obj, rendered, result, attempt.decision, patches, started=started)
+        return queue_outcome(result, over_budget=over_budget)
+
+    def _decide(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome | _Attempt:
+        """§3.4: an Outcome when there is nothing to schedule, else what the attempt starts from."""
         if not decision.passes_filter(obj, self.config.scheduler_names):
             return Outcome.DONE
-        meta = obj.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
             noun = "resourceBinding" if kind == RB else "clusterResourceBinding"
-            message = f"skip schedule deleting {noun}: {key}"
-            self._record(obj, WARNING, REASON_FAILED, message)
+            self._record(obj, WARNING, REASON_FAILED, f"skip schedule deleting {noun}: {key}")
             return Outcome.DONE
         if (obj.get("spec") or {}).get("placement") is None:
-            bound.warning("binding_without_placement")
+            log.warning("binding_without_placement", binding=key, kind=kind)
             return Outcome.ERROR
         try:
             read: decision.BindingRead | ConversionError = decision.read_binding(obj)
         except ConversionError as exc:
-            read = exc
-        if isinstance(read, ConversionError):
-            # Unreadable: no rule can be applied to it; the attempt below reports why.
-            verdict = decision.Decision(decision.Verdict.SCHEDULE, decision.UNREADABLE)
-        else:
-            verdict = decision.should_schedule(read, self.clusters.terminating())
+            # Unreadable: no rule can be applied to it; the attempt reports why.
+            return _Attempt(decision.Decision(decision.Verdict.SCHEDULE, decision.UNREADABLE), exc)
+        verdict = decision.should_schedule(read, self.clusters.terminating())
         if verdict.verdict is decision.Verdict.NOTHING:
             return Outcome.DONE
-        if verdict.verdict is decision.Verdict.OBSERVE_GENERATION:
-            self._ensure_leader()
-            response = await self.client.merge_patch(
-                binding_path(kind, key, status=True), observed_generation_patch(obj)
-            )
-            metrics.API_WRITES.labels("status", "success").inc()
-            self._store_response(kind, response)
-            return Outcome.DONE
+        return _Attempt(verdict, read)
 
-        schedule_type = (
-            metrics.SCALE_SCHEDULE if verdict.reason == "ReplicasChanged" else metrics.RECONCILE_SCHEDULE
-        )
-        started = time.perf_counter()
-        over_budget = False
+    async def _attempt(
+        self, key: str, obj: Mapping[str, Any], read: decision.BindingRead | ConversionError
+    ) -> tuple[ScheduleResult, bool]:
+        """The core's result for the binding, and whether it ran past its budget. Bad input and
+        an exceeded budget become a SchedulerError result, reported like any other."""
         if isinstance(read, ConversionError):
             # Bad input: report it on the binding and keep serving the others; a spec change retries.
-            result = ScheduleResult(key, Condition(False, "SchedulerError", str(read)), None, None, False)
-        else:
-            try:
-                result = await self._compute(
-                    key, read.binding, read.status, scheduler_name=decision.effective_scheduler_name(obj)
-                )
-            except BudgetExceeded as exc:
-                # Reported like any scheduler error (condition, Event), then retried with backoff.
-                over_budget = True
-                result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
-        if result.condition is None:
-            return Outcome.ERROR
+            return ScheduleResult(key, Condition(False, SCHEDULER_ERROR, str(read)), None, None, False), False
+        try:
+            scheduler_name = decision.effective_scheduler_name(obj)
+            return await self._compute(key, read.binding, read.status, scheduler_name=scheduler_name), False
+        except BudgetExceeded as exc:
+            # Reported like any scheduler error (condition, Event), then retried with backoff.
+            return ScheduleResult(key, Condition(False, SCHEDULER_ERROR, str(exc)), None, None, False), True
 
-        rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
-        patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
-        resource_version = meta.get("resourceVersion")
+    async def _write_observed_generation(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
+        self._ensure_leader()
+        path = binding_path(kind, key, status=True)
+        response = await self.client.merge_patch(path, observed_generation_patch(obj))
+        metrics.API_WRITES.labels("status", "success").inc()
+        self._store_response(kind, response)
+
+    async def _write(
+        self, kind: str, key: str, obj: Mapping[str, Any], patches: Patches, result: ScheduleResult
+    ) -> None:
+        """At most two writes: spec + annotations (recording the generation it gives the binding,
+        so its watch event is not taken for a user change), then status, conditional on the
+        resourceVersion the spec write returned."""
+        qkey = queue_key(kind, key)
+        resource_version = (obj.get("metadata") or {}).get("resourceVersion")
         if patches.spec is not None:
             self._ensure_leader()
             self.own_generation[qkey] = patches.generation_after_spec
@@ -370,15 +409,33 @@ class SchedulerOperator(ControllerRuntime):
             metrics.API_WRITES.labels("status", "success").inc()
             self._store_response(kind, response)
 
+    def _report(
+        self,
+        kind: str,
+        key: str,
+        obj: Mapping[str, Any],
+        rendered: Mapping[str, Any],
+        result: ScheduleResult,
+        verdict: decision.Decision,
+        patches: Patches,
+        *,
+        started: float,
+    ) -> None:
+        """Events, the attempt's metrics and its log line."""
+        assert result.condition is not None
         self._record_outcome(kind, key, obj, rendered, result)
         elapsed = time.perf_counter() - started
         ok = result.condition.status
         label = metrics.RESULT_SUCCESS if ok else metrics.RESULT_ERROR
+        scale = verdict.reason == decision.REPLICAS_CHANGED
+        schedule_type = metrics.SCALE_SCHEDULE if scale else metrics.RECONCILE_SCHEDULE
         metrics.SCHEDULE_ATTEMPTS.labels(label, schedule_type).inc()
         metrics.E2E_SCHEDULING_DURATION.labels(label, schedule_type).observe(elapsed)
         clusters = (rendered.get("spec") or {}).get("clusters") or []
-        bound.info(
+        log.info(
             "binding_scheduled" if ok else "binding_unschedulable",
+            binding=key,
+            kind=kind,
             why=verdict.reason,
             reason=result.condition.reason,
             clusters=len(clusters),
@@ -386,15 +443,6 @@ class SchedulerOperator(ControllerRuntime):
             spec_written=patches.spec is not None,
             status_written=patches.status is not None,
         )
-        if over_budget:
-            return Outcome.ERROR
-        if ok or result.condition.reason == "NoClusterFit":
-            return Outcome.DONE  # a FitError is not retried from the queue (§3.5)
-        if result.condition.reason == "Unschedulable":
-            return Outcome.UNSCHEDULABLE
-        if result.condition.reason == "SchedulerError" and result.attempts == ():
-            return Outcome.DONE  # unreadable binding: only a change to it can help
-        return Outcome.ERROR
 
     async def _compute(
         self, key: str, binding: SchedulingBinding, status: BindingStatus, *, scheduler_name: str
