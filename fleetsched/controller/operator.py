@@ -16,11 +16,8 @@ annotations, finalizers or peering objects onto Karmada objects.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import datetime as dt
-import signal
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -151,17 +148,6 @@ class SchedulerOperator(ControllerRuntime):
             self.compute = CoreExecutor(threads=self.config.workers, budget=self.config.scheduling_timeout)
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
-
-    @staticmethod
-    def _take_signals_back(stop: asyncio.Event) -> None:
-        """kopf installs its own SIGINT/SIGTERM handlers when it starts; shutdown is ours to run
-        (finish in-flight writes, release the Lease, then stop kopf), so they go back to ``stop``."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
 
     def _background(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -538,65 +524,14 @@ class SchedulerOperator(ControllerRuntime):
 
         return registry
 
-    @staticmethod
-    def kopf_settings() -> kopf.OperatorSettings:
-        return runtime.kopf_settings()
+    # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 
-    # ---- lifecycle ------------------------------------------------------------------------------
+    def event_recorder(self) -> EventRecorder:
+        return EventRecorder(self.client, busy=self._busy)
 
-    async def run(self, stop: asyncio.Event) -> int:
-        """Sync, start kopf, election, workers; on ``stop`` finish in-flight work and exit.
+    def on_leading(self, leading: bool) -> None:
+        metrics.LEADER.set(1 if leading else 0)
 
-        Returns 0 after a requested stop, 1 when watching ended on its own (the process should
-        then exit non-zero and be restarted).
-        """
-        self.events = self.events or EventRecorder(self.client, busy=self._busy)
-        self.events.start()
-        delay = 1.0
-        while True:  # an unreachable apiserver at start is waited for, not a crash loop
-            try:
-                await self.initial_sync()
-                break
-            except (ApiError, OSError, TimeoutError) as exc:
-                log.warning("initial_sync_failed", error=str(exc), retry_in=delay)
-                try:
-                    await asyncio.wait_for(stop.wait(), delay)
-                    await self.events.stop()
-                    return 0
-                except TimeoutError:
-                    delay = min(delay * 2, 30.0)
-        kopf_stop = asyncio.Event()
-        kopf_ready = asyncio.Event()
-        kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=self.kopf_registry(),
-                settings=self.kopf_settings(),
-                clusterwide=True,
-                standalone=True,
-                stop_flag=kopf_stop,
-                ready_flag=kopf_ready,
-            ),
-            name="kopf",
-        )
-        await asyncio.wait(
-            [asyncio.ensure_future(kopf_ready.wait()), kopf_task], return_when=asyncio.FIRST_COMPLETED
-        )
-        self._take_signals_back(stop)
-        if self.config.leader_election is None:
-            metrics.LEADER.set(1)
-        tasks, workers = self.start_background(
-            on_started_leading=lambda: metrics.LEADER.set(1),
-            on_stopped_leading=lambda: metrics.LEADER.set(0),
-        )
-        stop_wait = asyncio.create_task(stop.wait())
-        await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
-        watch_failed = kopf_task.done() and not stop.is_set()
-        if watch_failed:
-            error = kopf_task.exception() if not kopf_task.cancelled() else None
-            log.error("watching_stopped", error=repr(error))
-        await self.shutdown(
-            workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
-        )
+    def on_stopped(self) -> None:
         if self.compute is not None:
             self.compute.close()
-        return 1 if watch_failed else 0

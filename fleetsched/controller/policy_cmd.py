@@ -171,12 +171,12 @@ async def _serve(args: argparse.Namespace) -> int:
         pid=os.getpid(),
     )
     try:
-        await controller.run(stop)
+        code = await controller.run(stop)
     finally:
         await stop_endpoints(runners)
         await client.close()
-    log.info("controller_stopped")
-    return 0
+    log.info("controller_stopped", exit_code=code)
+    return code
 
 
 def run(args: argparse.Namespace) -> int:

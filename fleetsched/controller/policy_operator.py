@@ -861,28 +861,7 @@ class PolicyController(ControllerRuntime):
         async def on_template(event: Mapping[str, Any], **_: Any) -> None:
             self.on_template_event(resource, event.get("type"), dict(event["object"]))
 
-    # ---- lifecycle ----------------------------------------------------------------------------
+    # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Sync, start kopf, election and workers; on ``stop`` finish in-flight work and exit."""
-        self.events = self.events or EventRecorder(self.client)
-        self.events.start()
+    async def before_sync(self) -> None:
         await self.check_standalone()
-        await self.initial_sync()
-        kopf_stop = asyncio.Event()
-        kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=self.kopf_registry(),
-                settings=runtime.kopf_settings(),
-                clusterwide=True,
-                standalone=True,
-                stop_flag=kopf_stop,
-            ),
-            name="kopf",
-        )
-        tasks, workers = self.start_background()
-        stop_wait = asyncio.create_task(stop.wait())
-        await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
-        await self.shutdown(
-            workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
-        )
