@@ -27,7 +27,7 @@ import kopf
 import structlog
 
 from fleetsched.controller import decision, metrics, runtime
-from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key
+from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key, resource_version
 from fleetsched.controller.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.events import (
     NORMAL,
@@ -169,6 +169,9 @@ class SchedulerOperator(ControllerRuntime):
             self.queue.forget(qkey)
             self.own_generation.pop(qkey, None)
             return
+        cached = cache.get(key)
+        if cached is not None and resource_version(cached) == resource_version(obj) is not None:
+            return  # the same object: mostly the echo of our own write, whose response is cached
         stored, previous = cache.upsert(obj)
         if not stored:
             return
@@ -510,17 +513,18 @@ class SchedulerOperator(ControllerRuntime):
         registry = runtime.kopf_registry(self.connection)
 
         # Async handlers run on the event loop; kopf would send sync ones to a thread pool per event.
-        @kopf.on.event(WORK_GROUP, WORK_VERSION, "resourcebindings", registry=registry)
-        async def on_rb(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_rb(event: Mapping[str, Any]) -> None:
             self.on_binding_event(RB, event.get("type"), dict(event["object"]))
 
-        @kopf.on.event(WORK_GROUP, WORK_VERSION, "clusterresourcebindings", registry=registry)
-        async def on_crb(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_crb(event: Mapping[str, Any]) -> None:
             self.on_binding_event(CRB, event.get("type"), dict(event["object"]))
 
-        @kopf.on.event(CLUSTER_GROUP, CLUSTER_VERSION, "clusters", registry=registry)
-        async def on_cluster(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_cluster(event: Mapping[str, Any]) -> None:
             self.on_cluster_event(event.get("type"), dict(event["object"]))
+
+        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, "resourcebindings", on_rb)
+        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, "clusterresourcebindings", on_crb)
+        runtime.on_raw_event(registry, CLUSTER_GROUP, CLUSTER_VERSION, "clusters", on_cluster)
 
         return registry
 

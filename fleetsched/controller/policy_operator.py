@@ -847,19 +847,22 @@ class PolicyController(ControllerRuntime):
         return registry
 
     def _watch_binding(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
-        @kopf.on.event(WORK_GROUP, WORK_VERSION, plural, registry=registry)
-        async def on_binding(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_binding(event: Mapping[str, Any]) -> None:
             self.on_binding_event(kind, event.get("type"), dict(event["object"]))
 
+        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, plural, on_binding)
+
     def _watch_policy(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
-        @kopf.on.event(POLICY_GROUP, POLICY_VERSION, plural, registry=registry)
-        async def on_policy(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_policy(event: Mapping[str, Any]) -> None:
             self.on_policy_event(kind, event.get("type"), dict(event["object"]))
 
+        runtime.on_raw_event(registry, POLICY_GROUP, POLICY_VERSION, plural, on_policy)
+
     def _watch_template(self, registry: kopf.OperatorRegistry, resource: TemplateResource) -> None:
-        @kopf.on.event(resource.group, resource.version, resource.plural, registry=registry)
-        async def on_template(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_template(event: Mapping[str, Any]) -> None:
             self.on_template_event(resource, event.get("type"), dict(event["object"]))
+
+        runtime.on_raw_event(registry, resource.group, resource.version, resource.plural, on_template)
 
     # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 

@@ -24,7 +24,8 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
@@ -86,6 +87,7 @@ class _NoDiffBaseStorage(kopf.DiffBaseStorage):
 
 def kopf_settings() -> kopf.OperatorSettings:
     use_fast_json_in_kopf()
+    use_direct_raw_events_in_kopf()
     settings = kopf.OperatorSettings()
     settings.persistence.progress_storage = _NoProgressStorage()
     settings.persistence.diffbase_storage = _NoDiffBaseStorage()
@@ -128,6 +130,63 @@ def use_fast_json_in_kopf() -> bool:
     if current is not json:
         return False
     api.json = _OrjsonForKopf  # type: ignore[assignment]
+    return True
+
+
+RawEventFn = Callable[[Any], Awaitable[None]]
+# registry -> {(group, plural): fn(raw_event)}; registries not listed go through kopf as usual
+_DIRECT: weakref.WeakKeyDictionary[kopf.OperatorRegistry, dict[tuple[str, str], RawEventFn]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def on_raw_event(
+    registry: kopf.OperatorRegistry, group: str, version: str, plural: str, fn: RawEventFn
+) -> None:
+    """Watch ``group/version/plural`` and hand each raw watch event (``{"type", "object"}``) to
+    ``fn``. kopf watches the resource (a raw event handler is registered with it); with
+    ``use_direct_raw_events_in_kopf`` the event goes straight to ``fn``, skipping kopf's per-event
+    causation (object memories, body views, three loggers, handler invocation with its kwargs),
+    which cost the scheduler several times its own handling per event. The handlers are raw
+    event handlers with nothing to persist (see the settings), so nothing else of it applied."""
+
+    @kopf.on.event(group, version, plural, registry=registry)
+    async def handler(event: Any, **_: Any) -> None:
+        await fn(event)
+
+    _DIRECT.setdefault(registry, {})[(group, plural)] = fn
+
+
+def use_direct_raw_events_in_kopf() -> bool:
+    """Route kopf's per-event processing for ``on_raw_event`` resources straight to their
+    function; False (no change) if kopf's layout differs from the one this was written for."""
+    try:
+        from kopf._core.reactor import processing
+    except ImportError:
+        return False
+    current = getattr(processing, "process_resource_event", None)
+    if current is None or getattr(current, "_fleetsched_direct", False):
+        return current is not None
+    original = current
+
+    async def process_resource_event(**kwargs: Any) -> str | None:
+        registry, resource = kwargs.get("registry"), kwargs.get("resource")
+        table = _DIRECT.get(registry) if registry is not None else None
+        fn = None if table is None or resource is None else table.get((resource.group, resource.plural))
+        if fn is None:
+            return await original(**kwargs)
+        # kopf's indexing barrier: this resource's initial listing is done (no indexers are used).
+        operator_indexed, resource_indexed = kwargs.get("operator_indexed"), kwargs.get("resource_indexed")
+        if operator_indexed is not None and resource_indexed is not None:
+            await operator_indexed.drop_toggle(resource_indexed)
+        try:
+            await fn(kwargs["raw_event"])
+        except Exception:  # as kopf does for event handlers: log, keep watching
+            log.exception("event_handler_failed", resource=f"{resource.plural}.{resource.group}")
+        return None
+
+    process_resource_event._fleetsched_direct = True  # type: ignore[attr-defined]
+    processing.process_resource_event = process_resource_event  # type: ignore[assignment]
     return True
 
 

@@ -170,3 +170,17 @@ async def test_an_unreadable_binding_gets_a_scheduler_error_naming_the_field_and
     assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
     assert condition["message"].startswith("spec.rescheduleTriggeredAt: must be an RFC 3339 time")
     assert "clusters" not in api.binding["spec"]
+
+
+async def test_the_echo_of_our_own_write_is_skipped_before_any_filtering() -> None:
+    api = MemoryApi(a_binding())
+    operator = operator_for(api)
+    await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
+    cached = operator.bindings[RB].get("ns/web")
+    assert cached is not None
+    assert cached["metadata"]["resourceVersion"] == api.binding["metadata"]["resourceVersion"]
+    operator.on_binding_event(RB, "MODIFIED", copy.deepcopy(api.binding))  # same resourceVersion
+    assert operator.bindings[RB].get("ns/web") is cached  # the write response stays; nothing re-read
+    api.concurrent_change()  # a newer version from someone else is taken in
+    operator.on_binding_event(RB, "MODIFIED", copy.deepcopy(api.binding))
+    assert operator.bindings[RB].get("ns/web") is not cached
