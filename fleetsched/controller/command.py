@@ -18,10 +18,11 @@ from typing import Any
 
 import uvloop
 
-from fleetsched.controller import logs, runtime
-from fleetsched.controller.kube import Connection, KubeClient
+from fleetsched.controller import runtime
 from fleetsched.controller.leader import LeaderElectionConfig
 from fleetsched.flags import parse_feature_gates
+from fleetsched.kube import logs
+from fleetsched.kube.client import Connection, KubeClient
 
 
 def duration(text: str) -> float:

@@ -1,6 +1,9 @@
 """When the operator schedules a binding, and which watch events are worth queueing.
 
-Pure functions over the JSON form of bindings and Clusters, reproducing karmada-scheduler:
+Pure functions reproducing karmada-scheduler; the event filters read the JSON form (they run on
+every watch event), the scheduling decision reads the binding converted once by the core's own
+converter (``read_binding``) and applies the core's own rules (workload, duplicated, reschedule
+times parsed by ``scheduler.convert``):
 
 * ``passes_filter`` — the binding event filter (spec/scheduler.md §3.1);
 * ``binding_update_enqueues`` / ``cluster_update_reconciles`` / ``cluster_matches_binding`` — which
@@ -15,13 +18,15 @@ event is not mistaken for a user change (``binding_update_enqueues(..., own_gene
 
 from __future__ import annotations
 
-import datetime as dt
 import enum
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fleetsched.controller.placement_json import placement_changed
+from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
+from fleetsched.scheduler.pipeline import reschedule_required
+from fleetsched.scheduler.types import DIVIDED, DUPLICATED, BindingStatus, SchedulingBinding
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 APPLIED_PLACEMENT_ANNOTATION = "policy.karmada.io/applied-placement"
@@ -112,54 +117,50 @@ def cluster_matches_binding(cluster: Obj, binding: Obj, matches: Callable[[Obj, 
     return affinity is None or matches(cluster, affinity)
 
 
-def is_workload(binding: Obj) -> bool:
-    spec = _spec(binding)
-    return (
-        int(spec.get("replicas") or 0) > 0
-        or spec.get("replicaRequirements") is not None
-        or len(spec.get("components") or ()) >= 1
+def replicas_changed(binding: SchedulingBinding) -> bool:
+    """Karmada's IsBindingReplicasChanged: the targets no longer add up to ``spec.replicas``."""
+    replica_scheduling = binding.placement.replica_scheduling if binding.placement is not None else None
+    if replica_scheduling is None:
+        return False
+    if replica_scheduling.scheduling_type == DUPLICATED:
+        return any(t.replicas != binding.replicas for t in binding.clusters)
+    if replica_scheduling.scheduling_type == DIVIDED:
+        return sum(t.replicas for t in binding.clusters) != binding.replicas
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class BindingRead:
+    """A binding converted once: the core's typed values, and the few edge fields (metadata and
+    status bookkeeping, the placement as written) that the §3.4 checks read beside them."""
+
+    binding: SchedulingBinding
+    status: BindingStatus
+    generation: int
+    observed_generation: Any  # status.schedulerObservedGeneration as stored; None when absent
+    scheduled_recorded: bool  # status.conditions holds a Scheduled condition
+    placement_json: dict[str, Any] | None  # spec.placement as written (compared as Go would)
+    applied_placement: str | None  # the policy.karmada.io/applied-placement annotation
+
+
+def read_binding(obj: Obj) -> BindingRead:
+    """Convert ``obj`` with the core's converter; raises ``ConversionError`` naming the field."""
+    spec, status = _spec(obj), _status(obj)
+    return BindingRead(
+        binding=binding_from_dict(obj),
+        status=status_from_dict(obj),
+        generation=generation(obj),
+        observed_generation=status.get("schedulerObservedGeneration"),
+        scheduled_recorded=any(c.get("type") == "Scheduled" for c in status.get("conditions") or ()),
+        placement_json=spec.get("placement"),
+        applied_placement=(_meta(obj).get("annotations") or {}).get(APPLIED_PLACEMENT_ANNOTATION),
     )
 
 
-def is_duplicated(placement: Mapping[str, Any]) -> bool:
-    replica_scheduling = placement.get("replicaScheduling")
-    return replica_scheduling is None or replica_scheduling.get("replicaSchedulingType") == "Duplicated"
-
-
-def parse_time(text: str | None) -> dt.datetime | None:
-    """An RFC 3339 time as stored by the API server, truncated to whole seconds."""
-    if not text:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return moment.replace(microsecond=0)
-
-
-def reschedule_required(binding: Obj) -> bool:
-    """``rescheduleTriggeredAt`` strictly after ``lastScheduledTime`` (second precision, §3.4 item 3)."""
-    triggered = parse_time(_spec(binding).get("rescheduleTriggeredAt"))
-    last = parse_time(_status(binding).get("lastScheduledTime"))
-    return triggered is not None and last is not None and triggered > last
-
-
-def replicas_changed(binding: Obj) -> bool:
-    spec = _spec(binding)
-    placement = spec.get("placement") or {}
-    replica_scheduling = placement.get("replicaScheduling")
-    if replica_scheduling is None:
-        return False
-    targets = spec.get("clusters") or ()
-    replicas = int(spec.get("replicas") or 0)
-    kind = replica_scheduling.get("replicaSchedulingType")
-    if kind == "Duplicated":
-        return any(int(t.get("replicas") or 0) != replicas for t in targets)
-    if kind == "Divided":
-        return sum(int(t.get("replicas") or 0) for t in targets) != replicas
-    return False
+# The reason of a decision taken on a binding the core's converter cannot read.
+UNREADABLE = "Unreadable"
+# A scale: counted under schedule_type "ScaleSchedule" in the metrics.
+REPLICAS_CHANGED = "ReplicasChanged"
 
 
 class Verdict(enum.Enum):
@@ -174,28 +175,27 @@ class Decision:
     reason: str  # why (a stable word for logs and metrics)
 
 
-def should_schedule(binding: Obj, terminating_clusters: Collection[str]) -> Decision:
-    """The §3.4 checks in order; the first that holds triggers a scheduling attempt."""
-    spec = _spec(binding)
-    placement = spec.get("placement") or {}
-    status = _status(binding)
-    annotation = (_meta(binding).get("annotations") or {}).get(APPLIED_PLACEMENT_ANNOTATION)
-    observed_name = status.get("schedulerObservingAffinityName") or ""
-    if placement_changed(spec.get("placement"), annotation, observed_name):
+def should_schedule(binding: BindingRead | Obj, terminating_clusters: Collection[str]) -> Decision:
+    """The §3.4 checks in order, with the core's own rules on typed values; the first that holds
+    triggers a scheduling attempt. A JSON binding is converted first (``ConversionError``)."""
+    read = binding if isinstance(binding, BindingRead) else read_binding(binding)
+    typed, status = read.binding, read.status
+    observed_name = status.scheduler_observing_affinity_name
+    if placement_changed(read.placement_json, read.applied_placement, observed_name):
         return Decision(Verdict.SCHEDULE, "PlacementChanged")
-    if replicas_changed(binding):
-        return Decision(Verdict.SCHEDULE, "ReplicasChanged")
-    if reschedule_required(binding):
+    if replicas_changed(typed):
+        return Decision(Verdict.SCHEDULE, REPLICAS_CHANGED)
+    if reschedule_required(typed.reschedule_triggered_at, status.last_scheduled_time):
         return Decision(Verdict.SCHEDULE, "RescheduleTriggered")
-    if not is_workload(binding) or is_duplicated(placement):
+    if not typed.is_workload() or typed.placement is None or typed.placement.is_duplicated():
         return Decision(Verdict.SCHEDULE, "AlwaysSchedule")
-    if any(t.get("name") in terminating_clusters for t in spec.get("clusters") or ()):
+    if any(t.name in terminating_clusters for t in typed.clusters):
         return Decision(Verdict.SCHEDULE, "TargetClusterTerminating")
-    if not any(c.get("type") == "Scheduled" for c in status.get("conditions") or ()):
+    if not read.scheduled_recorded:
         # The result was written but its status never was (a crash or a failed status write
         # between the two writes): running again gives the same result, so only the status is
         # written. Karmada would leave such a binding without a Scheduled condition.
         return Decision(Verdict.SCHEDULE, "StatusNotRecorded")
-    if status.get("schedulerObservedGeneration") != generation(binding):
+    if read.observed_generation != read.generation:
         return Decision(Verdict.OBSERVE_GENERATION, "NoChange")
     return Decision(Verdict.NOTHING, "NoChange")

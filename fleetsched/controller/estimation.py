@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from fleetsched.controller import metrics
-from fleetsched.controller.kube import ApiError, KubeClient
 from fleetsched.estimator.client import AccurateEstimatorClient, ClientTLS, EstimatorClientConfig
+from fleetsched.kube.client import ApiError, KubeClient
 
 
 class RpcMetrics:

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from fleetsched.controller.kube import ApiError, KubeClient
+from fleetsched.kube.client import ApiError, KubeClient
 
 log = structlog.get_logger("fleetsched.leader")
 

@@ -16,11 +16,8 @@ annotations, finalizers or peering objects onto Karmada objects.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import datetime as dt
-import signal
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,7 +28,7 @@ import structlog
 
 from fleetsched.controller import decision, metrics, runtime
 from fleetsched.controller.affected import AffectedBindings, affected_index
-from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key
+from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key, resource_version
 from fleetsched.controller.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.events import (
     NORMAL,
@@ -43,19 +40,18 @@ from fleetsched.controller.events import (
     group_failure_message,
     success_message,
 )
-from fleetsched.controller.kube import ApiError, Connection, KubeClient
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
-from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
+from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
-from fleetsched.controller.writer import compute_patches, explanation, observed_generation_patch
+from fleetsched.controller.writer import Patches, compute_patches, explanation, observed_generation_patch
+from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
 from fleetsched.scheduler.convert import (
     ConversionError,
-    binding_from_dict,
     cluster_from_dict,
-    status_from_dict,
 )
+from fleetsched.scheduler.errors import FitError, SchedulingError, UnschedulableError
 from fleetsched.scheduler.framework.defaults import DEFAULT_QUEUE_SORT
 from fleetsched.scheduler.framework.interface import Code
 from fleetsched.scheduler.framework.runtime import BindingCycle
@@ -83,15 +79,35 @@ def binding_path(kind: str, key: str, *, status: bool = False) -> str:
     return path + "/status" if status else path
 
 
-def queue_key(kind: str, key: str) -> str:
-    """One queue for both kinds; a CRB key has no slash, an RB key always has one."""
-    return key if kind == RB else f"{CRB}:{key}"
+def queue_key(kind: str, key: str) -> QueueKey:
+    """One queue for both kinds: the binding's kind, namespace ("" for a CRB) and name."""
+    return QueueKey.of(kind, key)
 
 
-def split_queue_key(qkey: str) -> tuple[str, str]:
-    if qkey.startswith(f"{CRB}:"):
-        return CRB, qkey[len(CRB) + 1 :]
-    return RB, qkey
+SCHEDULER_ERROR = SchedulingError.reason
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What ``_decide`` hands to the attempt: why, and the binding as read (or why unreadable)."""
+
+    decision: decision.Decision
+    read: decision.BindingRead | ConversionError
+
+
+def queue_outcome(result: ScheduleResult, *, over_budget: bool) -> Outcome:
+    """How the queue treats a key after an attempt (§3.5), from the error class behind the reason."""
+    assert result.condition is not None
+    if over_budget:
+        return Outcome.ERROR
+    reason = result.condition.reason
+    if result.condition.status or reason == FitError.reason:
+        return Outcome.DONE  # a FitError is not retried from the queue (§3.5)
+    if reason == UnschedulableError.reason:
+        return Outcome.UNSCHEDULABLE
+    if reason == SchedulingError.reason and result.attempts == ():
+        return Outcome.DONE  # unreadable binding: only a change to it can help
+    return Outcome.ERROR
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +142,7 @@ class SchedulerOperator(ControllerRuntime):
     elector: LeaderElector | None = None
     events: EventRecorder | None = None
     # generation our own spec patch gives a binding: its watch event is not a user change
-    own_generation: dict[str, int] = field(default_factory=dict)
+    own_generation: dict[QueueKey, int] = field(default_factory=dict)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
 
@@ -144,17 +160,6 @@ class SchedulerOperator(ControllerRuntime):
             self.queue.less = framework.less
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
-
-    @staticmethod
-    def _take_signals_back(stop: asyncio.Event) -> None:
-        """kopf installs its own SIGINT/SIGTERM handlers when it starts; shutdown is ours to run
-        (finish in-flight writes, release the Lease, then stop kopf), so they go back to ``stop``."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
 
     def _background(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -176,6 +181,9 @@ class SchedulerOperator(ControllerRuntime):
             self.queue.forget(qkey)
             self.own_generation.pop(qkey, None)
             return
+        cached = cache.get(key)
+        if cached is not None and resource_version(cached) == resource_version(obj) is not None:
+            return  # the same object: mostly the echo of our own write, whose response is cached
         stored, previous = cache.upsert(obj)
         if not stored:
             return
@@ -266,7 +274,8 @@ class SchedulerOperator(ControllerRuntime):
         metrics.PENDING_BINDINGS.labels("unschedulable").set(sizes.unschedulable)
 
     async def process(self, entry: QueuedBinding) -> Outcome:
-        kind, key = split_queue_key(entry.key)
+        assert isinstance(entry.key, QueueKey)
+        kind, key = entry.key.kind, entry.key.object_key
         for _ in range(MAX_CONFLICT_RETRIES):
             obj = self.bindings[kind].get(key)
             if obj is None:
@@ -296,58 +305,82 @@ class SchedulerOperator(ControllerRuntime):
         self.bindings[kind].upsert(fresh)
 
     async def _process_once(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome:
-        qkey = queue_key(kind, key)
-        bound = log.bind(binding=key, kind=kind)
-        if not decision.passes_filter(obj, self.config.scheduler_names):
+        """One pass over a cached binding: decide, compute, write, report."""
+        attempt = self._decide(kind, key, obj)
+        if isinstance(attempt, Outcome):
+            return attempt
+        if attempt.decision.verdict is decision.Verdict.OBSERVE_GENERATION:
+            await self._write_observed_generation(kind, key, obj)
             return Outcome.DONE
-        meta = obj.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
-            noun = "resourceBinding" if kind == RB else "clusterResourceBinding"
-            message = f"skip schedule deleting {noun}: {key}"
-            self._record(obj, WARNING, REASON_FAILED, message)
-            return Outcome.DONE
-        if (obj.get("spec") or {}).get("placement") is None:
-            bound.warning("binding_without_placement")
-            return Outcome.ERROR
-        verdict = decision.should_schedule(obj, self.clusters.terminating())
-        if verdict.verdict is decision.Verdict.NOTHING:
-            return Outcome.DONE
-        if verdict.verdict is decision.Verdict.OBSERVE_GENERATION:
-            self._ensure_leader()
-            response = await self.client.merge_patch(
-                binding_path(kind, key, status=True), observed_generation_patch(obj)
-            )
-            metrics.API_WRITES.labels("status", "success").inc()
-            self._store_response(kind, response)
-            return Outcome.DONE
-
-        schedule_type = (
-            metrics.SCALE_SCHEDULE if verdict.reason == "ReplicasChanged" else metrics.RECONCILE_SCHEDULE
-        )
         started = time.perf_counter()
-        over_budget = False
-        try:
-            binding = binding_from_dict(obj)
-            status = status_from_dict(obj)
-        except ConversionError as exc:
-            # Bad input: report it on the binding and keep serving the others; a spec change retries.
-            result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
-        else:
-            try:
-                result = await self._compute(
-                    key, binding, status, scheduler_name=decision.effective_scheduler_name(obj)
-                )
-            except BudgetExceeded as exc:
-                # Reported like any scheduler error (condition, Event), then retried with backoff.
-                over_budget = True
-                result = ScheduleResult(key, Condition(False, "SchedulerError", str(exc)), None, None, False)
+        result, over_budget = await self._attempt(key, obj, attempt.read)
         if result.condition is None:
             return Outcome.ERROR
         cycle, result = await self._binding_cycle(result, decision.effective_scheduler_name(obj))
-
         rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
         patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
-        resource_version = meta.get("resourceVersion")
+        await self._write(kind, key, obj, patches, result, cycle)
+        self._report(kind, key, obj, rendered, result, attempt.decision, patches, started=started)
+        return queue_outcome(result, over_budget=over_budget)
+
+    def _decide(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome | _Attempt:
+        """§3.4: an Outcome when there is nothing to schedule, else what the attempt starts from."""
+        if not decision.passes_filter(obj, self.config.scheduler_names):
+            return Outcome.DONE
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            noun = "resourceBinding" if kind == RB else "clusterResourceBinding"
+            self._record(obj, WARNING, REASON_FAILED, f"skip schedule deleting {noun}: {key}")
+            return Outcome.DONE
+        if (obj.get("spec") or {}).get("placement") is None:
+            log.warning("binding_without_placement", binding=key, kind=kind)
+            return Outcome.ERROR
+        try:
+            read: decision.BindingRead | ConversionError = decision.read_binding(obj)
+        except ConversionError as exc:
+            # Unreadable: no rule can be applied to it; the attempt reports why.
+            return _Attempt(decision.Decision(decision.Verdict.SCHEDULE, decision.UNREADABLE), exc)
+        verdict = decision.should_schedule(read, self.clusters.terminating())
+        if verdict.verdict is decision.Verdict.NOTHING:
+            return Outcome.DONE
+        return _Attempt(verdict, read)
+
+    async def _attempt(
+        self, key: str, obj: Mapping[str, Any], read: decision.BindingRead | ConversionError
+    ) -> tuple[ScheduleResult, bool]:
+        """The core's result for the binding, and whether it ran past its budget. Bad input and
+        an exceeded budget become a SchedulerError result, reported like any other."""
+        if isinstance(read, ConversionError):
+            # Bad input: report it on the binding and keep serving the others; a spec change retries.
+            return ScheduleResult(key, Condition(False, SCHEDULER_ERROR, str(read)), None, None, False), False
+        try:
+            scheduler_name = decision.effective_scheduler_name(obj)
+            return await self._compute(key, read.binding, read.status, scheduler_name=scheduler_name), False
+        except BudgetExceeded as exc:
+            # Reported like any scheduler error (condition, Event), then retried with backoff.
+            return ScheduleResult(key, Condition(False, SCHEDULER_ERROR, str(exc)), None, None, False), True
+
+    async def _write_observed_generation(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
+        self._ensure_leader()
+        path = binding_path(kind, key, status=True)
+        response = await self.client.merge_patch(path, observed_generation_patch(obj))
+        metrics.API_WRITES.labels("status", "success").inc()
+        self._store_response(kind, response)
+
+    async def _write(
+        self,
+        kind: str,
+        key: str,
+        obj: Mapping[str, Any],
+        patches: Patches,
+        result: ScheduleResult,
+        cycle: BindingCycle | None,
+    ) -> None:
+        """At most two writes: spec + annotations (recording the generation it gives the binding,
+        so its watch event is not taken for a user change), then status, conditional on the
+        resourceVersion the spec write returned. A failed write unreserves what the binding
+        cycle reserved; a successful one runs PostBind."""
+        qkey = queue_key(kind, key)
+        resource_version = (obj.get("metadata") or {}).get("resourceVersion")
         if patches.spec is not None:
             self._ensure_leader()
             self.own_generation[qkey] = patches.generation_after_spec
@@ -380,15 +413,33 @@ class SchedulerOperator(ControllerRuntime):
         if cycle is not None:
             cycle.post_bind()
 
+    def _report(
+        self,
+        kind: str,
+        key: str,
+        obj: Mapping[str, Any],
+        rendered: Mapping[str, Any],
+        result: ScheduleResult,
+        verdict: decision.Decision,
+        patches: Patches,
+        *,
+        started: float,
+    ) -> None:
+        """Events, the attempt's metrics and its log line."""
+        assert result.condition is not None
         self._record_outcome(kind, key, obj, rendered, result)
         elapsed = time.perf_counter() - started
         ok = result.condition.status
         label = metrics.RESULT_SUCCESS if ok else metrics.RESULT_ERROR
+        scale = verdict.reason == decision.REPLICAS_CHANGED
+        schedule_type = metrics.SCALE_SCHEDULE if scale else metrics.RECONCILE_SCHEDULE
         metrics.SCHEDULE_ATTEMPTS.labels(label, schedule_type).inc()
         metrics.E2E_SCHEDULING_DURATION.labels(label, schedule_type).observe(elapsed)
         clusters = (rendered.get("spec") or {}).get("clusters") or []
-        bound.info(
+        log.info(
             "binding_scheduled" if ok else "binding_unschedulable",
+            binding=key,
+            kind=kind,
             why=verdict.reason,
             reason=result.condition.reason,
             clusters=len(clusters),
@@ -396,15 +447,6 @@ class SchedulerOperator(ControllerRuntime):
             spec_written=patches.spec is not None,
             status_written=patches.status is not None,
         )
-        if over_budget:
-            return Outcome.ERROR
-        if ok or result.condition.reason == "NoClusterFit":
-            return Outcome.DONE  # a FitError is not retried from the queue (§3.5)
-        if result.condition.reason == "Unschedulable":
-            return Outcome.UNSCHEDULABLE
-        if result.condition.reason == "SchedulerError" and result.attempts == ():
-            return Outcome.DONE  # unreadable binding: only a change to it can help
-        return Outcome.ERROR
 
     async def _compute(
         self, key: str, binding: SchedulingBinding, status: BindingStatus, *, scheduler_name: str
@@ -519,79 +561,29 @@ class SchedulerOperator(ControllerRuntime):
         registry = runtime.kopf_registry(self.connection)
 
         # Async handlers run on the event loop; kopf would send sync ones to a thread pool per event.
-        @kopf.on.event(WORK_GROUP, WORK_VERSION, "resourcebindings", registry=registry)
-        async def on_rb(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_rb(event: Mapping[str, Any]) -> None:
             self.on_binding_event(RB, event.get("type"), dict(event["object"]))
 
-        @kopf.on.event(WORK_GROUP, WORK_VERSION, "clusterresourcebindings", registry=registry)
-        async def on_crb(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_crb(event: Mapping[str, Any]) -> None:
             self.on_binding_event(CRB, event.get("type"), dict(event["object"]))
 
-        @kopf.on.event(CLUSTER_GROUP, CLUSTER_VERSION, "clusters", registry=registry)
-        async def on_cluster(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_cluster(event: Mapping[str, Any]) -> None:
             self.on_cluster_event(event.get("type"), dict(event["object"]))
+
+        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, "resourcebindings", on_rb)
+        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, "clusterresourcebindings", on_crb)
+        runtime.on_raw_event(registry, CLUSTER_GROUP, CLUSTER_VERSION, "clusters", on_cluster)
 
         return registry
 
-    @staticmethod
-    def kopf_settings() -> kopf.OperatorSettings:
-        return runtime.kopf_settings()
+    # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 
-    # ---- lifecycle ------------------------------------------------------------------------------
+    def event_recorder(self) -> EventRecorder:
+        return EventRecorder(self.client, busy=self._busy)
 
-    async def run(self, stop: asyncio.Event) -> int:
-        """Sync, start kopf, election, workers; on ``stop`` finish in-flight work and exit.
+    def on_leading(self, leading: bool) -> None:
+        metrics.LEADER.set(1 if leading else 0)
 
-        Returns 0 after a requested stop, 1 when watching ended on its own (the process should
-        then exit non-zero and be restarted).
-        """
-        self.events = self.events or EventRecorder(self.client, busy=self._busy)
-        self.events.start()
-        delay = 1.0
-        while True:  # an unreachable apiserver at start is waited for, not a crash loop
-            try:
-                await self.initial_sync()
-                break
-            except (ApiError, OSError, TimeoutError) as exc:
-                log.warning("initial_sync_failed", error=str(exc), retry_in=delay)
-                try:
-                    await asyncio.wait_for(stop.wait(), delay)
-                    await self.events.stop()
-                    return 0
-                except TimeoutError:
-                    delay = min(delay * 2, 30.0)
-        kopf_stop = asyncio.Event()
-        kopf_ready = asyncio.Event()
-        kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=self.kopf_registry(),
-                settings=self.kopf_settings(),
-                clusterwide=True,
-                standalone=True,
-                stop_flag=kopf_stop,
-                ready_flag=kopf_ready,
-            ),
-            name="kopf",
-        )
-        await asyncio.wait(
-            [asyncio.ensure_future(kopf_ready.wait()), kopf_task], return_when=asyncio.FIRST_COMPLETED
-        )
-        self._take_signals_back(stop)
-        if self.config.leader_election is None:
-            metrics.LEADER.set(1)
-        tasks, workers = self.start_background(
-            on_started_leading=lambda: metrics.LEADER.set(1),
-            on_stopped_leading=lambda: metrics.LEADER.set(0),
-        )
-        stop_wait = asyncio.create_task(stop.wait())
-        await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
-        watch_failed = kopf_task.done() and not stop.is_set()
-        if watch_failed:
-            error = kopf_task.exception() if not kopf_task.cancelled() else None
-            log.error("watching_stopped", error=repr(error))
-        await self.shutdown(
-            workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
-        )
+    def on_stopped(self) -> None:
         if self.compute is not None:
             self.compute.close()
-        return 1 if watch_failed else 0

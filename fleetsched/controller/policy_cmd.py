@@ -18,7 +18,6 @@ import structlog
 
 from fleetsched.controller import command
 from fleetsched.controller.http import start_endpoints, stop_endpoints
-from fleetsched.controller.kube import load_connection
 from fleetsched.controller.policy_operator import (
     DEFAULT_RESOURCES,
     KNOWN_RESOURCES,
@@ -26,6 +25,7 @@ from fleetsched.controller.policy_operator import (
     PolicyControllerConfig,
 )
 from fleetsched.detector import FeatureGates
+from fleetsched.kube.client import load_connection
 
 log = structlog.get_logger("fleetsched.controller")
 
@@ -171,12 +171,12 @@ async def _serve(args: argparse.Namespace) -> int:
         pid=os.getpid(),
     )
     try:
-        await controller.run(stop)
+        code = await controller.run(stop)
     finally:
         await stop_endpoints(runners)
         await client.close()
-    log.info("controller_stopped")
-    return 0
+    log.info("controller_stopped", exit_code=code)
+    return code
 
 
 def run(args: argparse.Namespace) -> int:

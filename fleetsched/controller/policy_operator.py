@@ -37,7 +37,6 @@ from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.controller import metrics, runtime
 from fleetsched.controller.cache import ObjectCache, object_key
 from fleetsched.controller.events import NORMAL, WARNING, EventRecorder, InvolvedObject
-from fleetsched.controller.kube import ApiError, Connection, KubeClient
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.controller.policy import (
     OWNER_UID_MISMATCH,
@@ -51,13 +50,14 @@ from fleetsched.controller.policy import (
     template_changed,
     unwatched_selectors,
 )
-from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
+from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
 from fleetsched.controller.template_index import TemplateIndex
 from fleetsched.detector import FeatureGates, binding_name, build_binding, claim_of, derive, implicit_priority
 from fleetsched.detector import constants as keys
 from fleetsched.detector.index import PolicySet
+from fleetsched.kube.client import ApiError, Connection, KubeClient
 
 log = structlog.get_logger("fleetsched.controller")
 
@@ -190,12 +190,13 @@ def claim_label_value(obj: Mapping[str, Any], policy_kind: str) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(label, ""))
 
 
-def _template_qkey(resource: TemplateResource, key: str) -> str:
-    return f"T|{resource.name}|{key}"
+def _template_qkey(resource: TemplateResource, key: str) -> QueueKey:
+    """A template's key names its resource (``plural.group``), not its kind."""
+    return QueueKey.of(resource.name, key)
 
 
-def _policy_qkey(kind: str, key: str) -> str:
-    return f"P|{kind}|{key}"
+def _policy_qkey(kind: str, key: str) -> QueueKey:
+    return QueueKey.of(kind, key)
 
 
 def works_served(discovery: Mapping[str, Any]) -> bool:
@@ -203,8 +204,8 @@ def works_served(discovery: Mapping[str, Any]) -> bool:
     return any(r.get("name") == "works" for r in discovery.get("resources") or ())
 
 
-def _binding_qkey(kind: str, key: str) -> str:
-    return f"B|{kind}|{key}"
+def _binding_qkey(kind: str, key: str) -> QueueKey:
+    return QueueKey.of(kind, key)
 
 
 def _binding_path_of_key(kind: str, key: str) -> str:
@@ -303,8 +304,8 @@ class PolicyController(ControllerRuntime):
     _parsed: _ParsedPolicies = field(default_factory=_ParsedPolicies)
     _view: tuple[tuple[int, int], _PolicyView] | None = None
     # template queue keys whose pending reconcile was caused by Karmada, not a user (§7.11)
-    _changed_by_karmada: set[str] = field(default_factory=set)
-    _changed_by_user: set[str] = field(default_factory=set)
+    _changed_by_karmada: set[QueueKey] = field(default_factory=set)
+    _changed_by_user: set[QueueKey] = field(default_factory=set)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -425,19 +426,21 @@ class PolicyController(ControllerRuntime):
     # ---- workers ------------------------------------------------------------------------------
 
     async def process(self, entry: QueuedBinding) -> Outcome:
-        kind, name, key = entry.key.split("|", 2)
-        if kind == "B":
-            return await self.reconcile_binding(name, key)
-        if kind == "T":
-            resource = self._resources.get(name)
-            # Only Karmada-made changes pending since the last reconcile: a Lazy policy waits.
-            lazy_only = entry.key in self._changed_by_karmada and entry.key not in self._changed_by_user
-            self._changed_by_karmada.discard(entry.key)
-            self._changed_by_user.discard(entry.key)
-            if resource is None:
-                return Outcome.DONE
-            return await self.reconcile_template(resource, key, changed_by_karmada=lazy_only)
-        return await self.reconcile_policy(name, key)
+        qkey = entry.key
+        assert isinstance(qkey, QueueKey)
+        if qkey.kind in BINDING_PLURALS:
+            return await self.reconcile_binding(qkey.kind, qkey.object_key)
+        if qkey.kind in POLICY_PLURALS:
+            return await self.reconcile_policy(qkey.kind, qkey.object_key)
+        # Anything else is a template, keyed by its resource's name.
+        resource = self._resources.get(qkey.kind)
+        # Only Karmada-made changes pending since the last reconcile: a Lazy policy waits.
+        lazy_only = qkey in self._changed_by_karmada and qkey not in self._changed_by_user
+        self._changed_by_karmada.discard(qkey)
+        self._changed_by_user.discard(qkey)
+        if resource is None:
+            return Outcome.DONE
+        return await self.reconcile_template(resource, qkey.object_key, changed_by_karmada=lazy_only)
 
     # ---- policies: the view the detector needs -----------------------------------------------
 
@@ -875,7 +878,9 @@ class PolicyController(ControllerRuntime):
                     self._enqueue_for_policy(policy, _template_qkey(resource, template_key))
         return Outcome.DONE
 
-    def _enqueue_for_policy(self, policy: PropagationPolicy | ClusterPropagationPolicy, qkey: str) -> None:
+    def _enqueue_for_policy(
+        self, policy: PropagationPolicy | ClusterPropagationPolicy, qkey: QueueKey
+    ) -> None:
         if policy.spec.activation_preference == "Lazy":
             self._changed_by_karmada.add(qkey)
         self.queue.push(qkey)
@@ -928,42 +933,24 @@ class PolicyController(ControllerRuntime):
         return registry
 
     def _watch_binding(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
-        @kopf.on.event(WORK_GROUP, WORK_VERSION, plural, registry=registry)
-        async def on_binding(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_binding(event: Mapping[str, Any]) -> None:
             self.on_binding_event(kind, event.get("type"), dict(event["object"]))
 
+        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, plural, on_binding)
+
     def _watch_policy(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
-        @kopf.on.event(POLICY_GROUP, POLICY_VERSION, plural, registry=registry)
-        async def on_policy(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_policy(event: Mapping[str, Any]) -> None:
             self.on_policy_event(kind, event.get("type"), dict(event["object"]))
 
+        runtime.on_raw_event(registry, POLICY_GROUP, POLICY_VERSION, plural, on_policy)
+
     def _watch_template(self, registry: kopf.OperatorRegistry, resource: TemplateResource) -> None:
-        @kopf.on.event(resource.group, resource.version, resource.plural, registry=registry)
-        async def on_template(event: Mapping[str, Any], **_: Any) -> None:
+        async def on_template(event: Mapping[str, Any]) -> None:
             self.on_template_event(resource, event.get("type"), dict(event["object"]))
 
-    # ---- lifecycle ----------------------------------------------------------------------------
+        runtime.on_raw_event(registry, resource.group, resource.version, resource.plural, on_template)
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Sync, start kopf, election and workers; on ``stop`` finish in-flight work and exit."""
-        self.events = self.events or EventRecorder(self.client)
-        self.events.start()
+    # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
+
+    async def before_sync(self) -> None:
         await self.check_standalone()
-        await self.initial_sync()
-        kopf_stop = asyncio.Event()
-        kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=self.kopf_registry(),
-                settings=runtime.kopf_settings(),
-                clusterwide=True,
-                standalone=True,
-                stop_flag=kopf_stop,
-            ),
-            name="kopf",
-        )
-        tasks, workers = self.start_background()
-        stop_wait = asyncio.create_task(stop.wait())
-        await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
-        await self.shutdown(
-            workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
-        )

@@ -14,18 +14,20 @@ Reproduces karmada-scheduler's priority queue (spec/scheduler.md §3.2):
   entries older than five minutes every 30 seconds. Cluster changes push the affected keys, which
   takes them out of the unschedulable set at once.
 
-Owns no Kubernetes objects and does no I/O: keys and priorities in, keys out. Time is a parameter
-(``clock``) so tests control it.
+Owns no Kubernetes objects and does no I/O: keys and priorities in, keys out. Keys are
+``QueueKey`` values (kind, namespace, name), never strings taken apart again; the queue itself
+only needs them hashable. Time is a parameter (``clock``) so tests control it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import hashlib
 import heapq
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from fleetsched.scheduler.framework.interface import QueuedBindingInfo
@@ -35,6 +37,40 @@ MAX_BACKOFF = 10.0
 UNSCHEDULABLE_TIMEOUT = 300.0
 BACKOFF_FLUSH_PERIOD = 1.0
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueKey:
+    """What a queue entry names: one object by kind, namespace ("" when cluster-scoped) and name.
+
+    ``kind`` is the object's kind (``ResourceBinding``, ``PropagationPolicy``, ...) or, for the
+    policy controller's resource templates, the resource's ``plural.group`` name.
+    """
+
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, kind: str, object_key: str) -> QueueKey:
+        """From a cache key: ``namespace/name``, or ``name`` for a cluster-scoped object."""
+        namespace, _, name = object_key.rpartition("/")
+        return cls(kind, namespace, name)
+
+    @property
+    def object_key(self) -> str:
+        """The cache key: ``namespace/name``, or ``name`` when cluster-scoped."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def shard_hash(self) -> int:
+        """A 64-bit hash that is the same in every process and every run (unlike ``hash()``,
+        which is salted per process): blake2b of the canonical bytes ``kind\0namespace\0name``."""
+        canonical = f"{self.kind}\0{self.namespace}\0{self.name}".encode()
+        return int.from_bytes(hashlib.blake2b(canonical, digest_size=8).digest(), "big")
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.object_key}"
 
 
 class Outcome(enum.Enum):
@@ -49,7 +85,7 @@ class Outcome(enum.Enum):
 class QueuedBinding:
     """One queue entry. ``timestamp`` is when the key last entered activeQ."""
 
-    key: str
+    key: Hashable  # a QueueKey in the controllers
     priority: int
     timestamp: float
     attempts: int = 0
@@ -99,19 +135,19 @@ class SchedulingQueue:
     less: Callable[[QueuedBindingInfo, QueuedBindingInfo], bool] | None = None
 
     _active: list[_HeapItem] = field(default_factory=list)
-    _active_index: dict[str, _HeapItem] = field(default_factory=dict)
-    _backoff: dict[str, QueuedBinding] = field(default_factory=dict)
-    _unschedulable: dict[str, QueuedBinding] = field(default_factory=dict)
-    _processing: dict[str, QueuedBinding] = field(default_factory=dict)
+    _active_index: dict[Hashable, _HeapItem] = field(default_factory=dict)
+    _backoff: dict[Hashable, QueuedBinding] = field(default_factory=dict)
+    _unschedulable: dict[Hashable, QueuedBinding] = field(default_factory=dict)
+    _processing: dict[Hashable, QueuedBinding] = field(default_factory=dict)
     # key -> priority of the latest push that arrived while the key was being processed
-    _dirty: dict[str, int] = field(default_factory=dict)
+    _dirty: dict[Hashable, int] = field(default_factory=dict)
     _sequence: itertools.count[int] = field(default_factory=itertools.count)
     _wakeup: asyncio.Event | None = None
     _closed: bool = False
 
     # -- producers ------------------------------------------------------------------------------
 
-    def push(self, key: str, priority: int = 0) -> None:
+    def push(self, key: Hashable, priority: int = 0) -> None:
         """Enqueue ``key`` because of an event: a fresh entry, out of backoff/unschedulable."""
         if self._closed:
             return
@@ -226,7 +262,7 @@ class SchedulingQueue:
 
     # -- bookkeeping ----------------------------------------------------------------------------
 
-    def forget(self, key: str) -> None:
+    def forget(self, key: Hashable) -> None:
         """Drop every trace of ``key`` (the binding was deleted)."""
         item = self._active_index.pop(key, None)
         if item is not None:

@@ -3,15 +3,16 @@
 Both are kopf raw-event watchers feeding a ``SchedulingQueue`` drained by N workers, where only
 the Lease holder's workers write. This module holds that machinery once:
 
-* ``ControllerRuntime``: leadership/readiness, the worker loop (a lost Lease puts the key back,
-  a bug never kills a worker), in-flight tracking, starting the leader election and the graceful
-  shutdown (finish in-flight work, flush Events, release the Lease, stop kopf);
+* ``ControllerRuntime``: the one start-up routine (``run``: sync, waiting for an unreachable API
+  server; kopf until it watches; the election and the workers), leadership/readiness, the worker
+  loop (a lost Lease puts the key back, a bug never kills a worker), in-flight tracking and the
+  graceful shutdown (finish in-flight work, flush Events, release the Lease, stop kopf);
 * kopf wiring: the login handler from our ``Connection`` and the settings that keep kopf from
   writing anything onto watched objects.
 
 The concrete controller is a dataclass providing ``queue``, ``synced``, ``elector``, ``events``,
-``config`` (with ``leader_election`` and ``graceful_timeout``), ``client``, ``_in_flight`` and
-``process(entry)``.
+``config`` (with ``leader_election``, ``graceful_timeout`` and ``workers``), ``client``,
+``_in_flight``, ``initial_sync()``, ``kopf_registry()`` and ``process(entry)``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ import asyncio
 import contextlib
 import gc
 import json
+import signal
+import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
@@ -29,9 +33,10 @@ import orjson
 import structlog
 
 from fleetsched.controller import metrics
-from fleetsched.controller.kube import Connection
+from fleetsched.controller.events import EventRecorder
 from fleetsched.controller.leader import ApiLeaseStore, LeaderElector
 from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding
+from fleetsched.kube.client import ApiError, Connection
 
 log = structlog.get_logger("fleetsched.controller")
 
@@ -82,6 +87,7 @@ class _NoDiffBaseStorage(kopf.DiffBaseStorage):
 
 def kopf_settings() -> kopf.OperatorSettings:
     use_fast_json_in_kopf()
+    use_direct_raw_events_in_kopf()
     settings = kopf.OperatorSettings()
     settings.persistence.progress_storage = _NoProgressStorage()
     settings.persistence.diffbase_storage = _NoDiffBaseStorage()
@@ -124,6 +130,63 @@ def use_fast_json_in_kopf() -> bool:
     if current is not json:
         return False
     api.json = _OrjsonForKopf  # type: ignore[assignment]
+    return True
+
+
+RawEventFn = Callable[[Any], Awaitable[None]]
+# registry -> {(group, plural): fn(raw_event)}; registries not listed go through kopf as usual
+_DIRECT: weakref.WeakKeyDictionary[kopf.OperatorRegistry, dict[tuple[str, str], RawEventFn]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def on_raw_event(
+    registry: kopf.OperatorRegistry, group: str, version: str, plural: str, fn: RawEventFn
+) -> None:
+    """Watch ``group/version/plural`` and hand each raw watch event (``{"type", "object"}``) to
+    ``fn``. kopf watches the resource (a raw event handler is registered with it); with
+    ``use_direct_raw_events_in_kopf`` the event goes straight to ``fn``, skipping kopf's per-event
+    causation (object memories, body views, three loggers, handler invocation with its kwargs),
+    which cost the scheduler several times its own handling per event. The handlers are raw
+    event handlers with nothing to persist (see the settings), so nothing else of it applied."""
+
+    @kopf.on.event(group, version, plural, registry=registry)
+    async def handler(event: Any, **_: Any) -> None:
+        await fn(event)
+
+    _DIRECT.setdefault(registry, {})[(group, plural)] = fn
+
+
+def use_direct_raw_events_in_kopf() -> bool:
+    """Route kopf's per-event processing for ``on_raw_event`` resources straight to their
+    function; False (no change) if kopf's layout differs from the one this was written for."""
+    try:
+        from kopf._core.reactor import processing
+    except ImportError:
+        return False
+    current = getattr(processing, "process_resource_event", None)
+    if current is None or getattr(current, "_fleetsched_direct", False):
+        return current is not None
+    original = current
+
+    async def process_resource_event(**kwargs: Any) -> str | None:
+        registry, resource = kwargs.get("registry"), kwargs.get("resource")
+        table = _DIRECT.get(registry) if registry is not None else None
+        fn = None if table is None or resource is None else table.get((resource.group, resource.plural))
+        if fn is None:
+            return await original(**kwargs)
+        # kopf's indexing barrier: this resource's initial listing is done (no indexers are used).
+        operator_indexed, resource_indexed = kwargs.get("operator_indexed"), kwargs.get("resource_indexed")
+        if operator_indexed is not None and resource_indexed is not None:
+            await operator_indexed.drop_toggle(resource_indexed)
+        try:
+            await fn(kwargs["raw_event"])
+        except Exception:  # as kopf does for event handlers: log, keep watching
+            log.exception("event_handler_failed", resource=f"{resource.plural}.{resource.group}")
+        return None
+
+    process_resource_event._fleetsched_direct = True  # type: ignore[attr-defined]
+    processing.process_resource_event = process_resource_event  # type: ignore[assignment]
     return True
 
 
@@ -181,6 +244,21 @@ def settle_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+# Longest wait between two initial sync attempts while the API server cannot be reached.
+MAX_SYNC_RETRY = 30.0
+
+
+def take_signals_back(stop: asyncio.Event) -> None:
+    """kopf installs its own SIGINT/SIGTERM handlers when it starts; shutdown is ours to run
+    (finish in-flight writes, release the Lease, then stop kopf), so they go back to ``stop``."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+
 class ControllerRuntime:
     """Mixin for the controllers' dataclasses; see the module docstring for what it expects."""
 
@@ -198,6 +276,26 @@ class ControllerRuntime:
 
     async def process(self, entry: QueuedBinding) -> Outcome:
         raise NotImplementedError
+
+    async def initial_sync(self) -> None:
+        """LIST what the caches hold, then set ``synced``."""
+        raise NotImplementedError
+
+    def kopf_registry(self) -> kopf.OperatorRegistry:
+        raise NotImplementedError
+
+    async def before_sync(self) -> None:
+        """Checks against the API before the first LIST (retried with it)."""
+
+    def event_recorder(self) -> EventRecorder:
+        """The Events writer ``run`` starts when none was given."""
+        return EventRecorder(self.client)
+
+    def on_leading(self, leading: bool) -> None:
+        """Leadership started (or, without election, was implied) or stopped (a gauge)."""
+
+    def on_stopped(self) -> None:
+        """After the shutdown, before ``run`` returns (release what the controller owns)."""
 
     def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
         """Called after each key is done (metrics)."""
@@ -244,7 +342,7 @@ class ControllerRuntime:
                 await asyncio.sleep(NOT_LEADER_PAUSE)
                 continue
             except Exception as exc:  # a bug must not kill the worker
-                fields = {self.worker_key_field: entry.key, "error": repr(exc)}
+                fields = {self.worker_key_field: str(entry.key), "error": repr(exc)}
                 self.runtime_log.exception("worker_error", **fields)
                 outcome = Outcome.ERROR
             finally:
@@ -257,6 +355,69 @@ class ControllerRuntime:
         """Called after ``queue.done`` (queue gauges)."""
 
     # ---- lifecycle ------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Sync, start kopf, election, workers; on ``stop`` finish in-flight work and exit.
+
+        Returns 0 after a requested stop, 1 when watching ended on its own (the process should
+        then exit non-zero and be restarted).
+        """
+        self.events = self.events or self.event_recorder()
+        self.events.start()
+        if not await self._sync_until_done(stop):
+            await self.events.stop()
+            return 0
+        kopf_stop = asyncio.Event()
+        kopf_ready = asyncio.Event()
+        kopf_task = asyncio.create_task(
+            kopf.operator(
+                registry=self.kopf_registry(),
+                settings=kopf_settings(),
+                clusterwide=True,
+                standalone=True,
+                stop_flag=kopf_stop,
+                ready_flag=kopf_ready,
+            ),
+            name="kopf",
+        )
+        await asyncio.wait(
+            [asyncio.ensure_future(kopf_ready.wait()), kopf_task], return_when=asyncio.FIRST_COMPLETED
+        )
+        take_signals_back(stop)
+        if self.config.leader_election is None:
+            self.on_leading(True)
+        tasks, workers = self.start_background(
+            on_started_leading=lambda: self.on_leading(True),
+            on_stopped_leading=lambda: self.on_leading(False),
+        )
+        stop_wait = asyncio.create_task(stop.wait())
+        await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
+        watch_failed = kopf_task.done() and not stop.is_set()
+        if watch_failed:
+            error = kopf_task.exception() if not kopf_task.cancelled() else None
+            self.runtime_log.error("watching_stopped", error=repr(error))
+        await self.shutdown(
+            workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
+        )
+        self.on_stopped()
+        return 1 if watch_failed else 0
+
+    async def _sync_until_done(self, stop: asyncio.Event) -> bool:
+        """``initial_sync``, retried with backoff while the API server cannot be reached (waited
+        for, not a crash loop); False when ``stop`` came first."""
+        delay = 1.0
+        while True:
+            try:
+                await self.before_sync()
+                await self.initial_sync()
+                return True
+            except (ApiError, OSError, TimeoutError) as exc:
+                self.runtime_log.warning("initial_sync_failed", error=str(exc), retry_in=delay)
+                try:
+                    await asyncio.wait_for(stop.wait(), delay)
+                    return False
+                except TimeoutError:
+                    delay = min(delay * 2, MAX_SYNC_RETRY)
 
     def start_background(
         self,

@@ -31,10 +31,10 @@ import structlog
 from fleetsched.controller import command, compute, metrics
 from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
-from fleetsched.controller.kube import load_connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
 from fleetsched.extender.run import count_ignored_failure
 from fleetsched.flags import explicit_flags, record_explicit_flags
+from fleetsched.kube.client import load_connection
 from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
 

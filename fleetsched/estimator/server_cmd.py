@@ -31,13 +31,13 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from fleetsched.controller.kube import Connection
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.limits import DEFAULT_LIMITS, FLAGS, RequestLimits
 from fleetsched.estimator.plugins.resource_quota import QuotaStore
 from fleetsched.estimator.server import Capacity, EstimatorMetrics, ServerTLS, SyncState, serve
 from fleetsched.estimator.service import EstimatorService, FeatureGates
 from fleetsched.flags import parse_bind_address, parse_feature_gates
+from fleetsched.kube.client import Connection
 
 __all__ = ["add_arguments", "run"]
 
@@ -168,8 +168,8 @@ async def _probes(args: argparse.Namespace, state: SyncState,
 
 
 async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Connection) -> int:
-    from fleetsched.controller.kube import KubeClient
     from fleetsched.estimator.watch import LiveWorkloadSource, MemberWatcher
+    from fleetsched.kube.client import KubeClient
 
     if args.master:
         connection = type(connection)(**{**connection.__dict__, "server": args.master.rstrip("/")})
@@ -207,7 +207,7 @@ async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Conne
 
 
 def run(args: argparse.Namespace) -> int:
-    from fleetsched.controller import logs
+    from fleetsched.kube import logs
 
     logs.configure(args.log_level)
     problems = _validate(args)
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"fleetsched estimator: {problem}", file=sys.stderr)
         return 2
-    from fleetsched.controller.kube import load_connection
+    from fleetsched.kube.client import load_connection
 
     try:
         connection = load_connection(args.kubeconfig or None)

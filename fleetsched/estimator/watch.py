@@ -22,7 +22,6 @@ from typing import Any
 import aiohttp
 import structlog
 
-from fleetsched.controller.kube import ApiError, Connection, KubeClient
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.model import EstimatorError, ObjectReference
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
@@ -36,6 +35,7 @@ from fleetsched.estimator.replica import (
 from fleetsched.estimator.resources import pod_request
 from fleetsched.estimator.server import SyncState
 from fleetsched.estimator.service import apply_node, apply_pod, is_terminal, pod_key
+from fleetsched.kube.client import ApiError, Connection, KubeClient
 
 __all__ = ["LiveWorkloadSource", "MemberWatcher", "WatchedKind"]
 

@@ -19,9 +19,9 @@ import aiohttp
 
 from fleetsched.controller.compute import CoreExecutor
 from fleetsched.controller.http import start_endpoints, stop_endpoints
-from fleetsched.controller.kube import ApiError, Connection
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 from tests.support.controlplane import free_port
 

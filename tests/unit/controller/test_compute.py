@@ -16,8 +16,8 @@ import pytest
 
 from fleetsched.controller import metrics, scheduler_cmd
 from fleetsched.controller.compute import STOP_ABANDONED, STOP_CHECKPOINT, BudgetExceeded, CoreExecutor
-from fleetsched.controller.kube import Connection
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler, groups
 
 

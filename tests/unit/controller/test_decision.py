@@ -180,3 +180,41 @@ def test_cluster_change_uses_the_observed_affinity_term_inline_only() -> None:
     assert not cluster_matches_binding(a_cluster({}), binding, matches)
     binding["status"]["schedulerObservedGeneration"] = 1  # generation lag: always enqueue
     assert cluster_matches_binding(a_cluster({}), binding, matches)
+
+
+@pytest.mark.parametrize(
+    "triggered",
+    [
+        # the edge's former parser read a lowercase "z" (RFC 3339 allows it) as no time at all, so
+        # it never rescheduled while the core's converter said the reschedule was due
+        "2026-01-01T00:00:11z",
+        "2026-01-01t00:00:11Z",
+        "2026-01-01T00:00:11.999999Z",
+        "2026-01-01T00:00:10.5Z",
+        "2026-01-01T01:00:11+01:00",
+        "2026-01-01T00:00:11-00:00",
+    ],
+)
+def test_the_decision_reads_reschedule_times_as_the_core_does(triggered: str) -> None:
+    from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
+    from fleetsched.scheduler.pipeline import reschedule_required
+
+    binding = a_binding(rescheduleTriggeredAt=triggered)
+    core_says = reschedule_required(
+        binding_from_dict(binding).reschedule_triggered_at, status_from_dict(binding).last_scheduled_time
+    )
+    decided = should_schedule(binding, terminating_clusters=()).reason == "RescheduleTriggered"
+    assert decided == core_says
+
+
+def test_lowercase_z_reschedule_is_honoured() -> None:
+    # The case the two former parsers disagreed on, stated outright.
+    binding = a_binding(rescheduleTriggeredAt="2026-01-01T00:00:11z")
+    assert should_schedule(binding, terminating_clusters=()).reason == "RescheduleTriggered"
+
+
+def test_an_unreadable_binding_cannot_be_decided() -> None:
+    from fleetsched.scheduler.convert import ConversionError
+
+    with pytest.raises(ConversionError, match=r"^spec.rescheduleTriggeredAt: must be an RFC 3339 time"):
+        should_schedule(a_binding(rescheduleTriggeredAt="yesterday"), terminating_clusters=())

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from fleetsched.controller.kube import ApiError
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.kube.client import ApiError
 
 
 class MemoryLeaseStore:

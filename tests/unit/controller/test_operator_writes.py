@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from fleetsched.controller.kube import ApiError, Connection
 from fleetsched.controller.operator import RB, NotLeader, OperatorConfig, SchedulerOperator
-from fleetsched.controller.queue import Outcome, QueuedBinding
+from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
+
+WEB = QueueKey("ResourceBinding", "ns", "web")
 
 
 class MemoryApi:
@@ -118,7 +120,7 @@ async def test_conflict_is_retried_from_a_fresh_read_with_two_writes() -> None:
     api = MemoryApi(a_binding())
     operator = operator_for(api)
     api.conflicts_to_inject = 1  # the first spec patch meets a concurrent change
-    outcome = await operator.process(QueuedBinding("ns/web", 0, 0.0, 1))
+    outcome = await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     assert outcome is Outcome.DONE
     assert api.writes == ["spec", "status"]
     assert api.binding["spec"]["clusters"] == [{"name": "m1", "replicas": 3}]
@@ -134,13 +136,13 @@ async def test_our_own_writes_do_not_queue_the_binding_again() -> None:
     api = MemoryApi(a_binding())
     operator = operator_for(api)
     operator.queue.pop_nowait()  # the add event queued it; a worker takes it
-    await operator.process(QueuedBinding("ns/web", 0, 0.0, 1))
+    await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     before_watch = operator.queue.sizes()
     operator.on_binding_event(RB, "MODIFIED", copy.deepcopy(api.binding))  # the watch echoes our writes
     assert operator.queue.sizes() == before_watch
     # and processing it again (e.g. after a cluster event) changes nothing
     writes = list(api.writes)
-    assert await operator.process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert await operator.process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
     assert api.writes == writes
 
 
@@ -153,5 +155,32 @@ async def test_no_write_without_leadership() -> None:
 
     operator.elector = NeverLeader()  # type: ignore[assignment]
     with pytest.raises(NotLeader):
-        await operator.process(QueuedBinding("ns/web", 0, 0.0, 1))
+        await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     assert api.writes == []
+
+
+async def test_an_unreadable_binding_gets_a_scheduler_error_naming_the_field_and_no_retry() -> None:
+    binding = a_binding()
+    binding["spec"]["rescheduleTriggeredAt"] = "yesterday"
+    api = MemoryApi(binding)
+    operator = operator_for(api)
+    assert await operator.process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
+    assert api.writes == ["status"]  # no placement is written for a binding the core cannot read
+    (condition,) = api.binding["status"]["conditions"]
+    assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
+    assert condition["message"].startswith("spec.rescheduleTriggeredAt: must be an RFC 3339 time")
+    assert "clusters" not in api.binding["spec"]
+
+
+async def test_the_echo_of_our_own_write_is_skipped_before_any_filtering() -> None:
+    api = MemoryApi(a_binding())
+    operator = operator_for(api)
+    await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
+    cached = operator.bindings[RB].get("ns/web")
+    assert cached is not None
+    assert cached["metadata"]["resourceVersion"] == api.binding["metadata"]["resourceVersion"]
+    operator.on_binding_event(RB, "MODIFIED", copy.deepcopy(api.binding))  # same resourceVersion
+    assert operator.bindings[RB].get("ns/web") is cached  # the write response stays; nothing re-read
+    api.concurrent_change()  # a newer version from someone else is taken in
+    operator.on_binding_event(RB, "MODIFIED", copy.deepcopy(api.binding))
+    assert operator.bindings[RB].get("ns/web") is not cached

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from fleetsched.api import PropagationPolicy
-from fleetsched.controller.kube import ApiError
 from fleetsched.controller.policy import (
     OWNER_UID_MISMATCH,
     WriteAction,
@@ -24,7 +23,8 @@ from fleetsched.controller.policy_operator import (
     PolicyController,
     PolicyControllerConfig,
 )
-from fleetsched.controller.queue import Outcome
+from fleetsched.controller.queue import Outcome, QueueKey
+from fleetsched.kube.client import ApiError
 
 RB_FINALIZER = "karmada.io/binding-controller"
 CRB_FINALIZER = "karmada.io/cluster-resource-binding-controller"
@@ -241,11 +241,11 @@ def a_controller(client: Any, *, standalone: bool) -> PolicyController:
 
 def test_binding_events_queue_only_terminating_derived_bindings() -> None:
     controller = a_controller(None, standalone=True)
-    key = "B|ResourceBinding|shop/web-deployment"
+    key = QueueKey("ResourceBinding", "shop", "web-deployment")
     controller.on_binding_event("ResourceBinding", "MODIFIED", _without_deletion())
     assert key not in controller.queue
     controller.on_binding_event("ResourceBinding", "MODIFIED", _foreign_resource())
-    assert "B|ResourceBinding|shop/web-widget" not in controller.queue
+    assert QueueKey("ResourceBinding", "shop", "web-widget") not in controller.queue
     controller.on_binding_event("ResourceBinding", None, a_binding())
     assert key in controller.queue
     controller.on_binding_event("ResourceBinding", "DELETED", a_binding())

@@ -24,6 +24,7 @@ from fleetsched.controller.policy_operator import (
     PolicyController,
     PolicyControllerConfig,
 )
+from fleetsched.controller.queue import QueueKey
 
 RESOURCES = tuple(KNOWN_RESOURCES[name] for name in DEFAULT_RESOURCES)
 
@@ -70,7 +71,7 @@ async def test_awaiting_a_template_handler_queues_the_key_and_wakes_a_worker() -
     obj = {"metadata": {"name": "web", "namespace": "shop", "resourceVersion": "1"}, "spec": {}}
     await handler_for(registry, "apps", "deployments").fn(event={"type": "ADDED", "object": obj})
     entry = await asyncio.wait_for(waiting, timeout=5)
-    assert entry.key == "T|deployments.apps|shop/web"
+    assert entry.key == QueueKey("deployments.apps", "shop", "web")
     assert controller.templates["deployments.apps"].get("shop/web") is not None
 
 
@@ -81,4 +82,4 @@ async def test_awaiting_a_policy_handler_queues_the_policy() -> None:
     await handler_for(registry, "policy.karmada.io", "propagationpolicies").fn(
         event={"type": "ADDED", "object": policy})
     entry = controller.queue.pop_nowait()
-    assert entry is not None and entry.key == "P|PropagationPolicy|shop/p"
+    assert entry is not None and entry.key == QueueKey("PropagationPolicy", "shop", "p")

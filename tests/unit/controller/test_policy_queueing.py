@@ -11,7 +11,7 @@ from fleetsched.controller.policy_operator import (
     PolicyController,
     PolicyControllerConfig,
 )
-from fleetsched.controller.queue import Outcome
+from fleetsched.controller.queue import Outcome, QueueKey
 
 DEPLOYMENTS = KNOWN_RESOURCES["deployments.apps"]
 
@@ -38,7 +38,7 @@ def policy(rv: str, generation: int, **meta: Any) -> dict[str, Any]:
     }
 
 
-QKEY = "T|deployments.apps|shop/web"
+QKEY = QueueKey("deployments.apps", "shop", "web")
 
 
 def test_template_events() -> None:
@@ -77,7 +77,7 @@ def test_stale_template_event_is_ignored() -> None:
 
 def test_policy_events_queue_on_add_generation_and_deletion_only() -> None:
     controller = a_controller()
-    pkey = "P|PropagationPolicy|shop/p"
+    pkey = QueueKey("PropagationPolicy", "shop", "p")
     controller.on_policy_event("PropagationPolicy", "ADDED", policy("1", 1))
     assert pkey in controller.queue
     controller.queue.forget(pkey)

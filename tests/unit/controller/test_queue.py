@@ -176,3 +176,48 @@ def test_every_pushed_key_comes_out_once_in_priority_order(pushes: list[tuple[st
     assert sorted(out) == sorted(first_priority)
     priorities = [first_priority[k] for k in out]
     assert priorities == sorted(priorities, reverse=True)
+
+
+# -- typed keys -------------------------------------------------------------------------------
+
+
+def test_a_queue_key_round_trips_the_cache_key() -> None:
+    from fleetsched.controller.queue import QueueKey
+
+    namespaced = QueueKey.of("ResourceBinding", "shop/web")
+    assert (namespaced.kind, namespaced.namespace, namespaced.name) == ("ResourceBinding", "shop", "web")
+    assert namespaced.object_key == "shop/web"
+    cluster_scoped = QueueKey.of("ClusterResourceBinding", "web")
+    assert (cluster_scoped.namespace, cluster_scoped.object_key) == ("", "web")
+    assert str(cluster_scoped) == "ClusterResourceBinding:web"
+    # the same name in another kind or scope is another key
+    others = {QueueKey.of("ResourceBinding", "web"), QueueKey.of("X", "shop/web")}
+    assert len({namespaced, cluster_scoped, *others}) == 4
+
+
+def test_the_shard_hash_is_the_same_in_every_process() -> None:
+    import subprocess
+    import sys
+
+    code = ("from fleetsched.controller.queue import QueueKey\n"
+            "key = QueueKey('ResourceBinding', 'shop', 'web')\n"
+            "print(key.shard_hash, hash(key))")
+    outputs = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={"PYTHONHASHSEED": seed}).stdout.split()
+        for seed in ("1", "2")
+    ]
+    assert outputs[0][1] != outputs[1][1], "hash() is salted per process: what a shard hash must not be"
+    assert outputs[0][0] == outputs[1][0]
+    assert 0 <= int(outputs[0][0]) < 2**64
+
+
+def test_the_shard_hash_separates_the_fields() -> None:
+    from fleetsched.controller.queue import QueueKey
+
+    # "a/bc" vs "ab/c": joining without a separator would collide
+    assert QueueKey("K", "a", "bc").shard_hash != QueueKey("K", "ab", "c").shard_hash
+    hashes = {QueueKey("ResourceBinding", "ns", f"b{i}").shard_hash for i in range(1000)}
+    assert len(hashes) == 1000
+    # roughly uniform: each half of the 64-bit range gets a fair share of 1000 keys
+    assert 400 < sum(1 for h in hashes if h < 2**63) < 600

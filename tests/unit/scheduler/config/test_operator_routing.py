@@ -7,10 +7,12 @@ import copy
 from typing import Any
 
 from fleetsched.controller import decision
-from fleetsched.controller.kube import Connection
 from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
-from fleetsched.controller.queue import Outcome, QueuedBinding
+from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler, Settings
+
+WEB = QueueKey("ResourceBinding", "ns", "web")
 
 
 class MemoryApi:
@@ -83,11 +85,11 @@ def operator_for(api: MemoryApi) -> SchedulerOperator:
 
 async def test_each_binding_is_scheduled_by_its_profile() -> None:
     lenient = MemoryApi(named("lenient"))
-    assert await operator_for(lenient).process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert await operator_for(lenient).process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
     assert lenient.binding["spec"]["clusters"] == [{"name": "m1", "replicas": 3}]
 
     strict = MemoryApi(named(None))
-    assert await operator_for(strict).process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert await operator_for(strict).process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
     assert "clusters" not in strict.binding["spec"]
     assert strict.binding["status"]["conditions"][0]["reason"] == "NoClusterFit"
 
@@ -96,7 +98,7 @@ async def test_a_name_no_profile_serves_is_left_alone() -> None:
     api = MemoryApi(named("someone-else"))
     operator = operator_for(api)
     assert operator.queue.sizes().active == 0  # never queued
-    assert await operator.process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert await operator.process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
     assert api.writes == []
 
 
