@@ -8,13 +8,15 @@ from typing import Any
 
 from test_operator_writes import MemoryApi, a_binding, a_cluster
 
-from fleetsched.controller.kube import ApiError, Connection
 from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
-from fleetsched.controller.queue import Outcome, QueuedBinding
+from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.kube.client import ApiError, Connection
 from fleetsched.plugin import FilterContext, Status, TargetCluster
 from fleetsched.scheduler import Scheduler
 from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
+
+WEB = QueueKey("ResourceBinding", "ns", "web")
 
 
 class Cycle:
@@ -84,7 +86,7 @@ def _operator(api: MemoryApi, plugin: Cycle) -> SchedulerOperator:
 async def test_reserve_then_permit_prebind_write_and_postbind() -> None:
     plugin = Cycle(Status.success())
     api = MemoryApi(a_binding())
-    assert await _operator(api, plugin).process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert await _operator(api, plugin).process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
     assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "postbind"]
     assert api.writes == ["spec", "status"]
 
@@ -93,14 +95,14 @@ async def test_a_failed_write_unreserves() -> None:
     for failing in ("spec", "status"):
         plugin = Cycle(Status.success())
         api = FailingApi(a_binding(), fail=failing)
-        assert await _operator(api, plugin).process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.ERROR
+        assert await _operator(api, plugin).process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.ERROR
         assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "unreserve"], failing
 
 
 async def test_a_permit_denial_writes_only_the_condition_naming_the_plugin() -> None:
     plugin = Cycle(Status.unschedulable("tenant over quota"))
     api = MemoryApi(a_binding())
-    outcome = await _operator(api, plugin).process(QueuedBinding("ns/web", 0, 0.0, 1))
+    outcome = await _operator(api, plugin).process(QueuedBinding(WEB, 0, 0.0, 1))
     assert outcome is Outcome.UNSCHEDULABLE
     assert plugin.calls == ["reserve [('m1', 3)]", "permit", "unreserve"]
     # Nothing of the placement is written (the explanation annotation may be).
@@ -129,5 +131,5 @@ async def test_the_binding_cycle_is_the_bindings_profiles() -> None:
     )
     operator.on_cluster_event(None, a_cluster("m1"))
     operator.on_binding_event(RB, None, api.binding)
-    assert await operator.process(QueuedBinding("ns/web", 0, 0.0, 1)) is Outcome.DONE
+    assert await operator.process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
     assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "postbind"]
