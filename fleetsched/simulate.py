@@ -541,6 +541,7 @@ def _derived_bindings(loaded: LoadResult, progress: Progress) -> Iterator[Any]:
         return
     try:
         from fleetsched.detector import admit_offline, derive
+        from fleetsched.detector.derive import priority_class_values
         from fleetsched.detector.index import PolicySet
     except ImportError:
         raise _BadInput("policies and workload templates need the detector, which is not available") from None
@@ -555,24 +556,13 @@ def _derived_bindings(loaded: LoadResult, progress: Progress) -> Iterator[Any]:
     pps = [p for p in policies if isinstance(p, PropagationPolicy)]
     cpps = [p for p in policies if isinstance(p, ClusterPropagationPolicy)]
     index = PolicySet(pps, cpps)
-    priority_classes = _priority_class_values(templates)
+    priority_classes = priority_class_values(templates)
     progress.phase("deriving bindings", total=len(templates), unit="templates")
     for start in range(0, len(templates), DERIVE_CHUNK):
         chunk = templates[start : start + DERIVE_CHUNK]
         derivation = derive(chunk, pps, cpps, priority_class_value=priority_classes, index=index)
         yield from derivation.bindings
         progress.advance(len(chunk))
-
-
-def _priority_class_values(templates: Sequence[Any]) -> Any:
-    """PriorityClass values by name from the input, as ``derive_bindings`` reads them."""
-    values: dict[str, int] = {}
-    for template in templates:
-        if (template.api_version, template.kind) == ("scheduling.k8s.io/v1", "PriorityClass"):
-            value = template.raw.get("value")
-            if isinstance(value, int) and not isinstance(value, bool):
-                values[template.name] = value
-    return values.get
 
 
 # ---------------------------------------------------------------------------------------------

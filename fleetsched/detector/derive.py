@@ -40,6 +40,7 @@ __all__ = [
     "derive",
     "derive_bindings",
     "offline_permanent_id",
+    "priority_class_values",
 ]
 
 
@@ -222,7 +223,9 @@ def admit_offline(policy: Policy, *, source: Source | None = None) -> Policy:
     return type(policy).model_validate(mutated)
 
 
-def _priority_classes(templates: Collection[ResourceTemplate]) -> Callable[[str], int | None]:
+def priority_class_values(templates: Collection[ResourceTemplate]) -> Callable[[str], int | None]:
+    """PriorityClass values by name, from the PriorityClass objects among ``templates``
+    (offline: the input files hold them)."""
     values: dict[str, int] = {}
     for template in templates:
         if (template.api_version, template.kind) == ("scheduling.k8s.io/v1", "PriorityClass"):
@@ -262,6 +265,6 @@ def derive_bindings(
         [p for p in policy_list if isinstance(p, PropagationPolicy)],
         [p for p in policy_list if isinstance(p, ClusterPropagationPolicy)],
         gates=gates,
-        priority_class_value=_priority_classes(template_list),
+        priority_class_value=priority_class_values(template_list),
     )
     return derivation.bindings
