@@ -25,21 +25,19 @@ as its binding key. NormalizeScore: min-max onto 0..100, all-equal raw scores ma
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any
 
-from fleetsched.plugin import MAX_SCORE, ClusterFacet, ClusterInfo, FilterContext, Handle
+from fleetsched.plugin import MAX_SCORE, Handle
 from fleetsched.scheduler.plugins.cluster_resources_fit import (
     DEFAULT_RESOURCES,
+    ResourceScore,
     ResourceSpec,
-    fits_one_replica,
-    normalize_min_max,
+    Usage,
     parse_resources,
-    request_of,
     requested_and_capacity,
-    usage_of,
 )
 
 __all__ = [
@@ -94,40 +92,17 @@ def balanced_score(parts: Sequence[tuple[int, int, int]]) -> int:
     return int((1 - std) * MAX_SCORE)
 
 
-class ClusterResourcesBalancedAllocation:
+class ClusterResourcesBalancedAllocation(ResourceScore):
     """Prefers the cluster whose resource fractions stay closest together after one more replica."""
 
     name = NAME
     args_model = ClusterResourcesBalancedAllocationArgs
-    cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.RESOURCES
 
     def __init__(self, resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES) -> None:
         self.resources = resources
 
-    def binding_key(self, ctx: FilterContext) -> Hashable:
-        """Scores depend on the per-replica request only."""
-        return request_of(ctx.binding)
-
-    def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
-        """Raw score 0..100; 0 when one replica does not fit."""
-        return self._score(request_of(ctx.binding), cluster)
-
-    def score_clusters(self, ctx: FilterContext, clusters: Sequence[ClusterInfo]) -> Sequence[int]:
-        """The batch face: the same scores, the request converted once."""
-        request = request_of(ctx.binding)
-        return [self._score(request, c) for c in clusters]
-
-    def _score(self, request: tuple[tuple[str, int], ...], cluster: ClusterInfo) -> int:
-        usage = usage_of(cluster)
-        if not fits_one_replica(usage, request):
-            return 0
+    def score_parts(self, usage: Usage, request: tuple[tuple[str, int], ...]) -> int:
         return balanced_score(requested_and_capacity(usage, dict(request), self.resources))
-
-    def normalize_score(
-        self, ctx: FilterContext, clusters: Sequence[ClusterInfo], scores: Sequence[int]
-    ) -> Sequence[int]:
-        """Min-max onto 0..100; all-equal raw scores map to 100."""
-        return normalize_min_max(scores)
 
 
 def new(

@@ -79,6 +79,7 @@ __all__ = [
     "REQUESTED_TO_CAPACITY_RATIO",
     "ClusterResourcesFit",
     "ClusterResourcesFitArgs",
+    "ResourceScore",
     "ResourceSpec",
     "ScoringStrategy",
     "ShapePoint",
@@ -413,15 +414,13 @@ def requested_to_capacity_ratio(shape: Sequence[ShapePoint], parts: Sequence[tup
 # ---- the plugin ----------------------------------------------------------------------------------
 
 
-class ClusterResourcesFit:
-    """Scores clusters by utilisation after one more replica, with a kube NodeResourcesFit strategy."""
+class ResourceScore:
+    """What both resource scores share: they read the cluster's resource summary and the
+    binding's per-replica request only (the declared inputs), score a cluster that cannot take one
+    replica 0, and normalise min-max. A subclass says how ``parts`` (requested, capacity, weight per
+    resource, after one more replica) become a raw score."""
 
-    name = NAME
-    args_model = ClusterResourcesFitArgs
     cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.RESOURCES
-
-    def __init__(self, strategy: ScoringStrategy | None = None) -> None:
-        self.strategy = strategy or ScoringStrategy()
 
     def binding_key(self, ctx: FilterContext) -> Hashable:
         """Scores depend on the per-replica request only (not on the replica count)."""
@@ -436,10 +435,32 @@ class ClusterResourcesFit:
         request = request_of(ctx.binding)
         return [self._score(request, c) for c in clusters]
 
+    def normalize_score(
+        self, ctx: FilterContext, clusters: Sequence[ClusterInfo], scores: Sequence[int]
+    ) -> Sequence[int]:
+        """Min-max onto 0..100; all-equal raw scores map to 100."""
+        return normalize_min_max(scores)
+
     def _score(self, request: tuple[tuple[str, int], ...], cluster: ClusterInfo) -> int:
         usage = usage_of(cluster)
         if not fits_one_replica(usage, request):
             return 0
+        return self.score_parts(usage, request)
+
+    def score_parts(self, usage: Usage, request: tuple[tuple[str, int], ...]) -> int:
+        raise NotImplementedError
+
+
+class ClusterResourcesFit(ResourceScore):
+    """Scores clusters by utilisation after one more replica, with a kube NodeResourcesFit strategy."""
+
+    name = NAME
+    args_model = ClusterResourcesFitArgs
+
+    def __init__(self, strategy: ScoringStrategy | None = None) -> None:
+        self.strategy = strategy or ScoringStrategy()
+
+    def score_parts(self, usage: Usage, request: tuple[tuple[str, int], ...]) -> int:
         parts = requested_and_capacity(usage, dict(request), self.strategy.resources)
         kind = self.strategy.type
         if kind == MOST_ALLOCATED:
@@ -447,12 +468,6 @@ class ClusterResourcesFit:
         if kind == REQUESTED_TO_CAPACITY_RATIO:
             return requested_to_capacity_ratio(self.strategy.shape, parts)
         return least_allocated(parts)
-
-    def normalize_score(
-        self, ctx: FilterContext, clusters: Sequence[ClusterInfo], scores: Sequence[int]
-    ) -> Sequence[int]:
-        """Min-max onto 0..100; all-equal raw scores map to 100."""
-        return normalize_min_max(scores)
 
 
 def new(args: ClusterResourcesFitArgs | None, handle: Handle | None) -> ClusterResourcesFit:
