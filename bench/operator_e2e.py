@@ -672,6 +672,14 @@ async def large_run(
         await run_pool([lambda d=d: client.create(path, d) for d in docs], args.concurrency)
         last = await observer.wait(log_hint=f"; see {proc.log_path}")
         meter.stop()
+        # The attempt is counted after its writes, so the last condition can be seen a moment
+        # before its attempt is: give the counter a bounded moment to catch up before reading it.
+        deadline = time.monotonic() + 10.0
+        while (
+            proc.metric("karmada_scheduler_schedule_attempts_total") - attempts_before < len(docs)
+            and time.monotonic() < deadline
+        ):
+            await asyncio.sleep(0.05)
         cpu_run = cpu_seconds(proc.process.pid) - cpu_before
         attempts_run = proc.metric("karmada_scheduler_schedule_attempts_total") - attempts_before
         churn_during = churn.sent
