@@ -319,9 +319,7 @@ class HTTPExtender:
             except aiohttp.ServerDisconnectedError:
                 # Most often a pooled keep-alive connection the server closed as we reused it.
                 if attempt == 2:
-                    hint = (" (does it require a client certificate? tls.certFile is not set)"
-                            if self._ssl is not None and not (self.config.tls and self.config.tls.cert_file)
-                            else "")
+                    hint = self._client_certificate_hint()
                     raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
                                         f"the server closed the connection without answering{hint}") from None
             except aiohttp.ClientConnectorCertificateError as exc:
@@ -349,12 +347,21 @@ class HTTPExtender:
             except aiohttp.ClientOSError as exc:
                 if exc.errno == errno.ECONNRESET and attempt == 1:
                     continue
+                # Under TLS 1.3 a server refusing a missing client certificate may reset the
+                # connection instead of closing it: the same hint either way.
+                hint = self._client_certificate_hint() if exc.errno == errno.ECONNRESET else ""
                 raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
-                                    f"connection failed: {exc.strerror or exc}") from None
+                                    f"connection failed: {exc.strerror or exc}{hint}") from None
             except aiohttp.ClientError as exc:
                 raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
                                     f"{type(exc).__name__}: {exc}") from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _client_certificate_hint(self) -> str:
+        """For a connection the server dropped: over TLS without a client certificate, say so."""
+        if self._ssl is not None and not (self.config.tls and self.config.tls.cert_file):
+            return " (does it require a client certificate? tls.certFile is not set)"
+        return ""
 
     async def _post(self, session: aiohttp.ClientSession, verb: str, url: str, body: bytes) -> bytes:
         # Redirects are not followed: the binding is not sent anywhere the configuration did not name.
