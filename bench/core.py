@@ -85,12 +85,18 @@ Churn = Callable[[int, float, Snapshot], Snapshot]
 
 
 def schedule_round(
-    label: str, clusters: Sequence[dict[str, Any]], bindings: Bindings, *, churn: Churn | None = None
+    label: str,
+    clusters: Sequence[dict[str, Any]],
+    bindings: Bindings,
+    *,
+    churn: Churn | None = None,
+    make: Callable[[], Scheduler] | None = None,
 ) -> float:
     """One round from a cold start (fresh scheduler, snapshot and compiled-selector caches);
-    prints the figures and returns bindings per CPU-second."""
+    prints the figures and returns bindings per CPU-second. ``make`` builds the scheduler (default:
+    the default profile with ``SCHEDULER_OPTIONS``; ``bench/plugins.py`` passes its profiles)."""
     matching.clear_caches()
-    scheduler = Scheduler(**SCHEDULER_OPTIONS)
+    scheduler = make() if make is not None else Scheduler(**SCHEDULER_OPTIONS)
     snapshot = Snapshot(cluster_from_dict(c) for c in clusters)
     outcomes: dict[str, int] = {}
     latencies: list[float] = []
@@ -111,7 +117,7 @@ def schedule_round(
     print(
         f"  {label}: {len(bindings) / elapsed:,.0f} bindings/s ({per_cpu:,.0f} per CPU-second)  "
         f"p50 {statistics.median(latencies) * 1e3:.3f} ms  p99 {_percentile(latencies, 0.99) * 1e3:.3f} ms  "
-        f"total {elapsed:.2f}s  outcomes {dict(sorted(outcomes.items()))}",
+        f"total {elapsed:.2f}s  outcomes {dict(sorted(outcomes.items()))}  ({_load_avg()})",
         flush=True,
     )
     return per_cpu

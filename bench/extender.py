@@ -1,12 +1,15 @@
 """What an HTTPS extender adds per binding: one filter + prioritize round trip over keep-alive.
 
 Starts the test extender (``fleetsched.testing.extender``, behaviour ``ok``) as its own process on
-loopback with a throwaway CA, builds 100 Clusters (labels, taints, resource summaries), and runs
-``run_extenders`` for one new binding after another:
+loopback with a throwaway CA, builds 100 Clusters (labels, taints, resource summaries), and
+schedules one new binding after another the way the scheduler does: ``Scheduler(extenders=[...])``
+(the framework runtime runs the default plugins, then the extender's filter and prioritize) in this
+thread, which calls the client's blocking face; the exchange runs on the edge loop. Each row with
+an extender is paired with the same row without one, and the difference is what the extender adds:
 
-- blocking: a scheduling worker thread calls the blocking face; the exchange runs on the edge loop;
-- async: ``run_extenders_async`` on the loop that owns the connections (the operator's case);
-- cold clusters: as blocking, but every round gets new ClusterInfo values, so each request also
+- warm: one snapshot for all rounds (the plugins' answers are reused, the extender is asked every
+  time);
+- cold clusters: every round gets new ClusterInfo values in a new snapshot, so each request also
   renders all 100 clusters (what a round costs right after every cluster changed);
 - names only: a cluster-cache-capable extender (kube's ``nodeCacheCapable``): requests carry
   ``clusterNames`` and not the Cluster objects;
@@ -15,9 +18,10 @@ loopback with a throwaway CA, builds 100 Clusters (labels, taints, resource summ
 The test extender decodes requests as plain JSON (``--no-validate``), as a lean extender would.
 
 Prints p50/p99/max wall-clock milliseconds per binding; the CPU time per binding of the scheduler
-process (the client, edge loop included) and of the extender process, which a loaded machine does
-not inflate the way it does wall-clock time; the server-side connection count (keep-alive: expect 1
-per client); and the load average before and after. Never asserts a time.
+process (plugins, client and edge loop) and of the extender process, which a loaded machine does
+not inflate the way it does wall-clock time; what the extender adds (p50 and scheduler CPU, with
+minus without); the server-side connection count (keep-alive: expect 1 per client); and the load
+average before and after. Never asserts a time.
 
     .venv/bin/python bench/extender.py [--rounds N] [--clusters C]
 """
@@ -25,7 +29,6 @@ per client); and the load average before and after. Never asserts a time.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import ssl
@@ -34,19 +37,22 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import uvloop
-
 from fleetsched.api.quantity import Quantity
 from fleetsched.extender.client import HTTPExtender
-from fleetsched.extender.run import run_extenders, run_extenders_async
+from fleetsched.extender.metrics import count_ignored_failure
 from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
+from fleetsched.scheduler.framework.interface import Extender
+from fleetsched.scheduler.outcome import ScheduleResult
+from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 from fleetsched.scheduler.types import (
+    BindingStatus,
     ClusterInfo,
+    ObjectReference,
     Placement,
     ReplicaRequirements,
     ReplicaScheduling,
@@ -79,13 +85,15 @@ def clusters(n: int) -> list[ClusterInfo]:
         out.append(ClusterInfo(name=f"member-{i:03d}", labels=labels, provider="aws", region=f"r{i % 5}",
                                zones=(f"r{i % 5}a", f"r{i % 5}b"),
                                taints=(Taint("dedicated", "batch", "NoSchedule"),) if i % 9 == 0 else (),
-                               resource_summary=summary, sync_mode="Push"))
+                               resource_summary=summary, sync_mode="Push",
+                               api_enablements=frozenset({("apps/v1", "Deployment")})))
     return out
 
 
 def a_binding(i: int) -> SchedulingBinding:
     return SchedulingBinding(
         kind="ResourceBinding", name=f"web-{i}-deployment", namespace="shop", replicas=3,
+        resource=ObjectReference("apps/v1", "Deployment", "shop", f"web-{i}", ""),
         replica_requirements=ReplicaRequirements(resource_request=(("cpu", Quantity.parse("500m")),
                                                                    ("memory", Quantity.parse("1Gi")))),
         placement=Placement(replica_scheduling=ReplicaScheduling("Divided", "Aggregated")),
@@ -152,18 +160,24 @@ def timed(server: Server, rounds: int, warmup: int, one: Callable[[int], object]
     return Run(samples, client_cpu, (server.cpu() - server_before) / rounds)
 
 
-async def timed_async(server: Server, rounds: int, warmup: int,
-                      one: Callable[[int], Awaitable[object]]) -> Run:
-    for i in range(warmup):
-        await one(-1 - i)
-    samples = []
-    server_before, client_before = server.cpu(), time.process_time()
-    for i in range(rounds):
-        started = time.perf_counter()
-        await one(i)
-        samples.append(time.perf_counter() - started)
-    client_cpu = (time.process_time() - client_before) / rounds
-    return Run(samples, client_cpu, (server.cpu() - server_before) / rounds)
+def report_added(label: str, with_ext: Run, without: Run) -> None:
+    p50 = (percentile(with_ext.samples, 0.5) - percentile(without.samples, 0.5)) * 1000
+    cpu = (with_ext.client_cpu - without.client_cpu) * 1000
+    print(f"  {label:<33} the extender adds p50 {p50:6.3f} ms, scheduler CPU {cpu:.3f} ms per binding")
+
+
+def scheduling(extenders: Sequence[Extender]) -> Callable[[SchedulingBinding, Snapshot], ScheduleResult]:
+    """One binding through the real path, as the scheduler process wires it."""
+    scheduler = Scheduler(extenders=extenders, extender_skipped=count_ignored_failure)
+    status = BindingStatus()
+
+    def one(binding: SchedulingBinding, snapshot: Snapshot) -> ScheduleResult:
+        result = scheduler.schedule(binding, status, snapshot)
+        if not result.scheduled:
+            raise SystemExit(f"not scheduled: {result.condition}")
+        return result
+
+    return one
 
 
 def main() -> int:
@@ -183,48 +197,53 @@ def main() -> int:
         try:
             cfg = ExtenderConfig(url_prefix=f"https://127.0.0.1:{port}/ok", filter_verb="filter",
                                  prioritize_verb="prioritize", weight=1, http_timeout_seconds=5, tls=tls)
-            print(f"extender benchmark: {os.cpu_count()} CPUs, {args.clusters} clusters, filter + prioritize "
-                  f"per binding over HTTPS keep-alive (TLS {tls.ca_file and 'verified'}), test extender in "
-                  "its own process")
+            print(f"extender benchmark: {os.cpu_count()} CPUs, {args.clusters} clusters, default plugins, "
+                  f"then filter + prioritize per binding over HTTPS keep-alive (TLS "
+                  f"{tls.ca_file and 'verified'}), test extender in its own process")
+            warm = Snapshot(fleet)
+            one_cluster = Snapshot(fleet[1:2])  # kept by the plugins and by the extender
             ext = HTTPExtender(cfg)
-            kept = len(run_extenders([ext], a_binding(0), fleet).feasible)
-            print(f"  the extender keeps {kept} of {len(fleet)} clusters and scores them")
+            with_ext, plugins_only = scheduling([ext]), scheduling([])
+            first = with_ext(a_binding(0), warm).attempts[0]
+            by_extender = [v for v in first.verdicts if v.plugin == cfg.url_prefix]
+            print(f"  the plugins keep {first.summary.feasible + len(by_extender)} of {len(fleet)} clusters, "
+                  f"the extender {first.summary.feasible} of those, and scores them")
 
             server = Server(port, str(tls.ca_file))
-            blocking = timed(server, args.rounds, 50, lambda i: run_extenders([ext], binding(i), fleet))
+            warm_with = timed(server, args.rounds, 50, lambda i: with_ext(binding(i), warm))
+            warm_without = timed(server, args.rounds, 50, lambda i: plugins_only(binding(i), warm))
             conns_blocking = int(server.stats()["connections"])
             cold_rounds = max(args.rounds // 4, 50)
-            fresh = [clusters(args.clusters) for _ in range(cold_rounds + 10)]  # built outside the timing
-            cold = timed(server, cold_rounds, 10, lambda i: run_extenders([ext], binding(i), fresh[i]))
+            fresh = [clusters(args.clusters) for _ in range(2 * cold_rounds + 20)]  # built outside the timing
+            cold_with = timed(server, cold_rounds, 10, lambda i: with_ext(binding(i), Snapshot(fresh[i])))
+            cold_without = timed(server, cold_rounds, 10,
+                                 lambda i: plugins_only(binding(i), Snapshot(fresh[cold_rounds + 10 + i])))
             ext.close()
             names_ext = HTTPExtender(cfg, cluster_cache_capable=True)
-            names_only = timed(server, args.rounds, 50,
-                               lambda i: run_extenders([names_ext], binding(i), fleet))
+            names_only = scheduling([names_ext])
+            names = timed(server, args.rounds, 50, lambda i: names_only(binding(i), warm))
             names_ext.close()
             floor_ext = HTTPExtender(cfg)
-            floor = timed(server, args.rounds, 50,
-                          lambda i: run_extenders([floor_ext], binding(i), fleet[:1]))
+            floor_with = scheduling([floor_ext])
+            floor = timed(server, args.rounds, 50, lambda i: floor_with(binding(i), one_cluster))
+            floor_without = timed(server, args.rounds, 50, lambda i: plugins_only(binding(i), one_cluster))
             floor_ext.close()
-
-            async def on_loop() -> Run:
-                own = HTTPExtender(cfg, loop=asyncio.get_running_loop())
-                run = await timed_async(server, args.rounds, 50,
-                                        lambda i: run_extenders_async([own], binding(i), fleet))
-                await own.aclose()
-                return run
-
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:  # as the operators run
-                awaited = runner.run(on_loop())
             conns_total = int(server.stats()["connections"])
         finally:
             proc.terminate()
             proc.wait(5)
-    report("blocking face (worker thread)", blocking)
-    report("async face (on the owning loop)", awaited)
-    report("blocking face, cold clusters", cold)
-    report("blocking face, names only", names_only)
-    report("blocking face, 1 cluster (floor)", floor)
-    print(f"  TCP connections the extender saw: {conns_blocking} for the blocking runs, "
+    report("plugins only", warm_without)
+    report("plugins + extender", warm_with)
+    report("plugins only, cold clusters", cold_without)
+    report("plugins + extender, cold clusters", cold_with)
+    report("plugins + extender, names only", names)
+    report("plugins only, 1 cluster", floor_without)
+    report("plugins + extender, 1 cluster", floor)
+    report_added("warm", warm_with, warm_without)
+    report_added("cold clusters", cold_with, cold_without)
+    report_added("names only", names, warm_without)
+    report_added("1 cluster (floor)", floor, floor_without)
+    print(f"  TCP connections the extender saw: {conns_blocking} for the first client, "
           f"{conns_total} in all (one more per client)")
     print("  load average before " + "/".join(f"{x:.2f}" for x in load_before)
           + ", after " + "/".join(f"{x:.2f}" for x in os.getloadavg()))

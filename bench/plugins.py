@@ -18,24 +18,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import statistics
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fleetsched.api.load import load_files
-from fleetsched.scheduler import matching
 from fleetsched.scheduler.config import load_configuration
 from fleetsched.scheduler.config.types import ExtensionPoint, Profile
-from fleetsched.scheduler.convert import cluster_from_dict
 from fleetsched.scheduler.framework import default_profile, in_tree_registry
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core import DEFAULT_FILES, Bindings, _convert, _load_avg, _peak_rss_mib, _percentile, distinct_requests
+from core import DEFAULT_FILES, _convert, _load_avg, _peak_rss_mib, distinct_requests, schedule_round
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "examples" / "plugins" / "cost-tenant-config.yaml"
@@ -61,35 +57,6 @@ def build(profile: Profile | None, out_of_tree: Any) -> Scheduler:
     registry = in_tree_registry()
     registry.merge(out_of_tree)
     return Scheduler(profile=profile, registry=registry)
-
-
-def schedule_round(
-    label: str, make: Any, clusters: Sequence[dict[str, Any]], bindings: Bindings
-) -> float:
-    """One round from a cold start; prints the figures and returns bindings per CPU-second."""
-    matching.clear_caches()
-    scheduler = make()
-    snapshot = Snapshot(cluster_from_dict(c) for c in clusters)
-    outcomes: dict[str, int] = {}
-    latencies: list[float] = []
-    gc.collect()
-    cpu_start = time.process_time()
-    start = time.perf_counter()
-    for binding, status in bindings:
-        b0 = time.perf_counter()
-        result = scheduler.schedule(binding, status, snapshot)
-        latencies.append(time.perf_counter() - b0)
-        reason = result.condition.reason if result.condition is not None else "NotAttempted"
-        outcomes[reason] = outcomes.get(reason, 0) + 1
-    elapsed = time.perf_counter() - start
-    per_cpu = len(bindings) / (time.process_time() - cpu_start)
-    print(
-        f"  {label}: {len(bindings) / elapsed:,.0f} bindings/s ({per_cpu:,.0f} per CPU-second)  "
-        f"p50 {statistics.median(latencies) * 1e3:.3f} ms  p99 {_percentile(latencies, 0.99) * 1e3:.3f} ms  "
-        f"outcomes {dict(sorted(outcomes.items()))}  ({_load_avg()})",
-        flush=True,
-    )
-    return per_cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                 def make(profile: Profile | None = profile) -> Scheduler:
                     return build(profile, loaded_config.out_of_tree)
 
-                rates[name].append(schedule_round(f"round {n} {name} ({kind})", make, clusters, bindings))
+                label = f"round {n} {name} ({kind})"
+                rates[name].append(schedule_round(label, clusters, bindings, make=make))
         base = statistics.median(rates["default"])
         for name, _ in profiles[1:]:
             ratio = statistics.median(rates[name]) / base

@@ -475,9 +475,23 @@ class SchedulerOperator(ControllerRuntime):
         status = cycle.reserve()
         if status.is_success:
             status = cycle.permit()
-            while status.code is Code.WAIT:
-                await asyncio.sleep(PERMIT_POLL_SECONDS)
-                status = cycle.wait_on_permit() or status
+            if status.code is Code.WAIT:
+                # Woken by the framework when every waiting plugin allowed the binding or one rejected
+                # it (from whatever thread did), else by a timer at its Permit timeout, which
+                # wait_on_permit answers with the timeout rejection. A decision always reaches the
+                # loop after a clear (call_soon_threadsafe), so none is lost; it loops again only
+                # when the timer fires a hair before the framework's clock reaches the deadline.
+                loop = asyncio.get_running_loop()
+                woken = asyncio.Event()
+                cycle.on_permit_decided(lambda: loop.call_soon_threadsafe(woken.set))
+                while (answer := cycle.wait_on_permit()) is None:
+                    woken.clear()
+                    timer = loop.call_later(cycle.permit_seconds_left(), woken.set)
+                    try:
+                        await woken.wait()
+                    finally:
+                        timer.cancel()
+                status = answer
         if status.is_success:
             status = cycle.pre_bind()
         if status.is_success:

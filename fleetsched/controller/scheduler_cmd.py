@@ -32,7 +32,7 @@ from fleetsched.controller import command, compute, metrics
 from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
-from fleetsched.extender.run import count_ignored_failure
+from fleetsched.extender.metrics import count_ignored_failure
 from fleetsched.flags import explicit_flags, record_explicit_flags
 from fleetsched.kube.client import load_connection
 from fleetsched.scheduler import Scheduler, Settings

@@ -1,10 +1,10 @@
 """One HTTP(S) extender as an edge object: the scheduler's side of the extender protocol.
 
-``HTTPExtender`` is built from one ``ExtenderConfig`` and satisfies both extender Protocols of
-``run.py`` (and the framework runtime's): ``filter``/``prioritize`` block the calling thread,
-``afilter``/``aprioritize`` are awaited. Each call is one POST of an ``ExtenderArgs`` body to
-``{urlPrefix}/{verb}``; the answer is decoded strictly (``protocol.py``) and every fault surfaces as an
-``ExtenderError`` naming the extender, of one of four kinds:
+``HTTPExtender`` is built from one ``ExtenderConfig`` and satisfies the framework runtime's extender
+Protocol (``fleetsched.scheduler.framework.interface.Extender``): ``filter``/``prioritize`` block the
+calling thread; ``afilter``/``aprioritize`` are the same calls, awaited. Each call is one POST of
+an ``ExtenderArgs`` body to ``{urlPrefix}/{verb}``; the answer is decoded strictly (``protocol.py``)
+and every fault surfaces as an ``ExtenderError`` naming the extender, of one of four kinds:
 
 * unreachable: connection refused, DNS failure, TLS handshake or verification failure, connection
   dropped (a request that meets a keep-alive connection the server has just closed is sent once
@@ -52,9 +52,15 @@ import uvloop
 from fleetsched.extender import metrics
 from fleetsched.extender.errors import ExtenderError, FaultKind
 from fleetsched.extender.objects import binding_json, cluster_json
-from fleetsched.extender.protocol import decode_filter_result, decode_priorities, encode_args
-from fleetsched.extender.run import VERB_FILTER, VERB_PRIORITIZE, FilterResult
+from fleetsched.extender.protocol import (
+    VERB_FILTER,
+    VERB_PRIORITIZE,
+    decode_filter_result,
+    decode_priorities,
+    encode_args,
+)
 from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS, Profile
+from fleetsched.scheduler.framework.interface import ExtenderFilterResult as FilterResult
 from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
 
 __all__ = [

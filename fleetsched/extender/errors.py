@@ -1,8 +1,8 @@
 """The one error type an extender call raises, and the four ways an extender can fail.
 
 Pure: no I/O. The client (``client.py``) classifies transport faults into these kinds; the protocol
-decoder (``protocol.py``) raises ``MALFORMED`` ones; ``run.py`` decides whether a failure skips the
-extender (``ignorable``) or fails the binding.
+decoder (``protocol.py``) raises ``MALFORMED`` ones; the framework runtime decides whether a failure
+skips the extender (``ignorable``) or fails the binding.
 """
 
 from __future__ import annotations

@@ -11,13 +11,20 @@ the scheduler's other ones (``fleetsched_scheduler_*``):
 
 The collectors belong to no registry until ``register`` adds them (the scheduler adds them to
 ``fleetsched.controller.metrics.REGISTRY``); they count either way, so tests can read them.
+``count_ignored_failure`` is the framework runtime's ``extender_skipped`` hook that feeds the
+counter. Light: neither the HTTP client nor pydantic is imported here.
 """
 
 from __future__ import annotations
 
+import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-__all__ = ["CALL_DURATION", "IGNORED_FAILURES", "RESULT_SUCCESS", "register"]
+from fleetsched.extender.errors import ExtenderError, FaultKind
+
+__all__ = ["CALL_DURATION", "IGNORED_FAILURES", "RESULT_SUCCESS", "count_ignored_failure", "register"]
+
+log = structlog.get_logger("fleetsched.extender")
 
 RESULT_SUCCESS = "success"
 
@@ -48,3 +55,17 @@ def register(registry: CollectorRegistry) -> None:
     registry.register(CALL_DURATION)
     registry.register(IGNORED_FAILURES)
     _registered.add(id(registry))
+
+
+def count_ignored_failure(ext_name: str, verb: str, error: BaseException | str) -> None:
+    """Count (and log) one skipped failure of an ignorable extender: the framework runtime's
+    ``extender_skipped`` hook in the scheduler process. ``error`` is what the call raised, or what
+    was wrong with its answer (a malformed one)."""
+    if isinstance(error, ExtenderError):
+        kind, detail = error.kind, error.detail
+    elif isinstance(error, str):
+        kind, detail = FaultKind.MALFORMED, error
+    else:
+        kind, detail = FaultKind.ERRORING, f"unexpected {type(error).__name__}: {error}"
+    IGNORED_FAILURES.labels(ext_name, verb, str(kind)).inc()
+    log.warning("extender_skipped", extender=ext_name, verb=verb, kind=str(kind), detail=detail)

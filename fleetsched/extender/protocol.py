@@ -31,10 +31,14 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, Va
 from pydantic.alias_generators import to_camel
 
 from fleetsched.extender.errors import ExtenderError, FaultKind
-from fleetsched.extender.run import MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY, FilterResult
+from fleetsched.scheduler.framework.interface import MAX_EXTENDER_PRIORITY
+from fleetsched.scheduler.framework.interface import ExtenderFilterResult as FilterResult
 
 __all__ = [
     "API_VERSION",
+    "MIN_EXTENDER_PRIORITY",
+    "VERB_FILTER",
+    "VERB_PRIORITIZE",
     "ClusterPriority",
     "ClusterPriorityList",
     "ExtenderArgs",
@@ -48,6 +52,11 @@ API_VERSION = "extender.fleetsched.io/v1alpha1"
 ARGS_KIND = "ExtenderArgs"
 FILTER_RESULT_KIND = "ExtenderFilterResult"
 PRIORITY_LIST_KIND = "ClusterPriorityList"
+# kube-scheduler's extender/v1 MinExtenderPriority (MaxExtenderPriority, 10, is the core's).
+MIN_EXTENDER_PRIORITY = 0
+# The verbs as the errors and the metrics name them (whatever the configured filterVerb/prioritizeVerb).
+VERB_FILTER = "filter"
+VERB_PRIORITIZE = "prioritize"
 
 
 class _Wire(BaseModel):
@@ -241,7 +250,7 @@ def _model_priorities(body: bytes, extender: str, verb: str) -> _PriorityFields:
 
 
 def decode_filter_result(
-    body: bytes, candidates: Sequence[str], *, extender: str, verb: str = "filter"
+    body: bytes, candidates: Sequence[str], *, extender: str, verb: str = VERB_FILTER
 ) -> FilterResult:
     """Read a filter answer for ``candidates``; kept names come back in the candidates' order."""
     result = _fast_filter(body) or _model_filter(body, extender, verb)
@@ -266,7 +275,7 @@ def decode_filter_result(
 
 
 def decode_priorities(
-    body: bytes, candidates: Sequence[str], *, extender: str, verb: str = "prioritize"
+    body: bytes, candidates: Sequence[str], *, extender: str, verb: str = VERB_PRIORITIZE
 ) -> dict[str, int]:
     """Read a prioritize answer for ``candidates``: raw scores by cluster name."""
     result = _fast_priorities(body) or _model_priorities(body, extender, verb)

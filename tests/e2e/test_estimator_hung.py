@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from tests.component.estimator.stories import CLUSTERS, placed, story_binding, story_clusters, story_nodes
-from tests.e2e.test_estimator_stories import EstimatorProcess, _create_nodes
-from tests.e2e.test_scheduler_estimators import estimator_service
+from tests.component.estimator.stories import placed, story_binding
+from tests.e2e.test_estimator_stories import EstimatorProcess
+from tests.e2e.test_scheduler_estimators import start_story_members
 from tests.support.controlplane import APIServer, wait_until
 from tests.support.karmada import apply_with_status, as_applied, create_objects, get_json, scheduled_condition
 from tests.support.processes import SchedulerProcess
@@ -92,20 +92,7 @@ def test_hung_estimator_costs_one_timeout_for_all_bindings(
     tmp_path: Path,
 ) -> None:
     server = isolated_apiserver
-    estimators: dict[str, EstimatorProcess] = {}
-    for cluster in CLUSTERS:
-        member = add_apiserver(f"hung-{cluster}")
-        _create_nodes(member, story_nodes(1, cluster))
-        process = EstimatorProcess(cluster, member, tmp_path / f"estimator-{cluster}.log")
-        estimator_processes.append(process)
-        process.start()
-        estimators[cluster] = process
-        server.apply(estimator_service(cluster, process.port))
-    clusters = [as_applied(c) for c in story_clusters(1)]
-    for cluster in clusters:  # the CRD requires a message on conditions
-        for condition in cluster["status"].get("conditions", ()):
-            condition.setdefault("message", "cluster is healthy and ready to accept workloads")
-    apply_with_status(server, clusters)
+    estimators = start_story_members(server, add_apiserver, estimator_processes, tmp_path, prefix="hung")
 
     scheduler = start_scheduler(
         server,

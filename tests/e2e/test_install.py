@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ import yaml
 from tests.support.controlplane import APIServer, ControlPlane, free_port, wait_until
 from tests.support.karmada import load_documents
 from tests.support.processes import SchedulerProcess
+from tests.unit.install_tree import prepared_tree as prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -38,14 +37,8 @@ MEMBERS = ("member1", "member2")
 
 
 def prepared_tree(destination: Path, members: tuple[str, ...] = MEMBERS) -> Path:
-    """A copy of manifests/ with a generated certificate and estimators, ready for ``apply -k``."""
-    tree = destination / "manifests"
-    shutil.copytree(MANIFESTS, tree, ignore=shutil.ignore_patterns("*.crt", "*.key"))
-    subprocess.run([str(ROOT / "hack" / "gen-certs.sh"), str(tree / "certs")], check=True,
-                   capture_output=True)
-    subprocess.run([str(ROOT / "hack" / "gen-estimators.sh"), *members], check=True, capture_output=True,
-                   env={"PATH": "/usr/bin:/bin", "ESTIMATORS_DIR": str(tree / "estimators")})
-    return tree
+    """``tests/unit/install_tree.py``'s ``prepared_tree`` for this file's members."""
+    return prepare(destination, members)
 
 
 def render(tree: Path, server: APIServer) -> list[dict[str, Any]]:

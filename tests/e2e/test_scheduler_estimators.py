@@ -45,6 +45,34 @@ spec:
 """
 
 
+def start_story_members(
+    server: APIServer,
+    add_apiserver: Callable[..., APIServer],
+    processes: list[EstimatorProcess],
+    tmp_path: Path,
+    *,
+    prefix: str,
+) -> dict[str, EstimatorProcess]:
+    """Story 1's members on ``server``: per member cluster a kube-apiserver (``{prefix}-<cluster>``)
+    with its Nodes and a running estimator behind its Karmada ExternalName Service; then the
+    Clusters, ready. Returns the estimators by cluster (also appended to ``processes``)."""
+    estimators: dict[str, EstimatorProcess] = {}
+    for cluster in CLUSTERS:
+        member = add_apiserver(f"{prefix}-{cluster}")
+        _create_nodes(member, story_nodes(1, cluster))
+        process = EstimatorProcess(cluster, member, tmp_path / f"estimator-{cluster}.log")
+        processes.append(process)
+        process.start()
+        estimators[cluster] = process
+        server.apply(estimator_service(cluster, process.port))
+    clusters = [as_applied(c) for c in story_clusters(1)]
+    for cluster in clusters:  # the CRD requires a message on conditions
+        for condition in cluster["status"].get("conditions", ()):
+            condition.setdefault("message", "cluster is healthy and ready to accept workloads")
+    apply_with_status(server, clusters)
+    return estimators
+
+
 def test_accurate_estimators_move_the_replica(
     isolated_apiserver: APIServer,
     add_apiserver: Callable[..., APIServer],
@@ -53,18 +81,7 @@ def test_accurate_estimators_move_the_replica(
     tmp_path: Path,
 ) -> None:
     server = isolated_apiserver
-    for cluster in CLUSTERS:
-        member = add_apiserver(f"est-{cluster}")
-        _create_nodes(member, story_nodes(1, cluster))
-        process = EstimatorProcess(cluster, member, tmp_path / f"estimator-{cluster}.log")
-        estimator_processes.append(process)
-        process.start()
-        server.apply(estimator_service(cluster, process.port))
-    clusters = [as_applied(c) for c in story_clusters(1)]
-    for cluster in clusters:  # the CRD requires a message on conditions
-        for condition in cluster["status"].get("conditions", ()):
-            condition.setdefault("message", "cluster is healthy and ready to accept workloads")
-    apply_with_status(server, clusters)
+    start_story_members(server, add_apiserver, estimator_processes, tmp_path, prefix="est")
 
     accurate = start_scheduler(
         server,

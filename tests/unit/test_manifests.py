@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from install_tree import prepared_tree as prepare
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -61,14 +61,8 @@ def kustomize(directory: Path) -> list[dict[str, Any]]:
 
 
 def prepared_tree(destination: Path, members: tuple[str, ...] = MEMBERS) -> Path:
-    """A copy of manifests/ as a user prepares it before ``kubectl apply -k``."""
-    tree = destination / "manifests"
-    shutil.copytree(MANIFESTS, tree, ignore=shutil.ignore_patterns("*.crt", "*.key"))
-    subprocess.run([str(ROOT / "hack" / "gen-certs.sh"), str(tree / "certs")], check=True,
-                   capture_output=True)
-    subprocess.run([str(ROOT / "hack" / "gen-estimators.sh"), *members], check=True, capture_output=True,
-                   env={"PATH": "/usr/bin:/bin", "ESTIMATORS_DIR": str(tree / "estimators")})
-    return tree
+    """``install_tree.prepared_tree`` for this file's members."""
+    return prepare(destination, members)
 
 
 @pytest.fixture(scope="module")

@@ -500,15 +500,21 @@ class _FilterSlot:
 
 
 class _WaitingBinding:
-    """A binding held at Permit until every waiting plugin allows it, one rejects it, or time is up."""
+    """A binding held at Permit until every waiting plugin allows it, one rejects it, or time is up.
 
-    __slots__ = ("_deadline", "_key", "_lock", "_pending", "_rejected")
+    Like kube-scheduler's waitingPod, whose channel receives the decision: whoever waits registers a
+    callback (``on_decided``) that the last ``allow`` or the first ``reject`` calls, in the thread
+    that decided. The timeout calls nothing (the core runs no timers): the waiter waits at most
+    until ``deadline`` on the framework's clock, after which ``status`` is the timeout rejection."""
+
+    __slots__ = ("_deadline", "_key", "_listeners", "_lock", "_pending", "_rejected")
 
     def __init__(self, key: str, pending: dict[str, float], now: float) -> None:
         self._key = key
         self._pending = dict(pending)  # plugin -> timeout
         self._deadline = now + min(pending.values())
         self._rejected: tuple[str, str] | None = None
+        self._listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 
     @property
@@ -522,11 +528,28 @@ class _WaitingBinding:
     def allow(self, plugin: str) -> None:
         with self._lock:
             self._pending.pop(plugin, None)
+            woken = self._take_listeners() if not self._pending else []
+        _call_all(woken)
 
     def reject(self, plugin: str, reason: str) -> None:
         with self._lock:
             if self._rejected is None:
                 self._rejected = (plugin, reason)
+            woken = self._take_listeners()
+        _call_all(woken)
+
+    def on_decided(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once when every waiting plugin has allowed the binding or one rejected
+        it; at once (in this thread) when that has already happened."""
+        with self._lock:
+            if self._rejected is None and self._pending:
+                self._listeners.append(callback)
+                return
+        _call_all([callback])
+
+    def _take_listeners(self) -> list[Callable[[], None]]:
+        woken, self._listeners = self._listeners, []
+        return woken
 
     def status(self, now: float) -> Status | None:
         """Success once all allowed, a rejection, or None while still waiting."""
@@ -548,6 +571,14 @@ class _WaitingBinding:
     @property
     def deadline(self) -> float:
         return self._deadline
+
+
+def _call_all(callbacks: Sequence[Callable[[], None]]) -> None:
+    """Wake the waiters; a waiter that is gone (its event loop closed) must not fail the plugin
+    that allowed or rejected the binding."""
+    for callback in callbacks:
+        with contextlib.suppress(Exception):
+            callback()
 
 
 # ---- the Framework -------------------------------------------------------------------------------
@@ -1472,6 +1503,22 @@ class BindingCycle:
         if status is not None and not status.is_success:
             self.unreserve()
         return status
+
+    def on_permit_decided(self, callback: Callable[[], None]) -> None:
+        """After a WAIT from ``permit``: call ``callback`` once (in the thread that decides, so an
+        event loop's waiter passes ``loop.call_soon_threadsafe``) when every waiting plugin has
+        allowed the binding or one rejected it; at once when it is no longer held. The timeout calls
+        nothing: wait at most ``permit_seconds_left()``, then ask ``wait_on_permit``."""
+        held = self.framework.waiting_binding(self.ctx.binding.key)
+        if held is None:
+            _call_all([callback])
+        else:
+            held.on_decided(callback)
+
+    def permit_seconds_left(self) -> float:
+        """Seconds on the framework's clock until the binding's Permit timeout (0 when not held)."""
+        held = self.framework.waiting_binding(self.ctx.binding.key)
+        return 0.0 if held is None else max(0.0, held.deadline - self.framework.clock())
 
     def pre_bind(self) -> Status:
         status = self.framework.run_pre_bind(self.ctx, self.targets)

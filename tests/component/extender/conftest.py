@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,8 +10,19 @@ from typing import Any
 import pytest
 
 from fleetsched.extender.client import EdgeLoop, HTTPExtender
+from fleetsched.extender.metrics import count_ignored_failure
 from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
-from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
+from fleetsched.scheduler.framework.interface import Extender
+from fleetsched.scheduler.outcome import ScheduleResult
+from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.types import (
+    BindingStatus,
+    ClusterInfo,
+    ObjectReference,
+    Placement,
+    ReplicaScheduling,
+    SchedulingBinding,
+)
 from fleetsched.testing.extender import FILTER_LABEL, SCORE_LABEL, ExtenderServer
 from fleetsched.testing.pki import CertificateAuthority, write_private
 
@@ -95,13 +106,35 @@ def a_cluster(name: str, *, filter: str = "", score: int | None = None) -> Clust
         labels[FILTER_LABEL] = filter
     if score is not None:
         labels[SCORE_LABEL] = str(score)
-    return ClusterInfo(name=name, labels=labels, region="eu")
+    return ClusterInfo(name=name, labels=labels, region="eu", api_enablements=DEPLOYMENT_API)
 
 
-BINDING = SchedulingBinding(kind="ResourceBinding", name="web-deployment", namespace="shop", replicas=3)
+DEPLOYMENT_API = frozenset({("apps/v1", "Deployment")})
+# Duplicated: every cluster the plugins and the extenders keep is selected.
+BINDING = SchedulingBinding(
+    kind="ResourceBinding", name="web-deployment", namespace="shop", replicas=3,
+    resource=ObjectReference("apps/v1", "Deployment", "shop", "web", ""),
+    placement=Placement(replica_scheduling=ReplicaScheduling("Duplicated")),
+)
 CLUSTERS = (
     a_cluster("m1", score=7),
     a_cluster("m2", filter="reject", score=9),
     a_cluster("m3", filter="unresolvable"),
     a_cluster("m4", score=2),
 )
+
+
+def scheduler(extenders: Sequence[Extender]) -> Scheduler:
+    """The real path: the framework runtime with these extenders and the scheduler process's
+    counter of skipped failures."""
+    return Scheduler(extenders=extenders, extender_skipped=count_ignored_failure)
+
+
+def schedule(extenders: Sequence[Extender]) -> ScheduleResult:
+    """``BINDING`` scheduled over ``CLUSTERS`` with ``extenders``."""
+    return scheduler(extenders).schedule(BINDING, BindingStatus(), Snapshot(CLUSTERS))
+
+
+def extender_scores(result: ScheduleResult) -> dict[str, int]:
+    """Per selected cluster, the extenders' weighted part of its total."""
+    return {n.cluster: sum(p.weighted for p in n.parts if p.extender) for n in result.attempts[0].numbers}

@@ -8,11 +8,10 @@ import pytest
 
 from fleetsched.extender.client import ExtenderConfigError, HTTPExtender, build_extenders
 from fleetsched.extender.errors import ExtenderError, FaultKind
-from fleetsched.extender.run import run_extenders
 from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
 from fleetsched.testing.extender import Behaviour, ExtenderServer
 
-from .conftest import BINDING, CLUSTERS, Extenders, Pki, config
+from .conftest import BINDING, CLUSTERS, Extenders, Pki, config, extender_scores, schedule
 
 pytestmark = pytest.mark.component
 
@@ -21,7 +20,7 @@ def test_one_keep_alive_connection_serves_many_bindings(pki: Pki, make: Extender
     with ExtenderServer(cert_file=pki.server_cert, key_file=pki.server_key) as server:
         ext = make(config(server.url(Behaviour.OK), pki))
         for _ in range(25):
-            assert run_extenders([ext], BINDING, CLUSTERS).scores == {"m1": 70, "m4": 20}
+            assert extender_scores(schedule([ext])) == {"m1": 70, "m4": 20}
         assert server.stats.total_requests == 50
         assert server.stats.connections == 1
 

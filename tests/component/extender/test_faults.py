@@ -1,5 +1,5 @@
-"""Each way an extender can fail, over real HTTPS on loopback, through the client and through
-``run_extenders`` with ``ignorable`` on and off."""
+"""Each way an extender can fail, over real HTTPS on loopback, through the client and through the
+scheduler (``Scheduler(extenders=...)``, the framework runtime) with ``ignorable`` on and off."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from prometheus_client import CollectorRegistry
 from fleetsched.extender import metrics
 from fleetsched.extender.client import HTTPExtender
 from fleetsched.extender.errors import ExtenderError, FaultKind
-from fleetsched.extender.run import ClusterRejection, ExtenderScore, run_extenders, run_extenders_async
+from fleetsched.scheduler.framework.interface import Code
+from fleetsched.scheduler.pipeline import Snapshot
+from fleetsched.scheduler.types import BindingStatus
 from fleetsched.testing.extender import Behaviour, ExtenderServer, closed_port
 
-from .conftest import BINDING, CLUSTERS, Extenders, Pki, config
+from .conftest import BINDING, CLUSTERS, Extenders, Pki, config, extender_scores, schedule, scheduler
 
 pytestmark = pytest.mark.component
 
@@ -95,17 +97,25 @@ def test_a_failing_ignorable_extender_is_skipped_and_counted(
     healthy = make(config(server.url(Behaviour.OK), pki, weight=2))
     before = _count("fleetsched_scheduler_extender_ignored_failures_total",
                     extender=broken.name, verb="filter", kind=str(kind))
-    outcome = run_extenders([broken, healthy], BINDING, CLUSTERS)
+    # the framework runtime itself, to read each rejection's code (unresolvable or not)
+    framework = scheduler([broken, healthy]).framework
+    fit = framework.run_filter_and_score(framework.new_context(BINDING, "", ()), Snapshot(CLUSTERS))
     # the healthy extender still decides, and scores with its weight: raw * weight * 100/10
-    assert [c.name for c in outcome.feasible] == ["m1", "m4"]
-    assert outcome.rejections["m3"] == ClusterRejection(
-        healthy.name, "label extender.test/filter=unresolvable", unresolvable=True)
-    assert outcome.scores == {"m1": 140, "m4": 40}
-    assert outcome.score_parts["m1"] == (ExtenderScore(healthy.name, 7, 2, 140),)
-    assert [(s.extender, s.verb, s.kind) for s in outcome.skipped] == [
-        (broken.name, "filter", kind), (broken.name, "prioritize", kind)]
-    assert outcome.skipped[0].message.startswith(f"extender {broken.name} skipped (ignorable): filter failed")
-    assert detail in outcome.skipped[0].message
+    assert [c.name for c in fit.feasible] == ["m1", "m4"]
+    codes = {CLUSTERS[i].name: (name, status.code, status.reasons)
+             for name, failed in fit.failures for i, status in failed.items()}
+    assert codes["m3"] == (healthy.name, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                           ("label extender.test/filter=unresolvable",))
+    assert codes["m2"] == (healthy.name, Code.UNSCHEDULABLE, ("label extender.test/filter=reject",))
+    assert fit.totals == [140, 40]  # the default plugins score a fresh binding 0
+    parts = [(p.plugin, p.raw, p.weight, p.weighted) for p in fit.plugin_scores(0) if p.extender]
+    assert parts == [(healthy.name, 7, 2, 140)]
+    assert [(s.plugin, s.point) for s in fit.skipped] == [
+        (broken.name, "ExtenderFilter"), (broken.name, "ExtenderPrioritize")]
+    assert fit.skipped[0].reason.startswith(f"{kind}: ")
+    assert detail in fit.skipped[0].reason
+    assert [(v.extender, v.skipped != "") for v in fit.extender_verdicts] == [
+        (broken.name, True), (healthy.name, False)]
     assert _count("fleetsched_scheduler_extender_ignored_failures_total",
                   extender=broken.name, verb="filter", kind=str(kind)) == before + 1
 
@@ -116,10 +126,12 @@ def test_a_failing_extender_that_is_not_ignorable_fails_the_binding(
         detail: str) -> None:
     healthy = make(config(server.url(Behaviour.OK), pki))
     broken = make(config(_url(server, behaviour), pki))
-    with pytest.raises(ExtenderError) as caught:
-        run_extenders([healthy, broken], BINDING, CLUSTERS)
-    assert caught.value.extender == broken.name and caught.value.kind is kind
-    assert f"extender {broken.name} filter failed ({kind})" in str(caught.value)
+    result = schedule([healthy, broken])
+    assert result.condition is not None and not result.condition.status
+    assert f"extender {broken.name} failed at Filter: {kind}: " in result.condition.message
+    assert detail in result.condition.message
+    assert result.condition.message.count(broken.name) == 1
+    assert result.clusters is None
 
 
 def test_a_broken_prioritize_verb_alone_fails_the_binding_unless_ignorable(
@@ -133,11 +145,14 @@ def test_a_broken_prioritize_verb_alone_fails_the_binding_unless_ignorable(
                                          ignorable=ignorable, http_timeout_seconds=1, tls=base.tls)
         return make(only_prioritize)
 
-    with pytest.raises(ExtenderError, match=r"prioritize failed \(erroring\): HTTP 500"):
-        run_extenders([filter_ok, scorer(False)], BINDING, CLUSTERS)
-    outcome = run_extenders([filter_ok, scorer(True)], BINDING, CLUSTERS)
-    assert outcome.scores == {"m1": 70, "m4": 20}
-    assert [(s.verb, s.kind) for s in outcome.skipped] == [("prioritize", FaultKind.ERRORING)]
+    result = schedule([filter_ok, scorer(False)])
+    assert result.condition is not None and not result.condition.status
+    assert "failed at Prioritize: erroring: HTTP 500" in result.condition.message
+    broken = scorer(True)
+    result = schedule([filter_ok, broken])
+    assert extender_scores(result) == {"m1": 70, "m4": 20}
+    assert [(s.plugin, s.point) for s in result.attempts[0].skipped] == [(broken.name, "ExtenderPrioritize")]
+    assert result.attempts[0].skipped[0].reason.startswith(f"{FaultKind.ERRORING}: HTTP 500")
 
 
 def test_an_answer_over_the_size_limit_is_malformed(
@@ -160,12 +175,14 @@ async def test_async_face_from_another_loop_and_on_its_own(server: ExtenderServe
                                                            make: Extenders) -> None:
     # connections on the edge loop, awaited from the test's loop
     remote = make(config(server.url(Behaviour.OK), pki))
-    # connections on the test's own loop: the operator's case
+    # connections on the test's own loop, used by the scheduler from a worker thread
     local = HTTPExtender(config(server.url(Behaviour.OK), pki, weight=3), loop=asyncio.get_running_loop())
     try:
         assert (await remote.afilter(BINDING, CLUSTERS)).kept == ("m1", "m4")
-        outcome = await run_extenders_async([local], BINDING, CLUSTERS)
-        assert outcome.scores == {"m1": 210, "m4": 60}
+        assert await local.aprioritize(BINDING, CLUSTERS[:1] + CLUSTERS[3:]) == {"m1": 7, "m4": 2}
+        result = await asyncio.to_thread(
+            scheduler([local]).schedule, BINDING, BindingStatus(), Snapshot(CLUSTERS))
+        assert extender_scores(result) == {"m1": 210, "m4": 60}
         with pytest.raises(RuntimeError, match="blocking face was called on an event loop thread"):
             local.filter(BINDING, CLUSTERS)
         slow = HTTPExtender(config(server.url(Behaviour.SLOW), pki), loop=asyncio.get_running_loop())

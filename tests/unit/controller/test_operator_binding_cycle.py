@@ -3,6 +3,7 @@ write fails, PostBind after both writes, and a Permit denial writes only the con
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -133,3 +134,92 @@ async def test_the_binding_cycle_is_the_bindings_profiles() -> None:
     operator.on_binding_event(RB, None, api.binding)
     assert await operator.process(QueuedBinding(WEB, 0, 0.0, 1)) is Outcome.DONE
     assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "postbind"]
+
+
+class Held(Cycle):
+    """Cycle whose Permit holds the binding (``Status.wait``), counting how often the operator asks
+    the framework for the decision."""
+
+    def __init__(self, timeout_seconds: float) -> None:
+        super().__init__(Status.wait(timeout_seconds))
+        self.asked = 0
+
+    def watch(self, operator: SchedulerOperator) -> None:
+        framework = operator.scheduler.framework
+        ask = framework.wait_on_permit
+
+        def counted(key: str) -> Status | None:
+            self.asked += 1
+            return ask(key)
+
+        framework.wait_on_permit = counted  # type: ignore[method-assign]
+
+
+async def _held_at_permit(operator: SchedulerOperator, plugin: Held) -> asyncio.Task[Outcome]:
+    """Start processing WEB and return once its Permit has answered WAIT (the operator then waits)."""
+    task = asyncio.create_task(operator.process(QueuedBinding(WEB, 0, 0.0, 1)))
+
+    async def permitted() -> None:
+        while "permit" not in plugin.calls:  # the attempt itself runs on a worker thread
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(permitted(), 60)  # a guard against a hang, not a measurement
+    return task
+
+
+def _held(operator: SchedulerOperator) -> Any:
+    held = operator.scheduler.framework.waiting_binding("ns/web")
+    assert held is not None and held.pending_plugins() == ("Cycle",)
+    return held
+
+
+async def test_an_allow_wakes_the_binding_held_at_permit_without_polling() -> None:
+    plugin = Held(timeout_seconds=3600)
+    api = MemoryApi(a_binding())
+    operator = _operator(api, plugin)
+    plugin.watch(operator)
+    task = await _held_at_permit(operator, plugin)
+    await asyncio.sleep(0.3)  # time passes while held: a poll would have asked again meanwhile
+    assert not task.done() and plugin.asked == 1  # asked once, then waiting on the signal
+    _held(operator).allow("Cycle")
+    steps = 0
+    while not task.done():  # the loop driven step by step; no time has to pass
+        await asyncio.sleep(0)
+        steps += 1
+        assert steps < 100, plugin.calls
+    assert task.result() is Outcome.DONE
+    assert plugin.asked == 2  # once more, when woken
+    assert plugin.calls == ["reserve [('m1', 3)]", "permit", "prebind", "postbind"]
+    assert api.writes == ["spec", "status"]
+
+
+async def test_a_reject_of_the_held_binding_writes_only_the_condition() -> None:
+    plugin = Held(timeout_seconds=3600)
+    api = MemoryApi(a_binding())
+    operator = _operator(api, plugin)
+    task = await _held_at_permit(operator, plugin)
+    _held(operator).reject("Cycle", "change ticket not approved")
+    steps = 0
+    while not task.done():
+        await asyncio.sleep(0)
+        steps += 1
+        assert steps < 100, plugin.calls
+    assert task.result() is Outcome.UNSCHEDULABLE
+    assert plugin.calls == ["reserve [('m1', 3)]", "permit", "unreserve"]
+    assert "clusters" not in api.binding["spec"]
+    condition = api.binding["status"]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+    assert condition["message"] == "Cycle: change ticket not approved"
+
+
+async def test_the_permit_timeout_rejects_the_held_binding() -> None:
+    plugin = Held(timeout_seconds=0.05)
+    api = MemoryApi(a_binding())
+    operator = _operator(api, plugin)
+    outcome = await asyncio.wait_for(operator.process(QueuedBinding(WEB, 0, 0.0, 1)), 60)
+    assert outcome is Outcome.UNSCHEDULABLE
+    assert plugin.calls == ["reserve [('m1', 3)]", "permit", "unreserve"]
+    assert "clusters" not in api.binding["spec"]
+    condition = api.binding["status"]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+    assert condition["message"] == "Cycle: rejected due to timeout after waiting at Permit for Cycle"

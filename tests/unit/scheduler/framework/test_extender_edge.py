@@ -9,7 +9,8 @@ from typing import Any
 
 from fleetsched.extender import metrics
 from fleetsched.extender.errors import ExtenderError, FaultKind
-from fleetsched.extender.run import FilterResult, count_ignored_failure
+from fleetsched.extender.metrics import count_ignored_failure
+from fleetsched.extender.protocol import decode_filter_result
 from fleetsched.scheduler.framework.interface import ExtenderError as CoreExtenderError
 from fleetsched.scheduler.framework.interface import ExtenderFilterResult
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
@@ -53,7 +54,8 @@ def run(extender: Broken) -> Any:
 
 
 def test_one_filter_result_type_and_the_edge_error_is_the_cores() -> None:
-    assert FilterResult is ExtenderFilterResult
+    decoded = decode_filter_result(b'{"clusterNames": ["m1"]}', ["m1", "m2"], extender=NAME)
+    assert type(decoded) is ExtenderFilterResult and decoded.kept == ("m1",)
     assert issubclass(ExtenderError, CoreExtenderError)
 
 
