@@ -65,8 +65,6 @@ CLUSTER_GROUP, CLUSTER_VERSION = "cluster.karmada.io", "v1alpha1"
 RB, CRB = "ResourceBinding", "ClusterResourceBinding"
 PLURALS = {RB: "resourcebindings", CRB: "clusterresourcebindings"}
 MAX_CONFLICT_RETRIES = 5
-# How often a binding held at Permit is looked at again (the plugin's timeout bounds the wait).
-PERMIT_POLL_SECONDS = 0.05
 
 
 def binding_path(kind: str, key: str, *, status: bool = False) -> str:
