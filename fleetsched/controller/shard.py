@@ -272,7 +272,11 @@ class ShardMembership:
         lapsed = not self.holds
         renewed = await self._renew(now)
         if renewed and lapsed:
+            # A new holding: nothing is owned until the LIST below and a retry period after it,
+            # even while that LIST is awaited.
             self._acquired_at, self._join_at = now, None
+            self._active = False
+            self.active_event.clear()
             log.info("shard_member_lease_acquired", member=self.name, group=self.config.group)
         if self.holds:
             await self._list()

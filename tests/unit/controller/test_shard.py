@@ -368,3 +368,29 @@ async def test_a_conflicting_renewal_is_retried_from_a_fresh_read() -> None:
     clock.now += 2
     await m.step()
     assert store.leases["fleetsched-scheduler-r0"]["metadata"]["resourceVersion"] != "999"
+
+
+async def test_nothing_is_owned_while_the_list_after_a_lapse_is_awaited() -> None:
+    store, clock = MemoryLeases(), Clock()
+    m = member(store, clock, "r0")
+    await join(m, clock)
+    original_list = store.list
+    seen_during_list: list[bool] = []
+
+    async def slow_list() -> list[dict[str, Any]]:
+        clock.now += 0.8  # the LIST answers 0.8 s after the renewal
+        return await original_list()
+
+    store.list = slow_list  # type: ignore[method-assign]
+    clock.now += 2
+    await m.step()
+    clock.now += 10.5 - 0.8  # stopped: the renewal is past the deadline, the LIST is not yet
+
+    async def watching_list() -> list[dict[str, Any]]:
+        seen_during_list.append(m.owns("uid-1"))  # renewed by now, the view not yet refreshed
+        return await original_list()
+
+    store.list = watching_list  # type: ignore[method-assign]
+    assert not m.holds
+    await m.step()
+    assert m.holds and seen_during_list == [False]
