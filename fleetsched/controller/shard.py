@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import datetime
 import hashlib
+import math
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -300,7 +301,8 @@ class ShardMembership:
         wall = micro_time(self.wall_clock())
         spec: dict[str, Any] = {
             "holderIdentity": self.name,
-            "leaseDurationSeconds": int(self.config.lease_duration),
+            # whole seconds, rounded up: peers must not see a shorter duration than ours
+            "leaseDurationSeconds": math.ceil(self.config.lease_duration),
             "acquireTime": wall,
             "renewTime": wall,
         }
@@ -408,14 +410,20 @@ class ShardMembership:
             active=active,
         )
         if self.on_change is not None:
-            self.on_change(change)
+            try:
+                self.on_change(change)
+            except Exception:  # the controller's bug must not stop the renewals (fencing still holds)
+                log.exception("shard_membership_callback_failed", member=self.name)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
     async def run(self) -> None:
         """A round every retry period, until cancelled or released."""
         while not self._released:
-            await self.step()
+            try:
+                await self.step()
+            except Exception:  # never stop renewing on a bug; a lapse is what stops the writes
+                log.exception("shard_membership_round_failed", member=self.name)
             await asyncio.sleep(self._next_round())
 
     def _next_round(self) -> float:

@@ -394,3 +394,20 @@ async def test_nothing_is_owned_while_the_list_after_a_lapse_is_awaited() -> Non
     assert not m.holds
     await m.step()
     assert m.holds and seen_during_list == [False]
+
+
+async def test_a_failing_callback_does_not_stop_the_renewals() -> None:
+    store, clock = MemoryLeases(), Clock()
+    timings = {"lease_duration": 4.5, "renew_deadline": 3.0, "retry_period": 1.0}
+    config = ShardConfig.of(GROUP, "karmada-system", "r0", **timings)
+
+    def broken(_: MembershipChange) -> None:
+        raise RuntimeError("controller bug")
+
+    m = ShardMembership(config=config, store=store, clock=clock, on_change=broken)
+    await m.step()
+    clock.now += 1
+    await m.step()
+    assert m.active  # the view was published despite the callback
+    # a fractional lease duration is written rounded up: peers never wait less than we do
+    assert store.leases["fleetsched-scheduler-r0"]["spec"]["leaseDurationSeconds"] == 5
