@@ -371,6 +371,13 @@ class ControllerRuntime:
 
     # ---- sharding: what the controller provides ---------------------------------------------------
 
+    def guard_worker_write(self) -> None:
+        """The client's ``write_guard`` in sharded mode: a write sent by a worker is checked once
+        more right before it leaves (after the rate limiter); the Leases' and Events' writes,
+        made outside the workers, are not."""
+        if _CURRENT.get() is not None:
+            self._ensure_leader()
+
     def uid_of(self, key: Hashable) -> str | None:
         """The UID the object behind ``key`` is sharded by (its ``metadata.uid``); None when the
         object is not cached (such a key is not owned)."""
@@ -609,6 +616,9 @@ class ControllerRuntime:
                 store=ApiMemberLeaseStore(self.client, sharding.namespace, sharding.group),
                 on_change=self.membership_changed,
             )
+            if hasattr(self.client, "write_guard"):
+                # a worker's write waiting for the rate limiter (or paused) is re-checked as it leaves
+                self.client.write_guard = self.guard_worker_write
             tasks.append(asyncio.create_task(self.membership.run(), name="shard-membership"))
         if election is not None:
             store = ApiLeaseStore(self.client, election.namespace, election.name)
