@@ -371,13 +371,6 @@ class ControllerRuntime:
 
     # ---- sharding: what the controller provides ---------------------------------------------------
 
-    def guard_worker_write(self) -> None:
-        """The client's ``write_guard`` in sharded mode: a write sent by a worker is checked once
-        more right before it leaves (after the rate limiter); the Leases' and Events' writes,
-        made outside the workers, are not."""
-        if _CURRENT.get() is not None:
-            self._ensure_leader()
-
     def uid_of(self, key: Hashable) -> str | None:
         """The UID the object behind ``key`` is sharded by (its ``metadata.uid``); None when the
         object is not cached (such a key is not owned)."""
@@ -404,6 +397,13 @@ class ControllerRuntime:
         """The owned count changed through the caches (a gauge)."""
 
     # ---- sharding: what the runtime does ---------------------------------------------------------
+
+    def guard_worker_write(self) -> None:
+        """The client's ``write_guard`` in sharded mode: a write sent by a worker is checked once
+        more right before it leaves (after the rate limiter); the Leases' and Events' writes,
+        made outside the workers, are not."""
+        if _CURRENT.get() is not None:
+            self._ensure_leader()
 
     def owns(self, uid: str | None) -> bool:
         """Whether this replica handles the object with ``uid`` (always, when not sharded)."""
@@ -515,6 +515,7 @@ class ControllerRuntime:
                 outcome = Outcome.ERROR
             finally:
                 self._in_flight.discard(task)
+                _CURRENT.set(None)
             self.after_outcome(entry, outcome)
             self.queue.done(entry, outcome)
             self.on_done()
