@@ -270,14 +270,18 @@ class ShardMembership:
         if self._released:
             return
         now = self.clock()
+        if self._active and not self.active:
+            # Our renewal or our LIST got too old since the last round (a lapse, e.g. SIGSTOP):
+            # say so before anything else, so the controller forgets what it owned and takes it
+            # all again once this replica has joined again (keys dropped meanwhile included).
+            self._acquired_at, self._join_at = now, None
+            self._publish()
         lapsed = not self.holds
         renewed = await self._renew(now)
         if renewed and lapsed:
             # A new holding: nothing is owned until the LIST below and a retry period after it,
             # even while that LIST is awaited.
             self._acquired_at, self._join_at = now, None
-            self._active = False
-            self.active_event.clear()
             log.info("shard_member_lease_acquired", member=self.name, group=self.config.group)
         if self.holds:
             await self._list()
