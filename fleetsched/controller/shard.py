@@ -44,6 +44,7 @@ from fleetsched.kube.client import ApiError, KubeClient
 from fleetsched.scheduler.config.configuration import SHARD_MODES as SHARD_MODES
 
 log = structlog.get_logger("fleetsched.shard")
+_blake2b = hashlib.blake2b
 
 GROUP_LABEL = "scheduler.fleetsched.io/shard-group"
 # A peer's Lease unchanged (by our clock) for this many of its lease durations is deleted.
@@ -64,9 +65,11 @@ def member_score(member: str, uid: str) -> int:
 def rendezvous_owner(uid: str, members: Iterable[str]) -> str | None:
     """The member owning ``uid``: the highest ``member_score`` (ties: the greater name); None
     without members. The same in every process and every run."""
-    best: tuple[int, str] | None = None
+    # Big-endian digests of one length order as their integers do: compare the bytes.
+    tail = b"\0" + uid.encode()
+    best: tuple[bytes, str] | None = None
     for member in members:
-        candidate = (member_score(member, uid), member)
+        candidate = (_blake2b(member.encode() + tail, digest_size=8).digest(), member)
         if best is None or candidate > best:
             best = candidate
     return None if best is None else best[1]
