@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import aiohttp
 import structlog
 
 from fleetsched.controller.leader import JITTER_FACTOR, micro_time
@@ -206,7 +207,8 @@ class _Peer:
     resource_version: str | None
 
 
-_FAILURES = (ApiError, OSError, TimeoutError, asyncio.TimeoutError)
+# what a request to the API server may end with besides an answer (aiohttp's disconnects included)
+_FAILURES = (ApiError, OSError, TimeoutError, asyncio.TimeoutError, aiohttp.ClientError)
 
 
 @dataclass
