@@ -13,9 +13,12 @@ queue keys out), the initial sync, the dispatch of a popped key to its reconcile
 wiring. What it is built from lives beside it, one responsibility each:
 ``policy_resources`` (the kinds it can watch, the Karmada names, API paths, queue keys),
 ``policy_cache`` (parsed policies, the detector's view, template indexes) and
-``policy_reconcile`` (the template, binding and policy reconcilers, their writes and metrics).
+``policy_reconcile`` (the template, binding and policy reconcilers, their writes and metrics),
+``policy_shard`` (sharded mode: what this replica owns, how a policy change reaches the templates
+it owns, and that mode's metrics).
 
-Only the Lease holder's workers write. Nothing is persisted on watched objects except Karmada's own
+Only the Lease holder's workers write; in sharded mode (``config.sharding``) every replica writes,
+each only the objects it owns. Nothing is persisted on watched objects except Karmada's own
 claim labels/annotations; kopf runs with raw event handlers only and no-op persistence.
 
 Deletion (§7.12): a deleted template is only forgotten; garbage collection deletes its binding
@@ -29,6 +32,7 @@ must stay off: Karmada's binding controller needs the finalizer to clean up memb
 from __future__ import annotations
 
 import asyncio
+from collections import Counter as Tally
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,9 +65,11 @@ from fleetsched.controller.policy_resources import (
     template_qkey,
     works_served,
 )
+from fleetsched.controller.policy_shard import PolicySharding, uid
 from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
+from fleetsched.controller.shard import ShardConfig
 from fleetsched.controller.template_index import TemplateIndex
 from fleetsched.detector import FeatureGates, binding_name
 from fleetsched.detector import constants as keys
@@ -101,10 +107,12 @@ class PolicyControllerConfig:
     graceful_timeout: float = 20.0
     # No Karmada binding controller runs: remove its finalizer from terminating derived bindings.
     standalone: bool = False
+    # --shard-mode=lease: this replica's member Lease (policy_shard.py); exclusive with leader_election
+    sharding: ShardConfig | None = None
 
 
 @dataclass
-class PolicyController(PolicyReconcilers, ControllerRuntime):
+class PolicyController(PolicySharding, PolicyReconcilers, ControllerRuntime):
     client: KubeClient
     connection: Connection
     config: PolicyControllerConfig = field(default_factory=PolicyControllerConfig)
@@ -120,6 +128,9 @@ class PolicyController(PolicyReconcilers, ControllerRuntime):
     _changed_by_karmada: set[QueueKey] = field(default_factory=set)
     _changed_by_user: set[QueueKey] = field(default_factory=set)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
+    _terminating_bindings: dict[QueueKey, str] = field(default_factory=dict)
+    _policy_notes: dict[QueueKey, set[QueueKey]] = field(default_factory=dict)
+    _owned_by_kind: Tally[str] = field(default_factory=Tally)
 
     def __post_init__(self) -> None:
         for resource in self.config.resources:
@@ -152,11 +163,15 @@ class PolicyController(PolicyReconcilers, ControllerRuntime):
             self.queue.forget(template_qkey(resource, key))
             self._changed_by_karmada.discard(template_qkey(resource, key))
             self._changed_by_user.discard(template_qkey(resource, key))
+            self._policy_notes.pop(template_qkey(resource, key), None)
+            self.forget_owned(template_qkey(resource, key))
             return
         stored, previous = cache.upsert(obj)
         if not stored:
             return
         qkey = template_qkey(resource, key)
+        if not self.note_owned(qkey, uid(obj)):
+            return  # sharded: another replica's template (always ours otherwise)
         if previous is None:
             self._changed_by_user.add(qkey)  # a new template is always applied at once
             self.queue.push(qkey)
@@ -170,20 +185,27 @@ class PolicyController(PolicyReconcilers, ControllerRuntime):
         obj.setdefault("kind", kind)
         cache = self.policies[kind]
         key = object_key(obj)
+        qkey = QueueKey.of(kind, key)
         if event_type == "DELETED":
             cache.delete(key)
             self._views.parsed.forget(kind, key)
+            self.forget_owned(qkey)
             return
         stored, previous = cache.upsert(obj)
         if not stored:
             return
+        owned = self.note_owned(qkey, uid(obj))
         meta, old_meta = obj.get("metadata") or {}, (previous or {}).get("metadata") or {}
         if (
             previous is None
             or meta.get("generation") != old_meta.get("generation")
             or bool(meta.get("deletionTimestamp")) != bool(old_meta.get("deletionTimestamp"))
         ):
-            self.queue.push(QueueKey.of(kind, key))
+            if owned:
+                self.queue.push(qkey)
+            if self.sharding is not None:
+                # every replica, for the templates it owns (policy_shard.py)
+                self.fan_out_policy(kind, key, obj)
 
     def on_binding_event(self, kind: str, event_type: str | None, obj: dict[str, Any]) -> None:
         """Standalone only: queue terminating derived bindings whose finalizer is ours to remove."""
@@ -191,8 +213,17 @@ class PolicyController(PolicyReconcilers, ControllerRuntime):
         qkey = QueueKey.of(kind, object_key(obj))
         if event_type == "DELETED":
             self.queue.forget(qkey)
+            self._terminating_bindings.pop(qkey, None)
+            self.forget_owned(qkey)
             return
-        if binding_finalizer_release(obj, watched_kinds=self.watched_kinds).patch is not None:
+        if binding_finalizer_release(obj, watched_kinds=self.watched_kinds).patch is None:
+            if self._terminating_bindings.pop(qkey, None) is not None:
+                self.forget_owned(qkey)
+            return
+        binding_uid = uid(obj)
+        if binding_uid is not None:
+            self._terminating_bindings[qkey] = binding_uid
+        if self.note_owned(qkey, binding_uid):
             self.queue.push(qkey)
 
     # ---- initial sync -------------------------------------------------------------------------
@@ -247,6 +278,14 @@ class PolicyController(PolicyReconcilers, ControllerRuntime):
             return await self.reconcile_policy(qkey.kind, qkey.object_key)
         # Anything else is a template, keyed by its resource's name.
         resource = self._resources.get(qkey.kind)
+        notes = self._policy_notes.pop(qkey, None)
+        if notes and resource is not None:  # sharded: policy changes to apply to this template
+            pushed_by_event = qkey in self._changed_by_karmada or qkey in self._changed_by_user
+            step = await self.reconcile_policy_notes(resource, qkey, notes)
+            if isinstance(step, Outcome):
+                return step
+            if not step and not pushed_by_event:
+                return Outcome.DONE
         # Only Karmada-made changes pending since the last reconcile: a Lazy policy waits.
         lazy_only = qkey in self._changed_by_karmada and qkey not in self._changed_by_user
         self._changed_by_karmada.discard(qkey)

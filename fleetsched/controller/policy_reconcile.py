@@ -58,6 +58,8 @@ from fleetsched.kube.client import ApiError, KubeClient
 
 log = structlog.get_logger("fleetsched.controller")
 
+AnyPolicy = PropagationPolicy | ClusterPropagationPolicy
+
 MAX_CONFLICT_RETRIES = 5
 
 APPLY_SUCCEED = "ApplyPolicySucceed"
@@ -71,6 +73,11 @@ APPLIES = Counter(
     "Templates reconciled by the policy controller, by result "
     "(created, updated, unchanged, waiting for a terminating binding, error)",
     ["result"],
+    registry=metrics.REGISTRY,
+)
+WRITE_CONFLICTS = Counter(
+    "fleetsched_policy_controller_write_conflicts_total",
+    "Writes the API server refused with 409 (Conflict or AlreadyExists): re-read and re-decided",
     registry=metrics.REGISTRY,
 )
 FINALIZER_REMOVALS = Counter(
@@ -108,6 +115,8 @@ class PolicyReconcilers:
     # provided by PolicyController and ControllerRuntime
     on_template_event: Callable[[TemplateResource, str | None, dict[str, Any]], None]
     _ensure_leader: Callable[[], None]
+    sharding: Any  # ShardConfig | None (ControllerRuntime)
+    _policy_notes: dict[QueueKey, set[QueueKey]]
 
     # ---- what a template's reconcile reads beside the caches ------------------------------------
 
@@ -259,6 +268,7 @@ class PolicyReconcilers:
                     APPLIES.labels("updated").inc()
             except ApiError as exc:
                 if exc.is_conflict or exc.is_already_exists:
+                    WRITE_CONFLICTS.inc()
                     continue
                 raise
             log.info(
@@ -366,6 +376,7 @@ class PolicyReconcilers:
                 if exc.is_not_found:
                     return Outcome.DONE
                 if exc.is_conflict:
+                    WRITE_CONFLICTS.inc()
                     continue
                 FINALIZER_REMOVALS.labels(kind, "error").inc()
                 log.warning("binding_finalizer_remove_failed", binding=key, kind=kind, error=str(exc))
@@ -403,6 +414,8 @@ class PolicyReconcilers:
         policy = self._views.parsed.get(kind, obj)
         if policy is None:
             return Outcome.DONE
+        if self.sharding is not None:
+            return await self._reconcile_owned_policy(kind, key, obj, policy)
         label = permanent_id_label(kind)
         permanent_id = (policy.metadata.labels or {}).get(label, "")
         namespace = policy.metadata.namespace if kind == PP else None
@@ -428,14 +441,7 @@ class PolicyReconcilers:
                 await self._remove_finalizer(kind, key, obj)
                 log.info("policy_released", kind=kind, policy=key, templates=len(claimed))
                 return Outcome.DONE
-            unwatched = unwatched_selectors(policy.spec.resource_selectors, self.watched_kinds)
-            if unwatched:
-                message = (
-                    f"{'; '.join(unwatched)}: not a kind this controller watches, so no template of "
-                    "it is propagated (add it to the controller's --resources)"
-                )
-                log.warning("policy_selects_unwatched_kinds", kind=kind, policy=key, selectors=unwatched)
-                self._event(obj, WARNING, SELECTOR_NOT_WATCHED, message)
+            self._warn_unwatched(kind, key, obj, policy)
             for resource, template in claimed:
                 if priority_of(resource, template) == 0:
                     log.info(
@@ -466,14 +472,142 @@ class PolicyReconcilers:
                     priority = known[1]
                 else:
                     priority = implicit_priority(policy, parsed)
-                unclaimed_match = claim_of(parsed) is None and priority > 0
-                may_preempt = (
-                    self.config.gates.policy_preemption
-                    and policy.spec.preemption == "Always"
-                    and priority == 3
-                )
-                if unclaimed_match or may_preempt:
+                if self._may_claim(policy, parsed, priority):
                     self._enqueue_for_policy(policy, template_qkey(resource, template_key))
+        return Outcome.DONE
+
+    def _may_claim(self, policy: AnyPolicy, template: ResourceTemplate, priority: int) -> bool:
+        """Whether a template the policy does not claim is to be reconciled for it: it is claimed
+        by none and matches, or the policy may preempt its claim (§7.9)."""
+        unclaimed_match = claim_of(template) is None and priority > 0
+        may_preempt = (
+            self.config.gates.policy_preemption and policy.spec.preemption == "Always" and priority == 3
+        )
+        return unclaimed_match or may_preempt
+
+    def _warn_unwatched(self, kind: str, key: str, obj: Mapping[str, Any], policy: AnyPolicy) -> None:
+        unwatched = unwatched_selectors(policy.spec.resource_selectors, self.watched_kinds)
+        if unwatched:
+            message = (
+                f"{'; '.join(unwatched)}: not a kind this controller watches, so no template of "
+                "it is propagated (add it to the controller's --resources)"
+            )
+            log.warning("policy_selects_unwatched_kinds", kind=kind, policy=key, selectors=unwatched)
+            self._event(obj, WARNING, SELECTOR_NOT_WATCHED, message)
+
+    # ---- sharded mode: the policy's owner, and the templates' owners (policy_shard.py) ---------
+
+    async def _reconcile_owned_policy(
+        self, kind: str, key: str, obj: Mapping[str, Any], policy: AnyPolicy
+    ) -> Outcome:
+        """Sharded: what the policy's owner writes, the policy only. The templates' owners release
+        their claims (``reconcile_policy_notes``); the finalizer goes once no cached template
+        carries the policy's claim any more (retried with backoff until then)."""
+        try:
+            if policy.metadata.deletion_timestamp is not None:
+                permanent_id = (policy.metadata.labels or {}).get(permanent_id_label(kind), "")
+                namespace = policy.metadata.namespace if kind == PP else None
+                remaining = (
+                    claimed_by(self.templates, self.config.resources, kind, permanent_id, namespace)
+                    if permanent_id
+                    else []
+                )
+                if remaining:
+                    log.info("policy_release_waiting", kind=kind, policy=key, templates=len(remaining))
+                    return Outcome.ERROR
+                await self._remove_finalizer(kind, key, obj)
+                log.info("policy_released", kind=kind, policy=key, templates=0)
+                return Outcome.DONE
+            self._warn_unwatched(kind, key, obj, policy)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return Outcome.DONE
+            log.warning("policy_reconcile_failed", kind=kind, policy=key, error=str(exc))
+            return Outcome.ERROR
+        return Outcome.DONE
+
+    async def reconcile_policy_notes(
+        self, resource: TemplateResource, qkey: QueueKey, notes: set[QueueKey]
+    ) -> Outcome | bool:
+        """Sharded: for one owned template, what ``reconcile_policy`` does for it for each noted
+        policy: release the policy's claim when it is being deleted or no longer matches (then the
+        outcome is returned; the release's template event brings the key back for the rest), or
+        say whether the template is to be reconciled for it (True), a Lazy policy marking it as
+        Karmada's change as ``_enqueue_for_policy`` does."""
+        wanted = False
+        pending = sorted(notes, key=str)
+        while pending:
+            note = pending.pop(0)
+            obj = self.templates[resource.name].get(qkey.object_key)
+            if obj is None:
+                return Outcome.DONE
+            policy_obj = self.policies[note.kind].get(note.object_key)
+            policy = None if policy_obj is None else self._views.parsed.get(note.kind, policy_obj)
+            if policy is None:
+                continue
+            permanent_id = (policy.metadata.labels or {}).get(permanent_id_label(note.kind), "")
+            claimed = bool(permanent_id) and claim_label_value(obj, note.kind) == permanent_id
+            if claimed and note.kind == PP:
+                claimed = (obj.get("metadata") or {}).get("namespace") == policy.metadata.namespace
+            deleting = policy.metadata.deletion_timestamp is not None
+            if claimed:
+                release = deleting
+                if not deleting:
+                    parsed = ResourceTemplate.from_dict(obj, namespaced=resource.namespaced)
+                    if implicit_priority(policy, parsed) == 0:
+                        log.info(
+                            "policy_no_longer_matches",
+                            kind=note.kind,
+                            policy=note.object_key,
+                            template=qkey.object_key,
+                            template_kind=resource.kind,
+                        )
+                        release = True
+                if release:
+                    return await self._release_for_policy(resource, obj, qkey, note, permanent_id, pending)
+            elif deleting:
+                continue
+            else:
+                parsed_template = template_index(self.templates[resource.name], resource).parsed(
+                    qkey.object_key
+                )
+                if parsed_template is None or not self._may_claim(
+                    policy, parsed_template, implicit_priority(policy, parsed_template)
+                ):
+                    continue
+            wanted = True
+            if policy.spec.activation_preference == "Lazy":
+                self._changed_by_karmada.add(qkey)
+        return wanted
+
+    async def _release_for_policy(
+        self,
+        resource: TemplateResource,
+        obj: Mapping[str, Any],
+        qkey: QueueKey,
+        note: QueueKey,
+        permanent_id: str,
+        pending: list[QueueKey],
+    ) -> Outcome:
+        """Release ``note``'s claim on an owned template; the notes left come back with the key."""
+        try:
+            await self._release(resource, obj, note.kind, permanent_id)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return Outcome.DONE
+            log.warning(
+                "policy_reconcile_failed",
+                kind=note.kind,
+                policy=note.object_key,
+                template=qkey.object_key,
+                error=str(exc),
+            )
+            pending.append(note)  # retried with backoff
+            self._policy_notes.setdefault(qkey, set()).update(pending)
+            return Outcome.ERROR
+        if pending:
+            self._policy_notes.setdefault(qkey, set()).update(pending)
+            self.queue.push(qkey)  # taken again once this pass is done
         return Outcome.DONE
 
     def _enqueue_for_policy(

@@ -84,14 +84,22 @@ def test_timings_a_member_lease_cannot_have_are_refused_in_one_line(
     assert "--shard-mode" in line and "leaseDuration must be greater than renewDeadline" in line
 
 
-def test_the_policy_controller_parses_the_flags_and_refuses_lease_mode_for_now(
+def test_the_policy_controller_takes_the_shard_flags_and_refuses_bad_timings_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     parser = argparse.ArgumentParser()
     policy_cmd.add_arguments(parser)
-    assert parser.parse_args(["--shard-mode=lease"]).shard_mode == "lease"
-    assert main(["controller", "--shard-mode=lease", "--log-level=error"]) == 2
-    assert "sharded mode is not available" in capsys.readouterr().err
+    args = parser.parse_args(["--shard-mode=lease", "--shard-identity=r1"])
+    shard = command.sharding(args)
+    assert shard is not None and shard.member == "fleetsched-controller-r1"
+    assert command.field_manager(args, agent="fleetsched-controller") == (
+        "fleetsched-controller/fleetsched-controller-r1"
+    )
+    assert command.leader_election(args) is None, "member Leases replace the leader's"
+    bad_timings = ["--shard-mode=lease", "--leader-elect-renew-deadline=20s", "--log-level=error"]
+    assert main(["controller", *bad_timings]) == 2
+    (line,) = [text for text in capsys.readouterr().err.splitlines() if "invalid_flag" in text]
+    assert "--shard-mode" in line and "leaseDuration must be greater than renewDeadline" in line
 
 
 def test_the_file_gives_the_shard_settings_and_a_contradicting_flag_is_refused(tmp_path: Path) -> None:
