@@ -345,6 +345,8 @@ class PolicyReconcilers:
         except ApiError as exc:
             if exc.is_not_found:
                 raise _NotFound from exc
+            if exc.is_conflict:  # the caller retries with the fresh object
+                WRITE_CONFLICTS.inc()
             raise
 
     # ---- one terminating binding (standalone) -----------------------------------------------------
@@ -625,10 +627,15 @@ class PolicyReconcilers:
         finalizers.remove(POLICY_FINALIZERS[kind])
         self._ensure_leader()
         # resourceVersion makes the patch fail with 409 rather than drop another controller's finalizer.
-        await self.client.merge_patch(
-            policy_path(kind, key),
-            {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}},
-        )
+        try:
+            await self.client.merge_patch(
+                policy_path(kind, key),
+                {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}},
+            )
+        except ApiError as exc:
+            if exc.is_conflict:  # retried with backoff, from the newer version the watch brings
+                WRITE_CONFLICTS.inc()
+            raise
 
     # ---- helpers ------------------------------------------------------------------------------
 

@@ -5,15 +5,37 @@ writer identity (fieldManager) they give."""
 from __future__ import annotations
 
 import argparse
+import logging
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 import yaml
 
 from fleetsched.cli import main
 from fleetsched.controller import command, policy_cmd, scheduler_cmd
+from fleetsched.kube import logs
 from fleetsched.scheduler.config import ConfigError, load_configuration
+
+
+@pytest.fixture(autouse=True)
+def structlog_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``main`` configures structlog for the process (a level filter, loggers cached on first use);
+    undo it, so the tests after these still see every line with ``capture_logs``."""
+    configure = logs.configure
+
+    def configure_uncached(level: str = "info") -> None:
+        configure(level)
+        structlog.configure(cache_logger_on_first_use=False)
+
+    monkeypatch.setattr(logs, "configure", configure_uncached)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:], root.level = handlers, level
 
 
 def scheduler_args(*argv: str) -> argparse.Namespace:
