@@ -7,7 +7,9 @@ four policies and 200 Deployments, every Deployment ends up with exactly one bin
 policy's placement; the apiserver's managedFields name the writer of every binding and every
 claim, and it is always the template's rendezvous owner (fieldManager ``<agent>/<member>``), the
 other replica never. After one replica stops gracefully (it deletes its member Lease), the other
-owns everything: a new template gets its binding from it.
+owns everything: a new template gets its binding from it. Before that, deleting one policy
+releases each of its claims through the claimed template's owner, and the policy's finalizer goes
+once none is left.
 """
 
 from __future__ import annotations
@@ -183,6 +185,28 @@ def test_two_replicas_split_the_templates_and_one_takes_over_when_the_other_stop
         log = process.log_path.read_text()
         assert '"worker_error"' not in log and "Traceback" not in log, process.log_tail(60)
 
+    # Deleting a policy: each template's owner releases its claim (template and binding), and the
+    # policy's owner removes the finalizer only once no template carries the claim any more.
+    server.kubectl("delete", "pp", "p3", "-n", NAMESPACE, "--wait=false")
+    wait_until(
+        lambda: not server.kubectl("get", "pp", "p3", "-n", NAMESPACE, "--ignore-not-found").strip(),
+        timeout=60,
+        message=lambda: (
+            "policy finalizer never removed:\n" + "\n".join(r.log_tail(30) for r in replicas.values())
+        ),
+    )
+    templates, bindings = listed(server, "deployments"), listed(server, "resourcebindings.work.karmada.io")
+    released = [name for name, t in templates.items() if t["metadata"]["labels"]["p"] == "p3"]
+    assert len(released) == DEPLOYMENTS // len(POLICIES)
+    for name in released:
+        owner = rendezvous_owner(templates[name]["metadata"]["uid"], members)
+        assert PP_LABEL not in templates[name]["metadata"]["labels"], name
+        assert PP_LABEL not in (bindings[f"{name}-deployment"]["metadata"].get("labels") or {}), name
+        # (the release took the controller's last fields off the template: no managedFields entry
+        # names a replica there now; the binding keeps the creator's)
+        assert managers(templates[name]) == set()
+        assert managers(bindings[f"{name}-deployment"]) == {f"{AGENT}/{owner}"}
+
     # r0 stops gracefully: it deletes its member Lease and r1 owns everything at its next LIST.
     assert replicas["r0"].stop() == 0
     survivor = replicas["r1"]
@@ -195,8 +219,9 @@ def test_two_replicas_split_the_templates_and_one_takes_over_when_the_other_stop
         survivor.metric("fleetsched_policy_controller_shard_handoffs_total", direction="in")
         >= writers[MEMBERS["r0"]]
     )
-    late = {f"late-{i}" for i in range(5)}
-    server.apply(yaml.safe_dump_all([deployment(i, prefix="late") for i in range(5)]))
+    late_indices = (0, 1, 2, 4, 5)  # for p0, p1 and p2 (p3 is gone)
+    late = {f"late-{i}" for i in late_indices}
+    server.apply(yaml.safe_dump_all([deployment(i, prefix="late") for i in late_indices]))
     after = wait_until(lambda: bindings_for(late), timeout=60, interval=1, message=survivor.log_tail)
     for name in late:
         assert managers(after[f"{name}-deployment"]) == {f"{AGENT}/{MEMBERS['r1']}"}
