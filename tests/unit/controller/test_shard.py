@@ -17,6 +17,7 @@ from fleetsched.controller.shard import (
     ShardConfig,
     ShardMembership,
     member_name,
+    member_score,
     rendezvous_owner,
 )
 from fleetsched.kube.client import ApiError
@@ -142,6 +143,13 @@ def test_the_owner_is_the_highest_score_and_none_without_members() -> None:
     assert rendezvous_owner("uid-1", ["only"]) == "only"
     members = ["a", "b", "c"]
     assert rendezvous_owner("uid-1", members) == rendezvous_owner("uid-1", reversed(members))
+
+
+@settings(deadline=None, max_examples=50)
+@given(uid=st.text(max_size=40), members=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=5))
+def test_the_owner_is_the_member_with_the_highest_score(uid: str, members: list[str]) -> None:
+    best = max(members, key=lambda m: (member_score(m, uid), m))
+    assert rendezvous_owner(uid, members) == best
 
 
 def test_the_owner_is_the_same_in_another_process() -> None:
@@ -394,3 +402,20 @@ async def test_nothing_is_owned_while_the_list_after_a_lapse_is_awaited() -> Non
     assert not m.holds
     await m.step()
     assert m.holds and seen_during_list == [False]
+
+
+async def test_a_failing_callback_does_not_stop_the_renewals() -> None:
+    store, clock = MemoryLeases(), Clock()
+    timings = {"lease_duration": 4.5, "renew_deadline": 3.0, "retry_period": 1.0}
+    config = ShardConfig.of(GROUP, "karmada-system", "r0", **timings)
+
+    def broken(_: MembershipChange) -> None:
+        raise RuntimeError("controller bug")
+
+    m = ShardMembership(config=config, store=store, clock=clock, on_change=broken)
+    await m.step()
+    clock.now += 1
+    await m.step()
+    assert m.active  # the view was published despite the callback
+    # a fractional lease duration is written rounded up: peers never wait less than we do
+    assert store.leases["fleetsched-scheduler-r0"]["spec"]["leaseDurationSeconds"] == 5

@@ -5,37 +5,15 @@ writer identity (fieldManager) they give."""
 from __future__ import annotations
 
 import argparse
-import logging
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 import yaml
+from structlog.testing import capture_logs
 
-from fleetsched.cli import main
 from fleetsched.controller import command, policy_cmd, scheduler_cmd
-from fleetsched.kube import logs
 from fleetsched.scheduler.config import ConfigError, load_configuration
-
-
-@pytest.fixture(autouse=True)
-def structlog_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """``main`` configures structlog for the process (a level filter, loggers cached on first use);
-    undo it, so the tests after these still see every line with ``capture_logs``."""
-    configure = logs.configure
-
-    def configure_uncached(level: str = "info") -> None:
-        configure(level)
-        structlog.configure(cache_logger_on_first_use=False)
-
-    monkeypatch.setattr(logs, "configure", configure_uncached)
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    structlog.reset_defaults()
-    root.handlers[:], root.level = handlers, level
 
 
 def scheduler_args(*argv: str) -> argparse.Namespace:
@@ -97,18 +75,19 @@ def test_a_shard_mode_that_is_not_one_is_refused_by_the_parser(capsys: pytest.Ca
     assert "invalid choice: 'raft'" in capsys.readouterr().err
 
 
-def test_timings_a_member_lease_cannot_have_are_refused_in_one_line(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    code = main(["scheduler", "--shard-mode=lease", "--leader-elect-renew-deadline=20s", "--log-level=error"])
+async def test_timings_a_member_lease_cannot_have_are_refused_in_one_line() -> None:
+    # (the command's _serve, without run_command: that would configure the process's logging)
+    with capture_logs() as logs:
+        code = await scheduler_cmd._serve(
+            scheduler_args("--shard-mode=lease", "--leader-elect-renew-deadline=20s")
+        )
     assert code == 2
-    (line,) = [text for text in capsys.readouterr().err.splitlines() if "invalid_flag" in text]
-    assert "--shard-mode" in line and "leaseDuration must be greater than renewDeadline" in line
+    (line,) = [entry for entry in logs if entry["event"] == "invalid_flag"]
+    assert line["flag"] == "--shard-mode"
+    assert line["error"] == "leaseDuration must be greater than renewDeadline"
 
 
-def test_the_policy_controller_takes_the_shard_flags_and_refuses_bad_timings_in_one_line(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+async def test_the_policy_controller_takes_the_shard_flags_and_refuses_bad_timings_in_one_line() -> None:
     parser = argparse.ArgumentParser()
     policy_cmd.add_arguments(parser)
     args = parser.parse_args(["--shard-mode=lease", "--shard-identity=r1"])
@@ -118,10 +97,12 @@ def test_the_policy_controller_takes_the_shard_flags_and_refuses_bad_timings_in_
         "fleetsched-controller/fleetsched-controller-r1"
     )
     assert command.leader_election(args) is None, "member Leases replace the leader's"
-    bad_timings = ["--shard-mode=lease", "--leader-elect-renew-deadline=20s", "--log-level=error"]
-    assert main(["controller", *bad_timings]) == 2
-    (line,) = [text for text in capsys.readouterr().err.splitlines() if "invalid_flag" in text]
-    assert "--shard-mode" in line and "leaseDuration must be greater than renewDeadline" in line
+    bad = parser.parse_args(["--shard-mode=lease", "--leader-elect-renew-deadline=20s"])
+    with capture_logs() as logs:
+        assert await policy_cmd._serve(bad) == 2
+    (line,) = [entry for entry in logs if entry["event"] == "invalid_flag"]
+    assert line["flag"] == "--shard-mode"
+    assert line["error"] == "leaseDuration must be greater than renewDeadline"
 
 
 def test_the_file_gives_the_shard_settings_and_a_contradicting_flag_is_refused(tmp_path: Path) -> None:
