@@ -226,7 +226,7 @@ def add_deployments(world: World, count: int, *, prefix: str = "web") -> list[st
     return names
 
 
-def add_policy(world: World, clusters: list[str]) -> None:
+def add_policy(world: World, clusters: list[str], **spec: Any) -> None:
     world.store(
         POLICY_PATH,
         {
@@ -248,6 +248,7 @@ def add_policy(world: World, clusters: list[str]) -> None:
                     }
                 ],
                 "placement": {"clusterAffinity": {"clusterNames": clusters}},
+                **spec,
             },
         },
         "ADDED",
@@ -314,6 +315,35 @@ async def test_a_policy_change_reaches_every_template_through_its_owner() -> Non
     for name in names:
         binding = world.objects[binding_path(name)]
         assert binding["spec"]["placement"]["clusterAffinity"] == {"clusterNames": ["m1", "m2"]}
+        assert world.writers_of(binding_path(name)) == {owner_of(world, deployment_path(name))}
+
+
+async def test_a_lazy_policy_change_waits_on_every_owner_for_a_user_change_as_in_single_mode() -> None:
+    world = World()
+    add_policy(world, ["m1"], activationPreference="Lazy")
+    names = add_deployments(world, 20)
+    world.replica(R0)
+    world.replica(R1)
+    await world.settle()
+    policy = copy.deepcopy(world.objects[POLICY_PATH])
+    policy["metadata"]["generation"] = 2
+    policy["spec"]["placement"]["clusterAffinity"]["clusterNames"] = ["m2"]
+    world.store(POLICY_PATH, policy)
+    await world.settle()
+    for name in names:  # reconciled for the policy change, and deferred
+        assert world.objects[binding_path(name)]["spec"]["placement"]["clusterAffinity"] == {
+            "clusterNames": ["m1"]
+        }
+    touched = names[:6]
+    for name in touched:  # a user change applies the pending policy change
+        template = copy.deepcopy(world.objects[deployment_path(name)])
+        template["spec"]["replicas"] = 3
+        world.store(deployment_path(name), template)
+    await world.settle()
+    for name in names:
+        expected = ["m2"] if name in touched else ["m1"]
+        binding = world.objects[binding_path(name)]
+        assert binding["spec"]["placement"]["clusterAffinity"] == {"clusterNames": expected}, name
         assert world.writers_of(binding_path(name)) == {owner_of(world, deployment_path(name))}
 
 
