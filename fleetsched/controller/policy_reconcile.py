@@ -46,6 +46,7 @@ from fleetsched.controller.policy_resources import (
     binding_path,
     binding_path_of_key,
     claim_label_value,
+    claiming_policy_key,
     override_policy_path,
     permanent_id_label,
     policy_path,
@@ -167,7 +168,7 @@ class PolicyReconcilers:
         claim = claim_of(template)
         if claim is not None:
             cache = self.policies[claim.kind]
-            policy_key = f"{claim.namespace}/{claim.name}" if claim.kind == PP else claim.name
+            policy_key = claiming_policy_key(claim)
             if cache.get(policy_key) is None:
                 # The claiming policy is gone: drop its claim; the template update re-matches it.
                 try:

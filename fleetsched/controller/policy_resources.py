@@ -17,6 +17,7 @@ from typing import Any
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.controller.queue import QueueKey
 from fleetsched.detector import constants as keys
+from fleetsched.detector.match import Claim
 
 POLICY_GROUP, POLICY_VERSION = "policy.karmada.io", "v1alpha1"
 WORK_GROUP, WORK_VERSION = "work.karmada.io", "v1alpha2"
@@ -110,6 +111,11 @@ def permanent_id_label(policy_kind: str) -> str:
 
 def claim_label_value(obj: Mapping[str, Any], policy_kind: str) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(permanent_id_label(policy_kind), ""))
+
+
+def claiming_policy_key(claim: Claim) -> str:
+    """The cache key of the policy a template's claim names."""
+    return f"{claim.namespace}/{claim.name}" if claim.kind == PP else claim.name
 
 
 def template_qkey(resource: TemplateResource, key: str) -> QueueKey:

@@ -39,6 +39,7 @@ from fleetsched.controller.policy_resources import (
     POLICY_PLURALS,
     PP,
     TemplateResource,
+    claiming_policy_key,
     permanent_id_label,
     template_qkey,
 )
@@ -205,7 +206,7 @@ class PolicySharding(ControllerRuntime):
                     template_qkey(resource, k) for k in index.candidates(policy.spec.resource_selectors)
                 )
         pushed = 0
-        for template_key in concerned:
+        for template_key in dict.fromkeys(concerned):  # claimed ones are candidates too
             if self.owns_key(template_key):
                 self._policy_notes.setdefault(template_key, set()).add(policy_qkey)
                 self.queue.push(template_key)
@@ -220,6 +221,6 @@ class PolicySharding(ControllerRuntime):
         claim = None if parsed is None else claim_of(parsed)
         if claim is None:
             return
-        policy_key = f"{claim.namespace}/{claim.name}" if claim.kind == PP else claim.name
+        policy_key = claiming_policy_key(claim)
         if self.policies[claim.kind].get(policy_key) is not None:
             self._policy_notes.setdefault(key, set()).add(QueueKey.of(claim.kind, policy_key))
