@@ -207,11 +207,20 @@ class PolicySharding(ControllerRuntime):
                 )
         pushed = 0
         for template_key in dict.fromkeys(concerned):  # claimed ones are candidates too
-            if self.owns_key(template_key):
+            template_uid = self.uid_of(template_key)
+            if self.note_owned(template_key, template_uid):
                 self._policy_notes.setdefault(template_key, set()).add(policy_qkey)
                 self.queue.push(template_key)
                 pushed += 1
+            elif self._ours_by_view(template_uid):
+                # not active this instant (a renewal or LIST running late): the note waits for the
+                # key's next push (the runtime pushes such keys again once active, or on a change)
+                self._policy_notes.setdefault(template_key, set()).add(policy_qkey)
         return pushed
+
+    def _ours_by_view(self, uid: str | None) -> bool:
+        membership = self.membership
+        return membership is not None and uid is not None and membership.owner(uid) == membership.name
 
     def _note_claiming_policy(self, key: QueueKey) -> None:
         resource: TemplateResource | None = self._resources.get(key.kind)

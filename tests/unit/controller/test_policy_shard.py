@@ -72,8 +72,15 @@ class Members:
     def holds(self) -> bool:
         return self.active
 
+    @property
+    def name(self) -> str:
+        return self.me
+
+    def owner(self, uid: str) -> str | None:
+        return rendezvous_owner(uid, self.live)
+
     def owns(self, uid: str) -> bool:
-        return self.active and rendezvous_owner(uid, self.live) == self.me
+        return self.active and self.owner(uid) == self.me
 
 
 class World:
@@ -449,6 +456,25 @@ async def test_a_survivor_takes_over_the_share_of_a_replica_that_left() -> None:
         assert world.writers_of(binding_path(name)) == {R0}
     assert sample("fleetsched_policy_controller_owned_objects", kind="template") == len(names)
     assert sample("fleetsched_policy_controller_shard_members") == 1
+
+
+async def test_a_policy_change_seen_while_not_active_for_a_moment_is_applied_once_active_again() -> None:
+    world, names = await two_replicas_with_bindings(20)
+    r0 = world.replicas[R0]
+    r0.membership = Members(R0, (R0, R1), active=False)  # type: ignore[assignment]
+    r0.membership_changed(MembershipChange(members=(R0, R1), joined=(), left=(), active=False))
+    policy = copy.deepcopy(world.objects[POLICY_PATH])
+    policy["metadata"]["generation"] = 2
+    policy["spec"]["placement"]["clusterAffinity"]["clusterNames"] = ["m3"]
+    world.store(POLICY_PATH, policy)
+    mine = [n for n in names if owner_of(world, deployment_path(n)) == R0]
+    assert mine and not any(QueueKey(DEPLOYMENTS.name, "shop", n) in r0.queue for n in mine)
+    world.join(R0, (R0, R1), previous=(R0, R1))
+    await world.settle()
+    for name in names:
+        binding = world.objects[binding_path(name)]
+        assert binding["spec"]["placement"]["clusterAffinity"] == {"clusterNames": ["m3"]}, name
+        assert world.writers_of(binding_path(name)) == {owner_of(world, deployment_path(name))}
 
 
 async def test_a_handed_over_template_claimed_by_a_deleting_policy_is_released_by_its_new_owner() -> None:
