@@ -23,8 +23,16 @@ import pytest
 import yaml
 
 from fleetsched.controller.shard import member_name, rendezvous_owner
+from tests.e2e.test_install import (
+    Component,
+    container_args,
+    override,
+    prepared_tree,
+    render,
+    service_account_kubeconfig,
+)
 from tests.e2e.test_policy_controller import ControllerProcess
-from tests.support.controlplane import APIServer, wait_until
+from tests.support.controlplane import APIServer, ControlPlane, free_port, wait_until
 
 NAMESPACE = "sharded-policies"
 GROUP = "fleetsched-controller"
@@ -229,3 +237,85 @@ def test_two_replicas_split_the_templates_and_one_takes_over_when_the_other_stop
     assert survivor.metric("fleetsched_policy_controller_owned_objects", kind="template") == sum(
         owned.values()
     ) + len(late)
+
+
+def test_the_sharded_overlay_lets_two_controller_members_work_as_their_service_account(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """``kubectl apply -k`` of the install with overlays/sharded, then two policy controllers with
+    the rendered Deployment's arguments and a token of its ServiceAccount: both hold their member
+    Leases (the overlay's Role), divide the templates and bind them, and nothing is forbidden."""
+    server = control_plane.add_apiserver("policy-sharded-install", apply_crds=False)
+    started: list[Component] = []
+    try:
+        prepared_tree(tmp_path)  # tmp_path/manifests, beside the overlay of our own
+        overlay = tmp_path / "mine"
+        overlay.mkdir()
+        (overlay / "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                    "kind": "Kustomization",
+                    "resources": ["../manifests"],
+                    "components": ["../manifests/overlays/sharded"],
+                }
+            )
+        )
+        server.kubectl("apply", "-k", str(overlay))
+        server.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        # no webhook runs here: its configurations (failurePolicy Fail) would refuse every policy
+        server.kubectl(
+            "delete",
+            "mutatingwebhookconfiguration/fleetsched-mutating-config",
+            "validatingwebhookconfiguration/fleetsched-validating-config",
+        )
+        kubeconfig = service_account_kubeconfig(server, "fleetsched-controller", tmp_path / "sa.kubeconfig")
+        args = container_args(render(overlay, server), "fleetsched-controller")
+        assert "--shard-mode=lease" in args
+        for identity in MEMBERS:
+            port = free_port()
+            flags = override(
+                args,
+                kubeconfig=str(kubeconfig),
+                shard_identity=identity,
+                metrics_bind_address=f"127.0.0.1:{port}",
+                health_probe_bind_address=f"127.0.0.1:{port}",
+                leader_elect_lease_duration="4s",
+                leader_elect_renew_deadline="3s",
+                leader_elect_retry_period="1s",
+            )
+            process = Component(
+                kubeconfig=kubeconfig, log_path=tmp_path / f"{identity}.log", port=port, args=tuple(flags)
+            )
+            started.append(process)
+            process.start(timeout=90)  # /readyz: synced and holding its member Lease
+        wait_until(
+            lambda: all(p.metric("fleetsched_policy_controller_shard_members") == 2 for p in started),
+            timeout=60,
+            message=lambda: "\n".join(p.log_tail() for p in started),
+        )
+        server.kubectl("create", "namespace", NAMESPACE)
+        server.apply(yaml.safe_dump_all([*policies(), *(deployment(i) for i in range(20))]))
+        names = {f"web-{i}" for i in range(20)}
+        bindings = wait_until(
+            lambda: (
+                (found := listed(server, "resourcebindings.work.karmada.io"))
+                and {f"{n}-deployment" for n in names} <= set(found)
+                and found
+            ),
+            timeout=90,
+            interval=1,
+            message=lambda: "\n".join(p.log_tail(30) for p in started),
+        )
+        templates = listed(server, "deployments")
+        members = sorted(MEMBERS.values())
+        for name in names:
+            owner = rendezvous_owner(templates[name]["metadata"]["uid"], members)
+            assert managers(bindings[f"{name}-deployment"]) == {f"{AGENT}/{owner}"}
+        for process in started:
+            log = process.log_path.read_text().lower()
+            assert "forbidden" not in log and "traceback" not in log, process.log_tail(60)
+    finally:
+        for process in started:
+            process.stop()
+        control_plane.remove_apiserver("policy-sharded-install")
