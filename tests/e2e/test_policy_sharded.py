@@ -9,7 +9,8 @@ claim, and it is always the template's rendezvous owner (fieldManager ``<agent>/
 other replica never. After one replica stops gracefully (it deletes its member Lease), the other
 owns everything: a new template gets its binding from it. Before that, deleting one policy
 releases each of its claims through the claimed template's owner, and the policy's finalizer goes
-once none is left.
+once none is left. And the install with ``manifests/overlays/sharded``: two controllers run with the
+rendered Deployment's arguments as its ServiceAccount hold their member Leases and work.
 """
 
 from __future__ import annotations
