@@ -5,6 +5,9 @@ addresses) plus Karmada's ``--skipped-propagating-namespaces`` and ``--feature-g
 the detector honours, ``--resources`` for the template kinds to watch (by default neither Secrets nor RBAC
 kinds: see ``policy_operator.OPT_IN_RESOURCES``), and ``--standalone`` for an
 install without Karmada's binding controller (the manifests turn it on; beside Karmada it stays off).
+
+``--shard-mode=lease`` (``controller/policy_shard.py``): every replica holds a member Lease and
+reconciles the templates, policies and bindings it owns; ``--shard-identity`` names it.
 """
 
 from __future__ import annotations
@@ -141,10 +144,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    if args.shard_mode != "none":
-        log.error(
-            "invalid_flag", flag="--shard-mode", error="sharded mode is not available in this command yet"
-        )
+    try:
+        sharding = command.sharding(args)
+    except ValueError as exc:  # a group name or timings a member Lease cannot have
+        log.error("invalid_flag", flag="--shard-mode", error=str(exc))
         return 2
     connection = load_connection(args.kubeconfig)
     client = command.kube_client(connection, args, agent="fleetsched-controller")
@@ -159,6 +162,7 @@ async def _serve(args: argparse.Namespace) -> int:
             skipped_namespaces=skipped,
             leader_election=command.leader_election(args),
             standalone=args.standalone,
+            sharding=sharding,
         ),
     )
     runners = await start_endpoints(
@@ -171,7 +175,9 @@ async def _serve(args: argparse.Namespace) -> int:
         "controller_starting",
         resources=list(args.resources),
         workers=args.workers,
-        leader_elect=args.leader_elect,
+        leader_elect=args.leader_elect and sharding is None,
+        shard_mode=args.shard_mode,
+        shard_member=sharding.member if sharding else None,
         standalone=args.standalone,
         pid=os.getpid(),
     )

@@ -8,7 +8,17 @@ Data flow, as for the scheduler operator:
   the desired binding; ``policy`` decides the writes (claim on the template, create-or-update of
   the binding, releases) -> API writes, retried on 409 Conflict -> Events on the template.
 
-Only the Lease holder's workers write. Nothing is persisted on watched objects except Karmada's own
+This module owns the controller itself: its configuration, the watch events in (caches updated,
+queue keys out), the initial sync, the dispatch of a popped key to its reconciler and the kopf
+wiring. What it is built from lives beside it, one responsibility each:
+``policy_resources`` (the kinds it can watch, the Karmada names, API paths, queue keys),
+``policy_cache`` (parsed policies, the detector's view, template indexes) and
+``policy_reconcile`` (the template, binding and policy reconcilers, their writes and metrics),
+``policy_shard`` (sharded mode: what this replica owns, how a policy change reaches the templates
+it owns, and that mode's metrics).
+
+Only the Lease holder's workers write; in sharded mode (``config.sharding``) every replica writes,
+each only the objects it owns. Nothing is persisted on watched objects except Karmada's own
 claim labels/annotations; kopf runs with raw event handlers only and no-op persistence.
 
 Deletion (§7.12): a deleted template is only forgotten; garbage collection deletes its binding
@@ -22,151 +32,69 @@ must stay off: Karmada's binding controller needs the finalizer to clean up memb
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Mapping, Sequence
+from collections import Counter as Tally
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
 import structlog
-from prometheus_client import Counter
-from pydantic import ValidationError
 
-from fleetsched.api.load import ResourceTemplate
-from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
-from fleetsched.controller import metrics, runtime
+from fleetsched.controller import runtime
 from fleetsched.controller.cache import ObjectCache, object_key
-from fleetsched.controller.events import NORMAL, WARNING, EventRecorder, InvolvedObject
+from fleetsched.controller.events import EventRecorder
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
-from fleetsched.controller.policy import (
-    OWNER_UID_MISMATCH,
-    WriteAction,
-    binding_finalizer_release,
-    changed_by_karmada,
-    claim_patch,
-    is_deleting,
-    merge_binding,
-    release_patch,
-    template_changed,
-    unwatched_selectors,
+from fleetsched.controller.policy import binding_finalizer_release, changed_by_karmada, template_changed
+from fleetsched.controller.policy_cache import PolicyViews, new_policy_caches
+from fleetsched.controller.policy_reconcile import APPLIES, FINALIZER_REMOVALS, PolicyReconcilers
+from fleetsched.controller.policy_resources import (
+    BINDING_PLURALS,
+    CPP,
+    DEFAULT_RESOURCES,
+    KNOWN_RESOURCES,
+    OPT_IN_RESOURCES,
+    POLICY_GROUP,
+    POLICY_PLURALS,
+    POLICY_VERSION,
+    PP,
+    RBAC_RESOURCES,
+    SECRET_RESOURCES,
+    WORK_GROUP,
+    WORK_VERSION,
+    TemplateResource,
+    template_qkey,
+    works_served,
 )
+from fleetsched.controller.policy_shard import PolicySharding, uid
 from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
+from fleetsched.controller.shard import ShardConfig
 from fleetsched.controller.template_index import TemplateIndex
-from fleetsched.detector import FeatureGates, binding_name, build_binding, claim_of, derive, implicit_priority
+from fleetsched.detector import FeatureGates, binding_name
 from fleetsched.detector import constants as keys
-from fleetsched.detector.index import PolicySet
 from fleetsched.kube.client import ApiError, Connection, KubeClient
 
+# Names other modules and tests import from here (the catalogue and the metrics moved out).
+__all__ = [
+    "APPLIES",
+    "BINDING_PLURALS",
+    "DEFAULT_RESOURCES",
+    "FINALIZER_REMOVALS",
+    "KNOWN_RESOURCES",
+    "OPT_IN_RESOURCES",
+    "POLICY_GROUP",
+    "POLICY_PLURALS",
+    "RBAC_RESOURCES",
+    "SECRET_RESOURCES",
+    "WORK_GROUP",
+    "NotLeader",
+    "PolicyController",
+    "PolicyControllerConfig",
+    "TemplateResource",
+]
+
 log = structlog.get_logger("fleetsched.controller")
-
-POLICY_GROUP, POLICY_VERSION = "policy.karmada.io", "v1alpha1"
-WORK_GROUP, WORK_VERSION = "work.karmada.io", "v1alpha2"
-PP, CPP = PropagationPolicy.KIND, ClusterPropagationPolicy.KIND
-POLICY_PLURALS = {PP: "propagationpolicies", CPP: "clusterpropagationpolicies"}
-POLICY_FINALIZERS = {
-    PP: "karmada.io/propagation-policy-controller",
-    CPP: "karmada.io/cluster-propagation-policy-controller",
-}
-MAX_CONFLICT_RETRIES = 5
-
-BINDING_PLURALS = {"ResourceBinding": "resourcebindings", "ClusterResourceBinding": "clusterresourcebindings"}
-
-APPLY_SUCCEED = "ApplyPolicySucceed"
-APPLY_FAILED = "ApplyPolicyFailed"
-FINALIZER_REMOVED = "FinalizerRemoved"
-FINALIZER_REMOVE_FAILED = "FinalizerRemoveFailed"
-SELECTOR_NOT_WATCHED = "ResourceKindNotWatched"
-
-APPLIES = Counter(
-    "fleetsched_policy_controller_applies_total",
-    "Templates reconciled by the policy controller, by result "
-    "(created, updated, unchanged, waiting for a terminating binding, error)",
-    ["result"],
-    registry=metrics.REGISTRY,
-)
-FINALIZER_REMOVALS = Counter(
-    "fleetsched_policy_controller_binding_finalizer_removals_total",
-    "Standalone: Karmada binding finalizers removed from terminating bindings, by binding kind and "
-    "result (removed, error)",
-    ["kind", "result"],
-    registry=metrics.REGISTRY,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class TemplateResource:
-    """One kind of resource template the controller watches."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def name(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    def collection_path(self, namespace: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if namespace and self.namespaced:
-            return f"{base}/namespaces/{namespace}/{self.plural}"
-        return f"{base}/{self.plural}"
-
-    def object_path(self, key: str) -> str:
-        if self.namespaced:
-            namespace, name = key.split("/", 1)
-            return f"{self.collection_path(namespace)}/{name}"
-        return f"{self.collection_path()}/{key}"
-
-
-KNOWN_RESOURCES: dict[str, TemplateResource] = {
-    r.name: r
-    for r in (
-        TemplateResource("apps", "v1", "deployments", "Deployment", True),
-        TemplateResource("apps", "v1", "statefulsets", "StatefulSet", True),
-        TemplateResource("apps", "v1", "replicasets", "ReplicaSet", True),
-        TemplateResource("apps", "v1", "daemonsets", "DaemonSet", True),
-        TemplateResource("batch", "v1", "jobs", "Job", True),
-        TemplateResource("batch", "v1", "cronjobs", "CronJob", True),
-        TemplateResource("", "v1", "pods", "Pod", True),
-        TemplateResource("", "v1", "configmaps", "ConfigMap", True),
-        TemplateResource("", "v1", "secrets", "Secret", True),
-        TemplateResource("", "v1", "services", "Service", True),
-        TemplateResource("", "v1", "serviceaccounts", "ServiceAccount", True),
-        TemplateResource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
-        TemplateResource("networking.k8s.io", "v1", "ingresses", "Ingress", True),
-        TemplateResource("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
-        TemplateResource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
-        TemplateResource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
-        TemplateResource(
-            "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
-        ),
-        TemplateResource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True),
-        TemplateResource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
-    )
-}
-# Kinds the controller can watch but does not by default. Pods: Karmada propagates their
-# controllers, not them. Secrets: reading every Secret is reading every credential of the control
-# plane. RBAC kinds: the API server refuses even a label patch on a Role, ClusterRole or binding
-# granting more than the writer holds unless the writer may ``escalate`` and ``bind``, which lets
-# it grant itself anything. The install grants neither; manifests/overlays/propagate-secrets and
-# propagate-rbac add the rights and the kinds (README "Propagating Secrets and RBAC objects").
-SECRET_RESOURCES = ("secrets",)
-RBAC_RESOURCES = (
-    "roles.rbac.authorization.k8s.io",
-    "rolebindings.rbac.authorization.k8s.io",
-    "clusterroles.rbac.authorization.k8s.io",
-    "clusterrolebindings.rbac.authorization.k8s.io",
-)
-OPT_IN_RESOURCES = ("pods", *SECRET_RESOURCES, *RBAC_RESOURCES)
-DEFAULT_RESOURCES = tuple(name for name in KNOWN_RESOURCES if name not in OPT_IN_RESOURCES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,134 +107,30 @@ class PolicyControllerConfig:
     graceful_timeout: float = 20.0
     # No Karmada binding controller runs: remove its finalizer from terminating derived bindings.
     standalone: bool = False
-
-
-class _NotFound(Exception):
-    """The object of a write is gone; for a release that means nothing is left to release."""
-
-
-def claim_label_value(obj: Mapping[str, Any], policy_kind: str) -> str:
-    label = keys.PP_PERMANENT_ID_LABEL if policy_kind == PP else keys.CPP_PERMANENT_ID_LABEL
-    return str(((obj.get("metadata") or {}).get("labels") or {}).get(label, ""))
-
-
-def _template_qkey(resource: TemplateResource, key: str) -> QueueKey:
-    """A template's key names its resource (``plural.group``), not its kind."""
-    return QueueKey.of(resource.name, key)
-
-
-def _policy_qkey(kind: str, key: str) -> QueueKey:
-    return QueueKey.of(kind, key)
-
-
-def works_served(discovery: Mapping[str, Any]) -> bool:
-    """Whether an APIResourceList (``GET /apis/work.karmada.io/v1alpha1``) lists Karmada's Works."""
-    return any(r.get("name") == "works" for r in discovery.get("resources") or ())
-
-
-def _binding_qkey(kind: str, key: str) -> QueueKey:
-    return QueueKey.of(kind, key)
-
-
-def _binding_path_of_key(kind: str, key: str) -> str:
-    if kind == "ResourceBinding":
-        namespace, name = key.split("/", 1)
-        return binding_path(kind, namespace, name)
-    return binding_path(kind, None, key)
-
-
-def binding_path(kind: str, namespace: str | None, name: str) -> str:
-    base = f"/apis/{WORK_GROUP}/{WORK_VERSION}"
-    if kind == "ResourceBinding":
-        return f"{base}/namespaces/{namespace}/resourcebindings/{name}"
-    return f"{base}/clusterresourcebindings/{name}"
-
-
-def policy_path(kind: str, key: str) -> str:
-    base = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}"
-    if kind == PP:
-        namespace, name = key.split("/", 1)
-        return f"{base}/namespaces/{namespace}/propagationpolicies/{name}"
-    return f"{base}/clusterpropagationpolicies/{key}"
-
-
-def _apply_message(policy: PropagationPolicy | ClusterPropagationPolicy, outcome: str) -> str:
-    if isinstance(policy, PropagationPolicy):
-        return f"Apply policy({policy.metadata.namespace}/{policy.metadata.name}) {outcome}"
-    return f"Apply cluster policy({policy.metadata.name}) {outcome}"
-
-
-class _Changes:
-    """A ``CacheIndex`` that only counts changes: the policy view is rebuilt when it moved."""
-
-    __slots__ = ("version",)
-
-    def __init__(self) -> None:
-        self.version = 0
-
-    def upsert(self, key: str, obj: Mapping[str, Any]) -> None:
-        self.version += 1
-
-    def delete(self, key: str) -> None:
-        self.version += 1
-
-
-@dataclass(frozen=True, slots=True)
-class _PolicyView:
-    """The parsed policies, indexed once per change of either policy cache (not per template)."""
-
-    propagation_policies: list[PropagationPolicy]
-    cluster_propagation_policies: list[ClusterPropagationPolicy]
-    index: PolicySet
-    # The first policy naming each PriorityClass, in policy order: the lookups a template needs.
-    class_sources: list[PropagationPolicy | ClusterPropagationPolicy]
-
-
-class _ParsedPolicies:
-    """Policies as models, parsed once per resourceVersion."""
-
-    def __init__(self) -> None:
-        self._parsed: dict[tuple[str, str], tuple[str | None, Any]] = {}
-
-    def get(self, kind: str, obj: Mapping[str, Any]) -> PropagationPolicy | ClusterPropagationPolicy | None:
-        key = (kind, object_key(obj))
-        version = (obj.get("metadata") or {}).get("resourceVersion")
-        cached = self._parsed.get(key)
-        if cached is not None and cached[0] == version and version is not None:
-            return cached[1]  # type: ignore[no-any-return]
-        model = PropagationPolicy if kind == PP else ClusterPropagationPolicy
-        try:
-            parsed: Any = model.model_validate({**obj, "kind": kind})
-        except ValidationError as exc:
-            log.warning("policy_unreadable", kind=kind, policy=key[1], error=str(exc).splitlines()[0])
-            parsed = None
-        self._parsed[key] = (version, parsed)
-        return parsed  # type: ignore[no-any-return]
-
-    def forget(self, kind: str, key: str) -> None:
-        self._parsed.pop((kind, key), None)
+    # --shard-mode=lease: this replica's member Lease (policy_shard.py); exclusive with leader_election
+    sharding: ShardConfig | None = None
 
 
 @dataclass
-class PolicyController(ControllerRuntime):
+class PolicyController(PolicySharding, PolicyReconcilers, ControllerRuntime):
     client: KubeClient
     connection: Connection
     config: PolicyControllerConfig = field(default_factory=PolicyControllerConfig)
 
     queue: SchedulingQueue = field(default_factory=SchedulingQueue)
     templates: dict[str, ObjectCache] = field(default_factory=dict)
-    policies: dict[str, ObjectCache] = field(
-        default_factory=lambda: {PP: ObjectCache(_Changes()), CPP: ObjectCache(_Changes())}
-    )
+    policies: dict[str, ObjectCache] = field(default_factory=new_policy_caches)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     elector: LeaderElector | None = None
     events: EventRecorder | None = None
-    _parsed: _ParsedPolicies = field(default_factory=_ParsedPolicies)
-    _view: tuple[tuple[int, int], _PolicyView] | None = None
+    _views: PolicyViews = field(default_factory=PolicyViews)
     # template queue keys whose pending reconcile was caused by Karmada, not a user (§7.11)
     _changed_by_karmada: set[QueueKey] = field(default_factory=set)
     _changed_by_user: set[QueueKey] = field(default_factory=set)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
+    _terminating_bindings: dict[QueueKey, str] = field(default_factory=dict)
+    _policy_notes: dict[QueueKey, set[QueueKey]] = field(default_factory=dict)
+    _owned_by_kind: Tally[str] = field(default_factory=Tally)
 
     def __post_init__(self) -> None:
         for resource in self.config.resources:
@@ -336,14 +160,18 @@ class PolicyController(ControllerRuntime):
                     binding=binding_name((obj.get("metadata") or {}).get("name", ""), resource.kind),
                     standalone=self.removes_binding_finalizers,
                 )
-            self.queue.forget(_template_qkey(resource, key))
-            self._changed_by_karmada.discard(_template_qkey(resource, key))
-            self._changed_by_user.discard(_template_qkey(resource, key))
+            self.queue.forget(template_qkey(resource, key))
+            self._changed_by_karmada.discard(template_qkey(resource, key))
+            self._changed_by_user.discard(template_qkey(resource, key))
+            self._policy_notes.pop(template_qkey(resource, key), None)
+            self.forget_owned(template_qkey(resource, key))
             return
         stored, previous = cache.upsert(obj)
         if not stored:
             return
-        qkey = _template_qkey(resource, key)
+        qkey = template_qkey(resource, key)
+        if not self.note_owned(qkey, uid(obj)):
+            return  # sharded: another replica's template (always ours otherwise)
         if previous is None:
             self._changed_by_user.add(qkey)  # a new template is always applied at once
             self.queue.push(qkey)
@@ -357,29 +185,45 @@ class PolicyController(ControllerRuntime):
         obj.setdefault("kind", kind)
         cache = self.policies[kind]
         key = object_key(obj)
+        qkey = QueueKey.of(kind, key)
         if event_type == "DELETED":
             cache.delete(key)
-            self._parsed.forget(kind, key)
+            self._views.parsed.forget(kind, key)
+            self.forget_owned(qkey)
             return
         stored, previous = cache.upsert(obj)
         if not stored:
             return
+        owned = self.note_owned(qkey, uid(obj))
         meta, old_meta = obj.get("metadata") or {}, (previous or {}).get("metadata") or {}
         if (
             previous is None
             or meta.get("generation") != old_meta.get("generation")
             or bool(meta.get("deletionTimestamp")) != bool(old_meta.get("deletionTimestamp"))
         ):
-            self.queue.push(_policy_qkey(kind, key))
+            if owned:
+                self.queue.push(qkey)
+            if self.sharding is not None:
+                # every replica, for the templates it owns (policy_shard.py)
+                self.fan_out_policy(kind, key, obj)
 
     def on_binding_event(self, kind: str, event_type: str | None, obj: dict[str, Any]) -> None:
         """Standalone only: queue terminating derived bindings whose finalizer is ours to remove."""
         obj.setdefault("kind", kind)
-        qkey = _binding_qkey(kind, object_key(obj))
+        qkey = QueueKey.of(kind, object_key(obj))
         if event_type == "DELETED":
             self.queue.forget(qkey)
+            self._terminating_bindings.pop(qkey, None)
+            self.forget_owned(qkey)
             return
-        if binding_finalizer_release(obj, watched_kinds=self.watched_kinds).patch is not None:
+        if binding_finalizer_release(obj, watched_kinds=self.watched_kinds).patch is None:
+            if self._terminating_bindings.pop(qkey, None) is not None:
+                self.forget_owned(qkey)
+            return
+        binding_uid = uid(obj)
+        if binding_uid is not None:
+            self._terminating_bindings[qkey] = binding_uid
+        if self.note_owned(qkey, binding_uid):
             self.queue.push(qkey)
 
     # ---- initial sync -------------------------------------------------------------------------
@@ -434,6 +278,14 @@ class PolicyController(ControllerRuntime):
             return await self.reconcile_policy(qkey.kind, qkey.object_key)
         # Anything else is a template, keyed by its resource's name.
         resource = self._resources.get(qkey.kind)
+        notes = self._policy_notes.pop(qkey, None)
+        if notes and resource is not None:  # sharded: policy changes to apply to this template
+            pushed_by_event = qkey in self._changed_by_karmada or qkey in self._changed_by_user
+            step = await self.reconcile_policy_notes(resource, qkey, notes)
+            if isinstance(step, Outcome):
+                return step
+            if not step and not pushed_by_event:
+                return Outcome.DONE
         # Only Karmada-made changes pending since the last reconcile: a Lazy policy waits.
         lazy_only = qkey in self._changed_by_karmada and qkey not in self._changed_by_user
         self._changed_by_karmada.discard(qkey)
@@ -441,477 +293,6 @@ class PolicyController(ControllerRuntime):
         if resource is None:
             return Outcome.DONE
         return await self.reconcile_template(resource, qkey.object_key, changed_by_karmada=lazy_only)
-
-    # ---- policies: the view the detector needs -----------------------------------------------
-
-    def _template_index(self, resource: TemplateResource) -> TemplateIndex:
-        cache = self.templates[resource.name]
-        if not isinstance(cache.index, TemplateIndex):  # a cache handed in without one
-            index = TemplateIndex(namespaced=resource.namespaced)
-            for obj in cache:
-                index.upsert(object_key(obj), obj)
-            cache.index = index
-        return cache.index
-
-    def _policy_version(self) -> tuple[int, int] | None:
-        changes = [self.policies[kind].index for kind in (PP, CPP)]
-        if all(isinstance(c, _Changes) for c in changes):
-            return tuple(c.version for c in changes)  # type: ignore[union-attr, return-value]
-        return None  # caches handed in without change counters: rebuild every time
-
-    def _policy_view(self) -> _PolicyView:
-        version = self._policy_version()
-        if version is not None and self._view is not None and self._view[0] == version:
-            return self._view[1]
-        pps, cpps = self._policy_models()
-        sources: dict[str, PropagationPolicy | ClusterPropagationPolicy] = {}
-        for policy in (*pps, *cpps):
-            source = policy.spec.schedule_priority
-            if source is not None:
-                sources.setdefault(source.priority_class_name, policy)
-        view = _PolicyView(pps, cpps, PolicySet(pps, cpps), list(sources.values()))
-        if version is not None:
-            self._view = (version, view)
-        return view
-
-    def _policy_models(self) -> tuple[list[PropagationPolicy], list[ClusterPropagationPolicy]]:
-        pps = [
-            p
-            for p in (self._parsed.get(PP, o) for o in self.policies[PP])
-            if isinstance(p, PropagationPolicy)
-        ]
-        cpps = [
-            p
-            for p in (self._parsed.get(CPP, o) for o in self.policies[CPP])
-            if isinstance(p, ClusterPropagationPolicy)
-        ]
-        return pps, cpps
-
-    async def _priority_classes(
-        self, policies: Sequence[PropagationPolicy | ClusterPropagationPolicy]
-    ) -> dict[str, int]:
-        values: dict[str, int] = {}
-        for policy in policies:
-            source = policy.spec.schedule_priority
-            if source is None or source.priority_class_name in values:
-                continue
-            try:
-                found = await self.client.get(
-                    f"/apis/scheduling.k8s.io/v1/priorityclasses/{source.priority_class_name}"
-                )
-            except ApiError:
-                continue
-            if isinstance(found.get("value"), int):
-                values[source.priority_class_name] = found["value"]
-        return values
-
-    async def _missing_overrides(self, policy: PropagationPolicy | ClusterPropagationPolicy) -> list[str]:
-        missing = []
-        for name in policy.spec.dependent_overrides or ():
-            if isinstance(policy, PropagationPolicy):
-                path = (
-                    f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/namespaces/{policy.metadata.namespace}"
-                    f"/overridepolicies/{name}"
-                )
-            else:
-                path = f"/apis/{POLICY_GROUP}/{POLICY_VERSION}/clusteroverridepolicies/{name}"
-            try:
-                await self.client.get(path)
-            except ApiError:
-                missing.append(name)
-        return missing
-
-    # ---- one template (§7.2) ------------------------------------------------------------------
-
-    async def reconcile_template(
-        self, resource: TemplateResource, key: str, *, changed_by_karmada: bool = False
-    ) -> Outcome:
-        """§7.2 for one template. ``changed_by_karmada``: the reconcile comes from a policy change
-        or Karmada's own bookkeeping, so a Lazy policy only claims the template (§7.11)."""
-        obj = self.templates[resource.name].get(key)
-        if obj is None:
-            return Outcome.DONE
-        if is_deleting(obj):
-            # Going away (e.g. foreground deletion, which waits for the binding to go first):
-            # neither create nor update its binding, so garbage collection is not undone.
-            log.info("template_being_deleted", template=key, kind=resource.kind)
-            return Outcome.DONE
-        template = self._template_index(resource).parsed(key) or ResourceTemplate.from_dict(
-            obj, namespaced=resource.namespaced
-        )
-        view = self._policy_view()
-        claim = claim_of(template)
-        if claim is not None:
-            cache = self.policies[claim.kind]
-            policy_key = f"{claim.namespace}/{claim.name}" if claim.kind == PP else claim.name
-            if cache.get(policy_key) is None:
-                # The claiming policy is gone: drop its claim; the template update re-matches it.
-                try:
-                    await self._release(resource, obj, claim.kind, claim_label_value(obj, claim.kind))
-                except ApiError as exc:
-                    log.warning("release_failed", template=key, policy_kind=claim.kind, error=str(exc))
-                    return Outcome.ERROR
-                return Outcome.DONE
-        priority_values = await self._priority_classes(view.class_sources)
-        derivation = derive(
-            [template],
-            view.propagation_policies,
-            view.cluster_propagation_policies,
-            gates=self.config.gates,
-            priority_class_value=priority_values.get,
-            skipped_namespace_patterns=self.config.skipped_namespaces,
-            index=view.index,
-        )
-        (result,) = derivation.results
-        policy = result.policy
-        if policy is None:
-            log.debug("template_unmatched", template=key, kind=resource.kind, reason=result.reason)
-            return Outcome.DONE
-        if result.binding is None:
-            if "being deleted" in result.reason or "no longer match" in result.reason:
-                log.debug("template_left_alone", template=key, reason=result.reason)
-                return Outcome.DONE
-            self._event(obj, WARNING, APPLY_FAILED, _apply_message(policy, f"failed: {result.reason}"))
-            APPLIES.labels("error").inc()
-            return Outcome.ERROR
-        missing = await self._missing_overrides(policy)
-        if missing:
-            log.info("waiting_for_dependent_overrides", template=key, missing=missing)
-            return Outcome.ERROR
-        lazy = changed_by_karmada and policy.spec.activation_preference == "Lazy"
-        try:
-            return await self._apply(resource, obj, policy, priority_values, claim_only=lazy)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return Outcome.DONE
-            self._event(obj, WARNING, APPLY_FAILED, _apply_message(policy, f"failed: {exc.message}"))
-            APPLIES.labels("error").inc()
-            log.warning("apply_failed", template=key, error=str(exc))
-            return Outcome.ERROR
-
-    async def _apply(
-        self,
-        resource: TemplateResource,
-        obj: dict[str, Any],
-        policy: PropagationPolicy | ClusterPropagationPolicy,
-        priority_values: Mapping[str, int],
-        *,
-        claim_only: bool = False,
-    ) -> Outcome:
-        key = object_key(obj)
-        patch = claim_patch(obj, policy)
-        if patch is not None:
-            self._ensure_leader()
-            obj = await self.client.merge_patch(resource.object_path(key), patch)
-            obj.setdefault("apiVersion", resource.api_version)
-            obj.setdefault("kind", resource.kind)
-            self.templates[resource.name].upsert(obj)
-        if claim_only:
-            log.info("lazy_policy_change_deferred", template=key, policy=policy.metadata.name)
-            return Outcome.DONE
-        template = ResourceTemplate.from_dict(obj, namespaced=resource.namespaced)
-        desired = build_binding(
-            template, policy, gates=self.config.gates, priority_class_value=priority_values.get
-        ).to_dict()
-        path = binding_path(
-            desired["kind"], desired["metadata"].get("namespace"), desired["metadata"]["name"]
-        )
-        for _ in range(MAX_CONFLICT_RETRIES):
-            try:
-                existing: dict[str, Any] | None = await self.client.get(path)
-            except ApiError as exc:
-                if not exc.is_not_found:
-                    raise
-                existing = None
-            try:
-                write = merge_binding(existing, desired)
-            except ValueError:
-                self._event(
-                    obj, WARNING, APPLY_FAILED, _apply_message(policy, f"failed: {OWNER_UID_MISMATCH}")
-                )
-                APPLIES.labels("error").inc()
-                return Outcome.ERROR
-            if write.action is WriteAction.NONE:
-                APPLIES.labels("unchanged").inc()
-                return Outcome.DONE
-            if write.action is WriteAction.WAIT:
-                # Retried with backoff; once garbage collection has finished it, it is created again.
-                APPLIES.labels("waiting").inc()
-                log.info("binding_terminating_wait", template=key, binding=desired["metadata"]["name"])
-                return Outcome.ERROR
-            self._ensure_leader()
-            try:
-                if write.action is WriteAction.CREATE:
-                    await self.client.create(path.rsplit("/", 1)[0], write.body or {})
-                    APPLIES.labels("created").inc()
-                else:
-                    await self.client.replace(path, write.body or {})
-                    APPLIES.labels("updated").inc()
-            except ApiError as exc:
-                if exc.is_conflict or exc.is_already_exists:
-                    continue
-                raise
-            log.info(
-                "binding_applied",
-                template=key,
-                binding=desired["metadata"]["name"],
-                action=write.action.value,
-            )
-            self._event(obj, NORMAL, APPLY_SUCCEED, _apply_message(policy, "succeed"))
-            return Outcome.DONE
-        return Outcome.ERROR
-
-    async def _release(
-        self, resource: TemplateResource, obj: Mapping[str, Any], policy_kind: str, permanent_id: str
-    ) -> None:
-        """§7.12: remove the claim of the policy ``permanent_id`` from the template's binding, then
-        from the template. The binding goes first: the template's claim label is what finds the
-        pair again, so a failure in between is retried rather than leaving a stale binding label.
-
-        Either object may be gone meanwhile (nothing to release there). The template patch carries
-        the resourceVersion the decision was made on: if the template changed (another claim, a
-        user edit), the 409 makes the caller retry with the fresh one.
-        """
-        meta = obj.get("metadata") or {}
-        key = object_key(obj)
-        name = binding_name(meta.get("name", ""), resource.kind)
-        if resource.namespaced:
-            path = binding_path("ResourceBinding", meta.get("namespace"), name)
-        else:
-            path = binding_path("ClusterResourceBinding", None, name)
-        self._ensure_leader()
-        try:
-            binding: dict[str, Any] | None = await self.client.get(path)
-        except ApiError as exc:
-            if not exc.is_not_found:
-                raise
-            binding = None
-        if binding is not None:
-            patch = release_patch(binding, policy_kind, permanent_id)
-            if patch is not None:
-                with contextlib.suppress(_NotFound):
-                    await self._tolerating_not_found(self.client.merge_patch(path, patch))
-                    log.info(
-                        "claim_released",
-                        object="binding",
-                        binding=name,
-                        template=key,
-                        policy_kind=policy_kind,
-                    )
-        patch = release_patch(obj, policy_kind, permanent_id)
-        if patch is None:
-            return
-        patch["metadata"]["resourceVersion"] = meta.get("resourceVersion")
-        try:
-            updated = await self._tolerating_not_found(
-                self.client.merge_patch(resource.object_path(key), patch)
-            )
-        except _NotFound:
-            return
-        log.info(
-            "claim_released", object="template", template=key, kind=resource.kind, policy_kind=policy_kind
-        )
-        updated.setdefault("apiVersion", resource.api_version)
-        updated.setdefault("kind", resource.kind)
-        self.on_template_event(resource, "MODIFIED", updated)
-
-    @staticmethod
-    async def _tolerating_not_found(call: Any) -> dict[str, Any]:
-        try:
-            return await call  # type: ignore[no-any-return]
-        except ApiError as exc:
-            if exc.is_not_found:
-                raise _NotFound from exc
-            raise
-
-    # ---- one terminating binding (standalone) -----------------------------------------------------
-
-    async def reconcile_binding(self, kind: str, key: str) -> Outcome:
-        """Standalone: remove Karmada's binding finalizer from a terminating derived binding, as
-        Karmada's binding controller does once the Works are gone (there are none here)."""
-        if not self.removes_binding_finalizers:
-            return Outcome.DONE
-        path = _binding_path_of_key(kind, key)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            try:
-                binding = await self.client.get(path)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return Outcome.DONE
-                log.warning("binding_read_failed", binding=key, kind=kind, error=str(exc))
-                return Outcome.ERROR
-            binding.setdefault("kind", kind)
-            binding.setdefault("apiVersion", f"{WORK_GROUP}/{WORK_VERSION}")
-            release = binding_finalizer_release(binding, watched_kinds=self.watched_kinds)
-            if release.patch is None:
-                log.debug("binding_finalizer_kept", binding=key, kind=kind, reason=release.reason)
-                return Outcome.DONE
-            self._ensure_leader()
-            try:
-                await self.client.merge_patch(path, release.patch)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return Outcome.DONE
-                if exc.is_conflict:
-                    continue
-                FINALIZER_REMOVALS.labels(kind, "error").inc()
-                log.warning("binding_finalizer_remove_failed", binding=key, kind=kind, error=str(exc))
-                self._event(
-                    binding,
-                    WARNING,
-                    FINALIZER_REMOVE_FAILED,
-                    f"Failed to remove finalizer {release.finalizer}: {exc.message}",
-                )
-                return Outcome.ERROR
-            FINALIZER_REMOVALS.labels(kind, "removed").inc()
-            log.info(
-                "binding_finalizer_removed",
-                binding=key,
-                kind=kind,
-                finalizer=release.finalizer,
-                template=(binding.get("spec") or {}).get("resource", {}).get("name"),
-            )
-            self._event(
-                binding,
-                NORMAL,
-                FINALIZER_REMOVED,
-                f"Removed finalizer {release.finalizer}: standalone, no binding controller and no "
-                "Works to clean up",
-            )
-            return Outcome.DONE
-        return Outcome.ERROR
-
-    # ---- one policy (§7.9, §7.12) ----------------------------------------------------------------
-
-    def _claimed_by(
-        self, kind: str, permanent_id: str, namespace: str | None
-    ) -> list[tuple[TemplateResource, Any]]:
-        label = keys.PP_PERMANENT_ID_LABEL if kind == PP else keys.CPP_PERMANENT_ID_LABEL
-        found = []
-        for resource in self.config.resources:
-            index = self._template_index(resource)
-            for template_key in index.labelled(label, permanent_id):
-                obj = index.object(template_key)
-                if obj is None:
-                    continue
-                meta = obj.get("metadata") or {}
-                if (meta.get("labels") or {}).get(label) != permanent_id:
-                    continue
-                if namespace is not None and meta.get("namespace") != namespace:
-                    continue
-                found.append((resource, obj))
-        return found
-
-    async def reconcile_policy(self, kind: str, key: str) -> Outcome:
-        obj = self.policies[kind].get(key)
-        if obj is None:
-            return Outcome.DONE
-        policy = self._parsed.get(kind, obj)
-        if policy is None:
-            return Outcome.DONE
-        label = keys.PP_PERMANENT_ID_LABEL if kind == PP else keys.CPP_PERMANENT_ID_LABEL
-        permanent_id = (policy.metadata.labels or {}).get(label, "")
-        namespace = policy.metadata.namespace if kind == PP else None
-        claimed = self._claimed_by(kind, permanent_id, namespace) if permanent_id else []
-        # Each template's priority under this policy, computed once for this reconcile.
-        # (Kept with the object it was computed from: a release in between replaces the object.)
-        priorities: dict[tuple[str, str], tuple[Mapping[str, Any], int]] = {}
-
-        def priority_of(resource: TemplateResource, template: Mapping[str, Any]) -> int:
-            parsed = ResourceTemplate.from_dict(template, namespaced=resource.namespaced)
-            priority = implicit_priority(policy, parsed)
-            priorities[(resource.name, object_key(template))] = (template, priority)
-            return priority
-
-        try:
-            if policy.metadata.deletion_timestamp is not None:
-                for resource, template in claimed:
-                    await self._release(resource, template, kind, permanent_id)
-                await self._remove_finalizer(kind, key, obj)
-                log.info("policy_released", kind=kind, policy=key, templates=len(claimed))
-                return Outcome.DONE
-            unwatched = unwatched_selectors(policy.spec.resource_selectors, self.watched_kinds)
-            if unwatched:
-                message = (
-                    f"{'; '.join(unwatched)}: not a kind this controller watches, so no template of "
-                    "it is propagated (add it to the controller's --resources)"
-                )
-                log.warning("policy_selects_unwatched_kinds", kind=kind, policy=key, selectors=unwatched)
-                self._event(obj, WARNING, SELECTOR_NOT_WATCHED, message)
-            for resource, template in claimed:
-                if priority_of(resource, template) == 0:
-                    log.info(
-                        "policy_no_longer_matches",
-                        kind=kind,
-                        policy=key,
-                        template=object_key(template),
-                        template_kind=resource.kind,
-                    )
-                    await self._release(resource, template, kind, permanent_id)
-                else:
-                    self._enqueue_for_policy(policy, _template_qkey(resource, object_key(template)))
-        except ApiError as exc:
-            if exc.is_not_found:
-                return Outcome.DONE
-            log.warning("policy_reconcile_failed", kind=kind, policy=key, error=str(exc))
-            return Outcome.ERROR
-        # Templates no policy claims yet may match now (Karmada's "waiting" set): only those the
-        # policy's selectors may select are looked at (template_index.py); any other has priority 0.
-        for resource in self.config.resources:
-            index = self._template_index(resource)
-            for template_key in index.candidates(policy.spec.resource_selectors):
-                parsed = index.parsed(template_key)
-                if parsed is None:
-                    continue
-                known = priorities.get((resource.name, template_key))
-                if known is not None and known[0] is index.object(template_key):
-                    priority = known[1]
-                else:
-                    priority = implicit_priority(policy, parsed)
-                unclaimed_match = claim_of(parsed) is None and priority > 0
-                may_preempt = (
-                    self.config.gates.policy_preemption
-                    and policy.spec.preemption == "Always"
-                    and priority == 3
-                )
-                if unclaimed_match or may_preempt:
-                    self._enqueue_for_policy(policy, _template_qkey(resource, template_key))
-        return Outcome.DONE
-
-    def _enqueue_for_policy(
-        self, policy: PropagationPolicy | ClusterPropagationPolicy, qkey: QueueKey
-    ) -> None:
-        if policy.spec.activation_preference == "Lazy":
-            self._changed_by_karmada.add(qkey)
-        self.queue.push(qkey)
-
-    async def _remove_finalizer(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        finalizers = list(meta.get("finalizers") or [])
-        if POLICY_FINALIZERS[kind] not in finalizers:
-            return
-        finalizers.remove(POLICY_FINALIZERS[kind])
-        self._ensure_leader()
-        # resourceVersion makes the patch fail with 409 rather than drop another controller's finalizer.
-        await self.client.merge_patch(
-            policy_path(kind, key),
-            {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}},
-        )
-
-    # ---- helpers ------------------------------------------------------------------------------
-
-    def _event(self, template: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        if self.events is None:
-            return
-        meta = template.get("metadata") or {}
-        target = InvolvedObject(
-            template.get("apiVersion", ""),
-            template.get("kind", ""),
-            meta.get("name", ""),
-            meta.get("namespace", ""),
-            meta.get("uid", ""),
-        )
-        self.events.record(target, type_, reason, message)
 
     # ---- kopf wiring --------------------------------------------------------------------------
     #

@@ -702,11 +702,20 @@ def test_the_lock_is_closed_under_the_installed_dependencies() -> None:
     assert len(seen) > len(project["dependencies"])
 
 
-def test_the_sharded_overlay_runs_three_members_with_the_rights_their_leases_need(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "base_replicas", "identity"),
+    [
+        pytest.param("fleetsched-scheduler", 2, "fleetsched-scheduler-7d4b9-x2x9q", id="scheduler"),
+        pytest.param("fleetsched-controller", 1, "fleetsched-controller-5c9f8-q7k2m", id="policy controller"),
+    ],
+)
+def test_the_sharded_overlay_runs_three_members_with_the_rights_their_leases_need(
+    tmp_path: Path, name: str, base_replicas: int, identity: str
+) -> None:
     from fleetsched.controller import command
 
     docs = with_components(tmp_path, "sharded")
-    deployment = find(docs, "Deployment", "fleetsched-scheduler")
+    deployment = find(docs, "Deployment", name)
     assert deployment["spec"]["replicas"] == 3
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     args = parse_command(container["args"])
@@ -714,16 +723,25 @@ def test_the_sharded_overlay_runs_three_members_with_the_rights_their_leases_nee
     env = {e["name"]: e for e in container["env"]}
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
-    args.shard_identity = "fleetsched-scheduler-7d4b9-x2x9q"  # what Kubernetes substitutes
+    args.shard_identity = identity  # what Kubernetes substitutes
     shard = command.sharding(args)
     assert shard is not None and command.leader_election(args) is None
-    rbac, sa = Rbac(docs), "fleetsched-scheduler"
+    assert shard.member == f"{name}-{identity}"
+    rbac = Rbac(docs)
     for verb in ("get", "list", "create", "update", "delete"):
-        assert rbac.allows(sa, verb, "coordination.k8s.io", "leases", namespace=shard.namespace,
+        assert rbac.allows(name, verb, "coordination.k8s.io", "leases", namespace=shard.namespace,
                            name=shard.member), verb
-        assert not rbac.allows(sa, verb, "coordination.k8s.io", "leases", namespace="elsewhere",
+        assert not rbac.allows(name, verb, "coordination.k8s.io", "leases", namespace="elsewhere",
                                name=shard.member), verb
-    # the base install is unchanged: one Lease, two replicas
-    base = find(kustomize(prepared_tree(tmp_path / "base")), "Deployment", "fleetsched-scheduler")
-    assert base["spec"]["replicas"] == 2
+    # the webhook is left alone; the base install is unchanged: one Lease, no sharding
+    webhook = find(docs, "Deployment", "fleetsched-webhook")["spec"]["template"]["spec"]["containers"][0]
+    assert not any(arg.startswith("--shard") for arg in webhook.get("args") or ())
+    base = find(kustomize(prepared_tree(tmp_path / "base")), "Deployment", name)
+    assert base["spec"]["replicas"] == base_replicas
     assert parse_command(base["spec"]["template"]["spec"]["containers"][0]["args"]).shard_mode == "none"
+
+
+def test_the_sharded_policy_controller_keeps_the_install_s_other_settings(tmp_path: Path) -> None:
+    docs = with_components(tmp_path, "sharded")
+    container = find(docs, "Deployment", "fleetsched-controller")["spec"]["template"]["spec"]["containers"][0]
+    assert parse_command(container["args"]).standalone

@@ -87,16 +87,22 @@ async def test_timings_a_member_lease_cannot_have_are_refused_in_one_line() -> N
     assert line["error"] == "leaseDuration must be greater than renewDeadline"
 
 
-async def test_the_policy_controller_parses_the_flags_and_refuses_lease_mode_for_now() -> None:
+async def test_the_policy_controller_takes_the_shard_flags_and_refuses_bad_timings_in_one_line() -> None:
     parser = argparse.ArgumentParser()
     policy_cmd.add_arguments(parser)
-    args = parser.parse_args(["--shard-mode=lease"])
-    assert args.shard_mode == "lease"
+    args = parser.parse_args(["--shard-mode=lease", "--shard-identity=r1"])
+    shard = command.sharding(args)
+    assert shard is not None and shard.member == "fleetsched-controller-r1"
+    assert command.field_manager(args, agent="fleetsched-controller") == (
+        "fleetsched-controller/fleetsched-controller-r1"
+    )
+    assert command.leader_election(args) is None, "member Leases replace the leader's"
+    bad = parser.parse_args(["--shard-mode=lease", "--leader-elect-renew-deadline=20s"])
     with capture_logs() as logs:
-        assert await policy_cmd._serve(args) == 2
+        assert await policy_cmd._serve(bad) == 2
     (line,) = [entry for entry in logs if entry["event"] == "invalid_flag"]
     assert line["flag"] == "--shard-mode"
-    assert line["error"] == "sharded mode is not available in this command yet"
+    assert line["error"] == "leaseDuration must be greater than renewDeadline"
 
 
 def test_the_file_gives_the_shard_settings_and_a_contradicting_flag_is_refused(tmp_path: Path) -> None:
