@@ -523,7 +523,8 @@ def _plan(
         admit(raw, data)
         progress.advance()
     for b in derived:
-        raw = _dump(b) if hasattr(b, "model_dump") else dict(b)
+        # The detector's JSON form (what the model's dump would be), or a model from a caller.
+        raw = _dump(b) if hasattr(b, "model_dump") else b
         key = _binding_key(raw)
         if key in seen:
             plan.merge_notes.append(_given_and_derived_note(key))
@@ -535,8 +536,9 @@ def _plan(
 
 def _derived_bindings(loaded: LoadResult, progress: Progress) -> Iterator[Any]:
     """The bindings the detector derives from the policies and workload templates of the input, a
-    chunk of templates at a time (policies admitted and indexed once), so that only one chunk's
-    models are alive at once. The same bindings, in the same order, as ``derive_bindings(loaded)``."""
+    chunk of templates at a time (policies admitted and indexed once, what each puts into its
+    bindings computed once), in their JSON form: no binding model is built, only what its dump
+    would be. The same bindings, in the same order, as ``derive_bindings(loaded)``."""
     if not loaded.policies or not loaded.templates:
         return
     try:
@@ -560,8 +562,10 @@ def _derived_bindings(loaded: LoadResult, progress: Progress) -> Iterator[Any]:
     progress.phase("deriving bindings", total=len(templates), unit="templates")
     for start in range(0, len(templates), DERIVE_CHUNK):
         chunk = templates[start : start + DERIVE_CHUNK]
-        derivation = derive(chunk, pps, cpps, priority_class_value=priority_classes, index=index)
-        yield from derivation.bindings
+        derivation = derive(
+            chunk, pps, cpps, priority_class_value=priority_classes, index=index, as_fields=True
+        )
+        yield from derivation.binding_fields
         progress.advance(len(chunk))
 
 
