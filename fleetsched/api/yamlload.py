@@ -16,6 +16,7 @@ as PyYAML's own construction, which builds every other document.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -55,10 +56,15 @@ class Budget:
 
     @property
     def max_int(self) -> int:
-        return 10**self.max_int_digits - 1
+        return _max_int(self.max_int_digits)
 
 
 DEFAULT_BUDGET = Budget()
+
+
+@functools.lru_cache(maxsize=8)
+def _max_int(digits: int) -> int:
+    return 10**digits - 1  # a 1,000-bit power: once per budget, not once per integer
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +258,12 @@ class _Loader(_BaseLoader):
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
-        text = str(node.value).replace("_", "").lstrip("+-")
+        value = node.value
+        # Plain decimals (replicas, ports, priorities): what PyYAML makes of them, without its
+        # sign, base and sexagesimal handling. A leading 0 is octal in YAML 1.1: not this path.
+        if 0 < len(value) < 19 and value.isdigit() and value.isascii() and (value[0] != "0" or value == "0"):
+            return int(value)
+        text = str(value).replace("_", "").lstrip("+-")
         decimal = text.isdigit() and not (len(text) > 1 and text.startswith("0"))
         # Python refuses to convert more than 4,300 digits (a ValueError); any base beyond the
         # budget is refused before the conversion, which is linear only for powers of two.

@@ -328,3 +328,12 @@ def test_plain_documents_do_not_go_through_pyyaml_construction(monkeypatch: pyte
     ]
     with pytest.raises(AssertionError, match="construction used"):
         docs("a: &x 1\nb: *x\n")  # anchors: PyYAML builds it (shared values, after the budget check)
+
+
+@pytest.mark.parametrize(
+    "text", ["0", "7", "012", "0x1F", "+5", "-5", "1_000", "1:30", "12345678901234567", "1" * 19]
+)
+def test_integers_read_as_pyyaml_reads_them(text: str) -> None:
+    import yaml
+
+    assert docs(f"v: {text}\n") == [yaml.safe_load(f"v: {text}\n")]
