@@ -65,6 +65,20 @@ def test_output_is_byte_identical_to_the_golden_file(
     assert out == expected
 
 
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_derivation_in_workers_gives_the_golden_bytes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, jobs: str
+) -> None:
+    # Small chunks: with --jobs, templates are derived and checked in forked workers, chunk by chunk.
+    monkeypatch.setattr(simulate, "_clock", lambda: NOW)
+    monkeypatch.setattr(simulate, "DERIVE_CHUNK", 7)
+    files = _files("policies-12x40x160", tmp_path)
+    code, out, err = _simulate(files, "-o", "json", "--jobs", jobs, "--progress")
+    assert code == 0, err
+    assert out == gzip.decompress((GOLDEN / "policies-12x40x160.json.gz").read_bytes()).decode()
+    assert "deriving bindings" in err
+
+
 def _write() -> None:  # pragma: no cover - run by hand when the output changes on purpose
     import tempfile
 
