@@ -115,8 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_jobs,
         default=1,
         metavar="N",
-        help="schedule in N worker processes (0: one per CPU); the output is the same, in the same "
-        "order, as with one (default: %(default)s)",
+        help="derive and schedule in N worker processes (0: one per CPU); the output is the same, in "
+        "the same order, as with one (default: %(default)s)",
     )
     parser.add_argument(
         "--progress",
