@@ -12,6 +12,12 @@ sum). Prints figures with the load average and exits 0; it never asserts a time.
 
 A size is ``CLUSTERSxBINDINGS`` (ResourceBindings written out) or ``pCLUSTERS:POLICIESxWORKLOADS``
 (PropagationPolicies and the Deployments they select, derived into bindings by simulate).
+
+``--baseline TREE`` also runs, interleaved with each run of this tree, the ``fleetsched`` of another
+source tree (e.g. ``git archive main | tar -x -C /tmp/before``) with this venv's packages, so that
+before and after are measured in one run, at the same load:
+
+    .venv/bin/python bench/simulate.py --sizes p100:10000x50000 --jobs 1,2 --baseline /tmp/before
 """
 
 from __future__ import annotations
@@ -52,10 +58,26 @@ def _fleet(size: str, cache: Path) -> tuple[Path, int, str]:
     return path, count, label
 
 
-def _simulate(path: Path, jobs: int) -> tuple[float, float, float, int]:
+# Runs the fleetsched of the source tree in argv[1], not the editable install of this one.
+_FROM_TREE = """
+import sys
+tree = sys.argv.pop(1)
+sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f)]
+sys.path.insert(0, tree)
+import fleetsched
+assert fleetsched.__file__.startswith(tree), fleetsched.__file__
+from fleetsched.cli import main
+sys.argv[0] = "fleetsched"
+sys.exit(main())
+"""
+
+
+def _simulate(path: Path, jobs: int, tree: Path | None = None) -> tuple[float, float, float, int]:
     """Wall s, CPU s (user+system, workers included), peak RSS MiB, exit status."""
     command = [str(ROOT / ".venv" / "bin" / "fleetsched"), "simulate", str(path), "-o", "json"]
-    if not Path(command[0]).exists():
+    if tree is not None:
+        command = [sys.executable, "-c", _FROM_TREE, str(tree.resolve()), *command[1:]]
+    elif not Path(command[0]).exists():
         command = [sys.executable, "-m", "fleetsched", *command[1:]]
     command += ["--jobs", str(jobs)]
     started = time.perf_counter()
@@ -75,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--jobs", default="1", help="comma-separated --jobs values (default: %(default)s)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/fleetsched-bench"), help="generated fleets")
+    parser.add_argument(
+        "--baseline", type=Path, help="another source tree to run before each run of this one (before/after)"
+    )
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     print(f"fleetsched simulate -o json > /dev/null ({_load_avg()}, {os.cpu_count()} CPUs)", flush=True)
@@ -82,15 +107,25 @@ def main(argv: list[str] | None = None) -> int:
     for size in args.sizes.split(","):
         path, count, label = _fleet(size.strip(), args.cache)
         for jobs in (int(j) for j in args.jobs.split(",")):
-            before = _load_avg()
-            wall, cpu, rss, code = _simulate(path, jobs)
-            per_binding[(size, jobs)] = cpu / count
-            print(
-                f"  {label}, --jobs {jobs}: wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss:,.0f} MiB "
-                f"({rss * 1024 / count:.1f} KiB per binding), {wall / count * 1e3:.3f} ms wall and "
-                f"{cpu / count * 1e3:.3f} ms CPU per binding, exit {code}  [{before}]",
-                flush=True,
-            )
+            figures: dict[str, tuple[float, float]] = {}
+            for name, tree in (("baseline", args.baseline), ("this tree", None)):
+                if name == "baseline" and tree is None:
+                    continue
+                before = _load_avg()
+                wall, cpu, rss, code = _simulate(path, jobs, tree)
+                figures[name] = (wall, cpu)
+                if tree is None:
+                    per_binding[(size, jobs)] = cpu / count
+                print(
+                    f"  {label}, --jobs {jobs}{', ' + name if args.baseline else ''}: wall {wall:.1f} s, "
+                    f"CPU {cpu:.1f} s, peak RSS {rss:,.0f} MiB ({rss * 1024 / count:.1f} KiB per binding), "
+                    f"{wall / count * 1e3:.3f} ms wall and {cpu / count * 1e3:.3f} ms CPU per binding, "
+                    f"exit {code}  [{before}]",
+                    flush=True,
+                )
+            if len(figures) == 2:
+                (wall0, cpu0), (wall1, cpu1) = figures["baseline"], figures["this tree"]
+                print(f"    this tree / baseline: wall {wall1 / wall0:.2f}, CPU {cpu1 / cpu0:.2f}")
     sizes = [s for s, j in per_binding if j == 1]
     if len(sizes) > 1:
         first = per_binding[(sizes[0], 1)]

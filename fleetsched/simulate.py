@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import datetime as dt
+import gc
 import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from json.encoder import encode_basestring_ascii as _encode_string  # type: ignore[attr-defined]
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from fleetsched.api.document import BindingDocument, plain_json_default
 from fleetsched.flags import explicit_flags, parse_feature_gates, record_explicit_flags
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "merge_bindings", "run", "simulate_objects"]
 
 EXIT_BAD_INPUT = 2
+_T = TypeVar("_T")
 # Templates derived per call of the detector: its results (models) for one chunk at a time.
 DERIVE_CHUNK = 512
 # Most bindings per chunk sent to a --jobs worker.
@@ -112,8 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_jobs,
         default=1,
         metavar="N",
-        help="schedule in N worker processes (0: one per CPU); the output is the same, in the same "
-        "order, as with one (default: %(default)s)",
+        help="derive and schedule in N worker processes (0: one per CPU); the output is the same, in "
+        "the same order, as with one (default: %(default)s)",
     )
     parser.add_argument(
         "--progress",
@@ -481,38 +484,74 @@ class _Plan:
         return [*self.merge_notes, *self.unserved_notes, *self.unknown_notes]
 
 
-def _plan(
-    explicit: Iterable[Any],
-    derived: Iterable[Any],
-    *,
-    cluster_names: Set[str],
-    profiles: Mapping[str, Scheduler] | None,
-    workload_affinity: bool,
-    progress: Progress,
-) -> _Plan:
-    """Given bindings, then derived ones not given (``merge_bindings``), each converted once now so
-    that a conversion error is refused before any output, then kept as compact JSON only."""
-    plan = _Plan()
-    seen: set[tuple[str, str, str]] = set()
+_Key = tuple[str, str, str]
 
-    def admit(raw: Mapping[str, Any], data: bytes | None) -> None:
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Admitted:
+    """One binding checked for the plan: its compact JSON, whether no profile serves it, its
+    workload-affinity peer, and its notes. Small and picklable (it comes back from workers)."""
+
+    data: bytes
+    unserved: bool
+    peer: PeerBinding | None
+    unknown_notes: tuple[str, ...]
+    unserved_note: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Checks:
+    """What checking a binding needs to know about the run."""
+
+    cluster_names: Set[str]
+    profiles: Mapping[str, Scheduler] | None
+    workload_affinity: bool
+
+    def admit(self, raw: Mapping[str, Any], data: bytes | None) -> _Admitted:
+        """Converted once now, so that a conversion error is refused before any output."""
         binding_from_dict(raw)
         status_from_dict(raw)
-        if workload_affinity and raw.get("kind") != "ClusterResourceBinding":
-            plan.peers.append(peer_from_dict(raw))
-        plan.unknown_notes.extend(unknown_target_notes([raw], cluster_names))
-        unserved = profiles is not None and scheduler_name_of(raw) not in profiles
+        peer = None
+        if self.workload_affinity and raw.get("kind") != "ClusterResourceBinding":
+            peer = peer_from_dict(raw)
+        unserved = self.profiles is not None and scheduler_name_of(raw) not in self.profiles
+        unserved_note = None
         if unserved:
-            key = _binding_key(raw)
-            name = scheduler_name_of(raw)
-            plan.unserved_notes.append(
-                f"{key[0]} {_ref(key)}: no profile serves schedulerName {name!r}; left alone"
-            )
+            key, name = _binding_key(raw), scheduler_name_of(raw)
+            unserved_note = f"{key[0]} {_ref(key)}: no profile serves schedulerName {name!r}; left alone"
         if data is None:
             md = raw.get("metadata") or {}
             namespace, name = md.get("namespace"), md.get("name") or ""
             data = BindingDocument.of_fields(raw, namespace=namespace, name=name).data
-        plan.work.append((data, unserved))
+        unknown = tuple(unknown_target_notes([raw], self.cluster_names))
+        return _Admitted(data, unserved, peer, unknown, unserved_note)
+
+
+# A derived binding as planning needs it: its key, and the binding checked (None: given in the
+# input as well, so not checked; a string: the one-line error checking it gave).
+_Derived = tuple[_Key, "_Admitted | str | None"]
+
+
+def _plan(
+    explicit: Iterable[Any],
+    derived: Callable[[_Checks, Set[_Key]], Iterable[_Derived]],
+    *,
+    checks: _Checks,
+    progress: Progress,
+) -> _Plan:
+    """Given bindings, then derived ones not given (``merge_bindings``), each checked once now
+    (``_Checks.admit``), then kept as compact JSON only. ``derived(checks, given_keys)`` yields the
+    derived bindings in order, checked (except those given), here or in worker processes."""
+    plan = _Plan()
+    seen: set[_Key] = set()
+
+    def take(admitted: _Admitted) -> None:
+        if admitted.peer is not None:
+            plan.peers.append(admitted.peer)
+        plan.unknown_notes.extend(admitted.unknown_notes)
+        if admitted.unserved_note is not None:
+            plan.unserved_notes.append(admitted.unserved_note)
+        plan.work.append((admitted.data, admitted.unserved))
 
     for b in explicit:
         if isinstance(b, BindingDocument):
@@ -520,27 +559,62 @@ def _plan(
         else:
             raw, data = _dump(b), None
         seen.add(_binding_key(raw))
-        admit(raw, data)
+        take(checks.admit(raw, data))
         progress.advance()
-    for b in derived:
-        raw = _dump(b) if hasattr(b, "model_dump") else dict(b)
-        key = _binding_key(raw)
-        if key in seen:
+    for key, admitted in derived(checks, frozenset(seen)):
+        if key in seen:  # given in the input, or derived twice (names differing in case only)
             plan.merge_notes.append(_given_and_derived_note(key))
             continue
         seen.add(key)
-        admit(raw, None)
+        if isinstance(admitted, str):
+            raise _BadInput(admitted)
+        assert admitted is not None
+        take(admitted)
     return plan
 
 
-def _derived_bindings(loaded: LoadResult, progress: Progress) -> Iterator[Any]:
-    """The bindings the detector derives from the policies and workload templates of the input, a
-    chunk of templates at a time (policies admitted and indexed once), so that only one chunk's
-    models are alive at once. The same bindings, in the same order, as ``derive_bindings(loaded)``."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Derivation:
+    """The detector's inputs, once: templates, admitted and indexed policies, PriorityClasses."""
+
+    templates: Sequence[Any]
+    propagation_policies: Sequence[Any]
+    cluster_propagation_policies: Sequence[Any]
+    index: Any
+    priority_classes: Callable[[str], int | None]
+
+    def derive_chunk(self, start: int, checks: _Checks, given: Set[_Key]) -> list[_Derived]:
+        """The bindings of templates[start : start + DERIVE_CHUNK], each checked unless given."""
+        from fleetsched.detector import derive
+
+        derivation = derive(
+            self.templates[start : start + DERIVE_CHUNK],
+            self.propagation_policies,
+            self.cluster_propagation_policies,
+            priority_class_value=self.priority_classes,
+            index=self.index,
+            as_fields=True,
+        )
+        out: list[_Derived] = []
+        for raw in derivation.binding_fields:
+            key = _binding_key(raw)
+            if key in given:
+                out.append((key, None))
+                continue
+            try:
+                out.append((key, checks.admit(raw, None)))
+            except ConversionError as exc:
+                out.append((key, str(exc)))
+        return out
+
+
+def _derivation(loaded: LoadResult, progress: Progress) -> _Derivation | None:
+    """Policies admitted (as the API server and Karmada's webhooks would) and indexed once, what
+    each puts into its bindings computed once; None when there is nothing to derive."""
     if not loaded.policies or not loaded.templates:
-        return
+        return None
     try:
-        from fleetsched.detector import admit_offline, derive
+        from fleetsched.detector import admit_offline
         from fleetsched.detector.derive import priority_class_values
         from fleetsched.detector.index import PolicySet
     except ImportError:
@@ -555,14 +629,93 @@ def _derived_bindings(loaded: LoadResult, progress: Progress) -> Iterator[Any]:
         progress.advance()
     pps = [p for p in policies if isinstance(p, PropagationPolicy)]
     cpps = [p for p in policies if isinstance(p, ClusterPropagationPolicy)]
-    index = PolicySet(pps, cpps)
-    priority_classes = priority_class_values(templates)
-    progress.phase("deriving bindings", total=len(templates), unit="templates")
-    for start in range(0, len(templates), DERIVE_CHUNK):
-        chunk = templates[start : start + DERIVE_CHUNK]
-        derivation = derive(chunk, pps, cpps, priority_class_value=priority_classes, index=index)
-        yield from derivation.bindings
-        progress.advance(len(chunk))
+    return _Derivation(templates, pps, cpps, PolicySet(pps, cpps), priority_class_values(templates))
+
+
+def _derived_bindings(
+    loaded: LoadResult, progress: Progress, *, jobs: int
+) -> Callable[[_Checks, Set[_Key]], Iterator[_Derived]]:
+    """The bindings the detector derives from the policies and workload templates of the input,
+    in their JSON form (no binding model is built, only what its dump would be), a chunk of
+    templates at a time: the same bindings, in the same order, as ``derive_bindings(loaded)``.
+
+    With ``jobs`` > 1 (and fork), the chunks are derived and checked in worker processes forked
+    once the input is loaded, so they read the templates and policies without any pickling;
+    only the compact results come back, in order."""
+
+    def derived(checks: _Checks, given: Set[_Key]) -> Iterator[_Derived]:
+        derivation = _derivation(loaded, progress)
+        if derivation is None:
+            return
+        total = len(derivation.templates)
+        progress.phase("deriving bindings", total=total, unit="templates")
+        starts = range(0, total, DERIVE_CHUNK)
+        if jobs <= 1 or len(starts) < 2 or not _can_fork():
+            for start in starts:
+                yield from derivation.derive_chunk(start, checks, given)
+                progress.advance(min(DERIVE_CHUNK, total - start))
+            return
+        global _DERIVING
+        _DERIVING = (derivation, checks, given)
+        try:
+            chunks = _in_workers(_derive_chunk_in_worker, starts, jobs=jobs)
+            for start, chunk in zip(starts, chunks, strict=True):
+                yield from chunk
+                progress.advance(min(DERIVE_CHUNK, total - start))
+        finally:
+            _DERIVING = None
+
+    return derived
+
+
+# What forked derivation workers read (set in the parent just before they are forked).
+_DERIVING: tuple[_Derivation, _Checks, Set[_Key]] | None = None
+
+
+def _derive_chunk_in_worker(start: int) -> list[_Derived]:
+    assert _DERIVING is not None, "forked from a parent that set _DERIVING"
+    derivation, checks, given = _DERIVING
+    return derivation.derive_chunk(start, checks, given)
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _in_workers(function: Callable[[int], _T], arguments: Iterable[int], *, jobs: int) -> Iterator[_T]:
+    """``function(a)`` for each argument in ``jobs`` forked processes; results in order, through a
+    bounded window. A worker that dies is a ``WorkerError``."""
+    import concurrent.futures
+    import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_interrupts
+    )
+    pending: collections.deque[concurrent.futures.Future[_T]] = collections.deque()
+    try:
+        for argument in arguments:
+            pending.append(pool.submit(function, argument))
+            if len(pending) >= 4 * jobs:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    except BrokenProcessPool:
+        raise WorkerError(
+            "a --jobs worker process died (out of memory or killed?); try fewer --jobs"
+        ) from None
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
 # ---------------------------------------------------------------------------------------------
@@ -920,7 +1073,7 @@ def _part(part: PluginScore) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fleetsched.api.load import LoadError, load_files
+    from fleetsched.api.load import LoadError
 
     progress = Progress(
         sys.stderr, enabled=args.progress or _isatty(sys.stderr), delay=0.0 if args.progress else None
@@ -943,34 +1096,15 @@ def run(args: argparse.Namespace) -> int:
             else _profile_schedulers(configuration, settings, extenders=extenders)
         )
         scheduler = Scheduler(settings=settings) if profiles is None else next(iter(profiles.values()))
-        progress.phase("loading", unit="documents")
-        loaded = load_files(args.files, compact_bindings=True, progress=progress.advance)
-        # Nodes (and Pods) of member clusters in the input make those clusters node-accurate.
-        cluster_names = {c.metadata.name for c in loaded.clusters}
-        if loaded.nodes:  # imported only then: it brings numpy along
-            from fleetsched.estimator.inprocess import InventoryEstimator, inventories_from_objects
-
-            inventories = inventories_from_objects(loaded.nodes, loaded.pods)
-            _check_inventory_clusters(loaded, cluster_names)
-            if inventories:
-                estimator = InventoryEstimator(inventories)
-                scheduler = Scheduler(settings=scheduler.settings, estimators=[estimator])
-                if configuration is not None:
-                    profiles = _profile_schedulers(
-                        configuration, settings, estimators=[estimator], extenders=extenders
-                    )
-        clusters = tuple(cluster_from_dict(_dump(c)) for c in loaded.clusters)
-        explicit = loaded.bindings
-        progress.phase("checking bindings", total=len(explicit), unit="bindings")
-        plan = _plan(
-            explicit,
-            _derived_bindings(loaded, progress),
-            cluster_names=cluster_names,
-            profiles=profiles,
-            workload_affinity=scheduler.settings.workload_affinity,
-            progress=progress,
-        )
-        del loaded, explicit  # from here on, a binding is its compact JSON until it is scheduled
+        jobs = _job_count(args.jobs)
+        # An extender's connection pool runs on a thread of this process, which a forked worker
+        # would not have: with extenders, one process derives and schedules.
+        ignore_jobs = bool(all_extenders) and jobs > 1
+        jobs = 1 if ignore_jobs else jobs
+        with _collector_paused():
+            plan, clusters, scheduler, profiles = _load_and_plan(
+                args, scheduler, profiles, configuration, settings, extenders, progress, jobs=jobs
+            )
         progress.clear()
         for note in plan.notes:
             print(f"fleetsched simulate: note: {note}", file=sys.stderr)
@@ -985,13 +1119,9 @@ def run(args: argparse.Namespace) -> int:
         )
         work = plan.work
         del plan
-        jobs = _job_count(args.jobs)
-        if all_extenders and jobs > 1:
-            # An extender's connection pool runs on a thread of this process, which a forked
-            # worker would not have: with extenders, one process schedules.
+        if ignore_jobs:
             print("fleetsched simulate: note: --jobs ignored: the profiles call HTTP extenders",
                   file=sys.stderr)
-            jobs = 1
         _write(job, work, jobs=jobs, progress=progress)
     except (LoadError, ConversionError, PluginSelectionError, _BadInput, WorkerError) as e:
         progress.clear()
@@ -1002,33 +1132,87 @@ def run(args: argparse.Namespace) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     finally:
+        gc.unfreeze()  # what _collector_paused froze: collectable again (in-process callers)
         for extender in all_extenders:  # their connection pools
             extender.close()
     return 0
 
 
+def _load_and_plan(
+    args: argparse.Namespace,
+    scheduler: Scheduler,
+    profiles: dict[str, Scheduler] | None,
+    configuration: LoadedConfiguration | None,
+    settings: Settings,
+    extenders: Mapping[str, Sequence[Any]],
+    progress: Progress,
+    *,
+    jobs: int,
+) -> tuple[_Plan, tuple[ClusterInfo, ...], Scheduler, dict[str, Scheduler] | None]:
+    """Read the files and check and compact every binding (given or derived): the plan, the
+    clusters, and the schedulers (node-accurate when the input has Nodes). What is loaded goes
+    when this returns; from then on a binding is its compact JSON until it is scheduled."""
+    from fleetsched.api.load import load_files
+
+    progress.phase("loading", unit="documents")
+    loaded = load_files(args.files, compact_bindings=True, progress=progress.advance)
+    # Nodes (and Pods) of member clusters in the input make those clusters node-accurate.
+    cluster_names = {c.metadata.name for c in loaded.clusters}
+    if loaded.nodes:  # imported only then: it brings numpy along
+        from fleetsched.estimator.inprocess import InventoryEstimator, inventories_from_objects
+
+        inventories = inventories_from_objects(loaded.nodes, loaded.pods)
+        _check_inventory_clusters(loaded, cluster_names)
+        if inventories:
+            estimator = InventoryEstimator(inventories)
+            scheduler = Scheduler(settings=scheduler.settings, estimators=[estimator])
+            if configuration is not None:
+                profiles = _profile_schedulers(
+                    configuration, settings, estimators=[estimator], extenders=extenders
+                )
+    clusters = tuple(cluster_from_dict(_dump(c)) for c in loaded.clusters)
+    explicit = loaded.bindings
+    progress.phase("checking bindings", total=len(explicit), unit="bindings")
+    checks = _Checks(cluster_names, profiles, scheduler.settings.workload_affinity)
+    plan = _plan(explicit, _derived_bindings(loaded, progress, jobs=jobs), checks=checks, progress=progress)
+    return plan, clusters, scheduler, profiles
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while the input is loaded and planned.
+
+    Those phases build a large heap of small containers that lives until they end and holds no
+    cycles; the collector would only traverse it again and again as it grows (a sixth of the
+    CPU on 50,000 workloads). What they leave is collected once, then frozen, so the collections
+    while bindings are scheduled look at the new objects only (and forked --jobs workers share
+    those pages instead of copying them).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+    gc.collect()
+    gc.freeze()
+
+
 def _write(job: _Job, work: list[tuple[bytes, bool]], *, jobs: int, progress: Progress) -> None:
     """Schedule ``work`` and write each result as it comes, in input order."""
-    import gc
-
     writer = _Writer(
         output=job.output, explain=job.explain, stdout=sys.stdout, stderr=sys.stderr, progress=progress
     )
     progress.phase("scheduling", total=len(work), unit="bindings")
-    if jobs > 1:
-        gc.freeze()  # forked workers then share the parent's pages instead of copying them
-    try:
-        started = False
-        for rendered in _schedule_all(job, work, jobs=jobs):
-            if not started:  # nothing on stdout before the first binding is scheduled
-                writer.begin()
-                started = True
-            writer.add(rendered)
-            progress.advance(len(rendered))
-        if not started:
+    started = False
+    for rendered in _schedule_all(job, work, jobs=jobs):
+        if not started:  # nothing on stdout before the first binding is scheduled
             writer.begin()
-        writer.end()
-    finally:
-        if jobs > 1:
-            gc.unfreeze()
+            started = True
+        writer.add(rendered)
+        progress.advance(len(rendered))
+    if not started:
+        writer.begin()
+    writer.end()
     progress.finish(f"scheduled {len(work)} bindings" + (f" ({jobs} processes)" if jobs > 1 else ""))

@@ -97,8 +97,49 @@ class Quantity:
         return format_canonical(self.value_exact, self.format)
 
 
+# The spellings nearly every manifest uses ("250m", "1.5Gi", "4"): exact integer arithmetic, one
+# Fraction. Anything else (signs, exponents, "1.", more than nano precision, long texts) takes the
+# general path below, which this must agree with (a property test holds them equal).
+_SIMPLE = re.compile(r"([0-9]{1,30})(?:\.([0-9]{1,12}))?(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?")
+
+
+def _parse_simple(text: str) -> Quantity | None:
+    match = _SIMPLE.fullmatch(text)
+    if match is None:
+        return None
+    whole, fraction, suffix = match.groups()
+    numerator = int(whole + fraction) if fraction else int(whole)
+    denominator = 10 ** len(fraction) if fraction else 1
+    fmt = Format.DECIMAL_SI
+    if suffix in _BINARY:
+        numerator *= 1024 ** _BINARY[suffix]
+        fmt = Format.BINARY_SI
+    else:
+        exponent = _DECIMAL[suffix or ""]
+        if exponent >= 0:
+            numerator *= 10**exponent
+        else:
+            denominator *= 10**-exponent
+    if (numerator * _NANO) % denominator:
+        return None  # finer than nano units: the general path rounds
+    if fmt is Format.BINARY_SI and 0 < numerator < denominator:
+        fmt = Format.DECIMAL_SI
+    quantity = Quantity.__new__(Quantity)
+    quantity.value_exact = Fraction(numerator, denominator)
+    quantity.format = fmt
+    return quantity
+
+
 def parse_quantity(text: str | int | float) -> Quantity:
     """Parse Kubernetes quantity text (YAML may also hand over a plain number)."""
+    if type(text) is str:
+        simple = _parse_simple(text)
+        if simple is not None:
+            return simple
+    return _parse_general(text)
+
+
+def _parse_general(text: str | int | float) -> Quantity:
     if isinstance(text, bool):
         raise QuantityError(f"quantity must be a string or a number, not {text!r}")
     if isinstance(text, int):

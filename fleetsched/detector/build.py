@@ -7,24 +7,34 @@ Never sets ``spec.clusters``, graceful eviction tasks, ``requiredBy`` or status:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
+from typing import Any
 
 from fleetsched.api.load import ResourceTemplate
-from fleetsched.api.meta import ObjectMeta, ObjectReference, OwnerReference
 from fleetsched.api.policy import ClusterPropagationPolicy, Placement, PropagationPolicy, Suspension
 from fleetsched.api.work import (
+    WORK_API_VERSION,
     BindingSchedulePriority,
     BindingSuspension,
     ClusterResourceBinding,
     ResourceBinding,
-    ResourceBindingSpec,
     WorkloadAffinityGroups,
 )
 from fleetsched.detector import constants
 from fleetsched.detector.interpret import interpret_replicas
 
-__all__ = ["BuildError", "FeatureGates", "binding_kind", "binding_name", "build_binding", "claim_metadata"]
+__all__ = [
+    "BuildError",
+    "FeatureGates",
+    "PolicyParts",
+    "binding_kind",
+    "binding_name",
+    "build_binding",
+    "build_binding_fields",
+    "claim_metadata",
+]
 
 Policy = PropagationPolicy | ClusterPropagationPolicy
 Binding = ResourceBinding | ClusterResourceBinding
@@ -124,12 +134,144 @@ def _workload_affinity_groups(policy: Policy, template: ResourceTemplate) -> Wor
     return groups
 
 
+@dataclass(frozen=True, slots=True)
+class PolicyParts:
+    """What one policy puts into every binding it builds, in the binding's JSON form, computed
+    once per policy: claim labels and annotations, and the spec fields copied from the policy
+    (placement, failover and suspension as JSON text, decoded afresh for each binding so that no
+    two bindings share a nested value)."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    propagate_deps: bool
+    placement: str
+    scheduler_name: str | None
+    failover: str | None
+    conflict_resolution: str | None
+    preserve_resources_on_deletion: bool | None
+    suspension: str | None
+
+    @classmethod
+    def of(cls, policy: Policy) -> PolicyParts:
+        labels, annotations = claim_metadata(policy)
+        spec = policy.spec
+        # Karmada's policy spec holds placement by value, so a binding always has one (maybe {}).
+        placement = spec.placement if spec.placement is not None else Placement()
+        suspension = _suspension(spec.suspension)
+        return cls(
+            labels=labels,
+            annotations=annotations,
+            propagate_deps=bool(spec.propagate_deps),
+            placement=_json(placement.to_dict()),
+            scheduler_name=spec.scheduler_name,
+            failover=_json(spec.failover.to_dict()) if spec.failover is not None else None,
+            conflict_resolution=spec.conflict_resolution,
+            preserve_resources_on_deletion=spec.preserve_resources_on_deletion,
+            suspension=_json(suspension.to_dict()) if suspension is not None else None,
+        )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def build_binding_fields(
+    template: ResourceTemplate,
+    policy: Policy,
+    *,
+    gates: FeatureGates | None = None,
+    priority_class_value: Callable[[str], int | None] | None = None,
+    parts: MutableMapping[int, PolicyParts] | None = None,
+) -> dict[str, Any]:
+    """The desired binding for ``template`` claimed by ``policy`` in its JSON form: what
+    ``build_binding`` returns, as ``to_dict()`` writes it (Go's omitempty: fields that are not
+    set are absent), in the models' field order. Plain values only, none shared with another call.
+
+    ``parts`` memoises ``PolicyParts`` by ``id(policy)`` across calls: the caller keeps the
+    policies alive as long as the mapping (``PolicySet.built_parts`` does).
+    Raises ``BuildError`` (or ``InterpretError`` for a malformed template).
+    """
+    gates = gates or FeatureGates()
+    namespaced_binding = isinstance(policy, PropagationPolicy) or template.namespaced
+    replicas, requirements = interpret_replicas(
+        template.api_version,
+        template.kind,
+        template.raw,
+        resource_quota_estimate=gates.resource_quota_estimate,
+    )
+    shared = parts.get(id(policy)) if parts is not None else None
+    if shared is None:
+        shared = PolicyParts.of(policy)
+        if parts is not None:
+            parts[id(policy)] = shared
+    api_version, kind, name = template.api_version, template.kind, template.name
+    metadata: dict[str, Any] = {"name": binding_name(name, kind)}
+    if namespaced_binding and template.namespace is not None:
+        metadata["namespace"] = template.namespace
+    metadata["labels"] = dict(shared.labels)
+    metadata["annotations"] = dict(shared.annotations)
+    metadata["ownerReferences"] = [
+        {
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": name,
+            "uid": template.uid or "",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    metadata["finalizers"] = [
+        constants.BINDING_FINALIZER if namespaced_binding else constants.CLUSTER_BINDING_FINALIZER
+    ]
+    resource: dict[str, Any] = {"apiVersion": api_version, "kind": kind}
+    if namespaced_binding and template.namespaced and template.namespace is not None:
+        resource["namespace"] = template.namespace
+    resource["name"] = name
+    if template.uid is not None:
+        resource["uid"] = template.uid
+    if template.metadata.resource_version is not None:
+        resource["resourceVersion"] = template.metadata.resource_version
+    spec: dict[str, Any] = {"resource": resource}
+    if shared.propagate_deps:  # Go's omitempty drops false; keep the object minimal the same way.
+        spec["propagateDeps"] = True
+    if requirements is not None:
+        spec["replicaRequirements"] = requirements.to_dict()
+    spec["replicas"] = replicas
+    spec["placement"] = json.loads(shared.placement)
+    if shared.scheduler_name is not None:
+        spec["schedulerName"] = shared.scheduler_name
+    if shared.failover is not None:
+        spec["failover"] = json.loads(shared.failover)
+    if shared.conflict_resolution is not None:
+        spec["conflictResolution"] = shared.conflict_resolution
+    if shared.suspension is not None:
+        spec["suspension"] = json.loads(shared.suspension)
+    if shared.preserve_resources_on_deletion is not None:
+        spec["preserveResourcesOnDeletion"] = shared.preserve_resources_on_deletion
+    if namespaced_binding:
+        if gates.priority_based_scheduling:
+            priority = _schedule_priority(policy, priority_class_value)
+            if priority is not None:
+                spec["schedulePriority"] = priority.to_dict()
+        if gates.workload_affinity:
+            groups = _workload_affinity_groups(policy, template)
+            if groups is not None:
+                spec["workloadAffinityGroups"] = groups.to_dict()
+    return {
+        "apiVersion": WORK_API_VERSION,
+        "kind": ResourceBinding.KIND if namespaced_binding else ClusterResourceBinding.KIND,
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
 def build_binding(
     template: ResourceTemplate,
     policy: Policy,
     *,
     gates: FeatureGates | None = None,
     priority_class_value: Callable[[str], int | None] | None = None,
+    parts: MutableMapping[int, PolicyParts] | None = None,
 ) -> Binding:
     """The desired ResourceBinding / ClusterResourceBinding for ``template`` claimed by ``policy``.
 
@@ -137,63 +279,9 @@ def build_binding(
     None when it does not exist; needed only when the policy has ``schedulePriority``.
     Raises ``BuildError`` (or ``InterpretError`` for a malformed template).
     """
-    gates = gates or FeatureGates()
-    cls = binding_kind(policy, template)
-    namespaced_binding = cls is ResourceBinding
-    replicas, requirements = interpret_replicas(
-        template.api_version,
-        template.kind,
-        template.raw,
-        resource_quota_estimate=gates.resource_quota_estimate,
+    fields = build_binding_fields(
+        template, policy, gates=gates, priority_class_value=priority_class_value, parts=parts
     )
-    labels, annotations = claim_metadata(policy)
-    spec = policy.spec
-    metadata = ObjectMeta(
-        name=binding_name(template.name, template.kind),
-        namespace=template.namespace if namespaced_binding else None,
-        labels=labels,
-        annotations=annotations,
-        owner_references=[
-            OwnerReference(
-                api_version=template.api_version,
-                kind=template.kind,
-                name=template.name,
-                uid=template.uid or "",
-                controller=True,
-                block_owner_deletion=True,
-            )
-        ],
-        finalizers=[
-            constants.BINDING_FINALIZER if namespaced_binding else constants.CLUSTER_BINDING_FINALIZER
-        ],
-    )
-    binding_spec = ResourceBindingSpec(
-        resource=ObjectReference(
-            api_version=template.api_version,
-            kind=template.kind,
-            namespace=template.namespace if namespaced_binding and template.namespaced else None,
-            name=template.name,
-            uid=template.uid,
-            resource_version=template.metadata.resource_version,
-        ),
-        # Go's omitempty drops false; keep the object minimal the same way.
-        propagate_deps=True if spec.propagate_deps else None,
-        replicas=replicas,
-        replica_requirements=requirements,
-        # Karmada's policy spec holds placement by value, so a binding always has one (maybe {}).
-        placement=spec.placement.model_copy(deep=True) if spec.placement is not None else Placement(),
-        scheduler_name=spec.scheduler_name,
-        failover=spec.failover.model_copy(deep=True) if spec.failover is not None else None,
-        conflict_resolution=spec.conflict_resolution,
-        preserve_resources_on_deletion=spec.preserve_resources_on_deletion,
-        suspension=_suspension(spec.suspension),
-    )
-    if namespaced_binding:
-        if gates.priority_based_scheduling:
-            binding_spec.schedule_priority = _schedule_priority(policy, priority_class_value)
-        if gates.workload_affinity:
-            binding_spec.workload_affinity_groups = _workload_affinity_groups(policy, template)
-    built = cls(metadata=metadata, spec=binding_spec)
-    # Re-read from JSON so that only the fields actually present count as set: callers that dump
+    # Validated from the JSON form, so only the fields present count as set: callers that dump
     # with ``exclude_unset`` then get Karmada's omitempty shape, never explicit nulls.
-    return cls.model_validate(built.to_dict())
+    return binding_kind(policy, template).model_validate(fields)

@@ -17,7 +17,7 @@ from typing import Any
 from fleetsched.api.load import LoadError, LoadResult, ResourceTemplate, Source
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.detector import constants
-from fleetsched.detector.build import Binding, BuildError, FeatureGates, build_binding
+from fleetsched.detector.build import Binding, BuildError, FeatureGates, build_binding, build_binding_fields
 from fleetsched.detector.index import PolicySet
 from fleetsched.detector.interpret import InterpretError
 from fleetsched.detector.match import (
@@ -53,6 +53,8 @@ class TemplateResult:
     binding: Binding | None = None
     reason: str = ""
     implicit_priority: int = 0
+    # The binding in its JSON form instead of ``binding``, from ``derive(..., as_fields=True)``.
+    fields: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +66,13 @@ class Derivation:
         return [r.binding for r in self.results if r.binding is not None]
 
     @property
+    def binding_fields(self) -> list[dict[str, Any]]:
+        """The bindings in their JSON form (``derive(..., as_fields=True)``)."""
+        return [r.fields for r in self.results if r.fields is not None]
+
+    @property
     def unmatched(self) -> list[TemplateResult]:
-        return [r for r in self.results if r.binding is None]
+        return [r for r in self.results if r.binding is None and r.fields is None]
 
 
 def _policy_key(policy: Policy) -> str:
@@ -140,11 +147,15 @@ def derive(
     override_exists: Callable[[str | None, str], bool] | None = None,
     skipped_namespace_patterns: Sequence[str] = constants.DEFAULT_SKIPPED_NAMESPACE_PATTERNS,
     index: PolicySet | None = None,
+    as_fields: bool = False,
 ) -> Derivation:
     """Bindings for every template, in template order, with a reason for each template left out.
 
     ``index``, built from the same policies, lets a caller that derives often (the policy
-    controller, one template per event) index them once; without it they are indexed here.
+    controller, one template per event) index them once; without it they are indexed here. What
+    a policy puts into each of its bindings is computed once per index (``PolicySet.built_parts``).
+    ``as_fields``: each binding in its JSON form (``TemplateResult.fields``, what
+    ``build_binding(...).to_dict()`` gives) instead of a model, for callers that only serialise it.
 
     ``override_exists(namespace, name)`` checks ``dependentOverrides``; None skips the check
     (offline, where overrides do not exist and do not change scheduling).
@@ -166,7 +177,24 @@ def derive(
             results.append(TemplateResult(template, policy, reason=reason))
             continue
         try:
-            binding = build_binding(template, policy, gates=gates, priority_class_value=priority_class_value)
+            if as_fields:
+                fields = build_binding_fields(
+                    template,
+                    policy,
+                    gates=gates,
+                    priority_class_value=priority_class_value,
+                    parts=policies.built_parts,
+                )
+                binding = None
+            else:
+                binding = build_binding(
+                    template,
+                    policy,
+                    gates=gates,
+                    priority_class_value=priority_class_value,
+                    parts=policies.built_parts,
+                )
+                fields = None
         except (BuildError, InterpretError) as exc:
             reason = f"applying {_policy_key(policy)} failed: {exc}"
             results.append(
@@ -174,7 +202,9 @@ def derive(
             )
             continue
         results.append(
-            TemplateResult(template, policy, binding, implicit_priority=resolved.implicit_priority)
+            TemplateResult(
+                template, policy, binding, implicit_priority=resolved.implicit_priority, fields=fields
+            )
         )
     return Derivation(tuple(results))
 

@@ -18,7 +18,7 @@ Whether a candidate matches is still decided by ``implicit_priority``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy, ResourceSelector
 
@@ -84,6 +84,7 @@ class PolicySet:
     __slots__ = (
         "_pp_by_name",
         "_pp_by_namespace",
+        "built_parts",
         "cluster_propagation_policies",
         "cpp_by_name",
         "cpp_index",
@@ -109,6 +110,9 @@ class PolicySet:
         self.cpp_by_name: dict[str, ClusterPropagationPolicy] = {}
         for cpp in self.cluster_propagation_policies:
             self.cpp_by_name.setdefault(cpp.metadata.name or "", cpp)
+        # What each policy puts into the bindings built from it (``detector.build.PolicyParts``),
+        # by ``id(policy)``: filled as bindings are built, valid while this set holds the policies.
+        self.built_parts: dict[int, Any] = {}
 
     def namespace_index(self, namespace: str) -> PolicyIndex[PropagationPolicy] | None:
         return self._pp_by_namespace.get(namespace)

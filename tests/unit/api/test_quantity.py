@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetsched.api.quantity import Format, Quantity, QuantityError, parse_quantity
@@ -101,3 +101,18 @@ def test_a_huge_exponent_is_refused_quickly() -> None:
     with pytest.raises(QuantityError, match="exponent out of range"):
         parse_quantity("1e999999999")
     assert parse_quantity("1e18").value() == 10**18
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    whole=st.integers(min_value=0, max_value=10**32),
+    fraction=st.none() | st.text("0123456789", min_size=0, max_size=14),
+    suffix=st.sampled_from(["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", *"numkMGTPE"]),
+)
+def test_the_fast_path_agrees_with_the_general_parser(whole: int, fraction: str | None, suffix: str) -> None:
+    from fleetsched.api import quantity
+
+    text = str(whole) + ("" if fraction is None else "." + fraction) + suffix
+    fast, general = parse_quantity(text), quantity._parse_general(text)
+    assert (fast.value_exact, fast.format) == (general.value_exact, general.format)
+    assert type(fast.value_exact) is type(general.value_exact) and str(fast) == str(general)

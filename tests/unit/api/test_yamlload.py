@@ -236,3 +236,104 @@ def test_loaders_load_or_fail_in_one_line_within_bounded_memory(data: bytes, as_
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     assert peak < 64 << 20, f"{peak / 2**20:.0f} MiB"
+
+
+# --- the fast construction of plain documents ------------------------------------------------
+
+PLAIN_CASES = [
+    pytest.param("a: 1\nb: [x, 'y', \"z\"]\nc: {d: ~, e: null}\n", id="mapping sequence flow"),
+    pytest.param("n: [0, -3, +7, 0x1f, 0o17, 1_000, 3.5, .inf, -.Inf, .nan, 1e3]\n", id="numbers"),
+    pytest.param("b: [yes, No, true, FALSE, on, off]\n", id="booleans"),
+    pytest.param("t: 2026-03-04T05:06:07Z\nd: 2026-03-04\nq: '2026-03-04'\n", id="timestamps"),
+    pytest.param("1: int key\n2.5: float key\nnull: none key\nfalse: bool key\n", id="scalar keys"),
+    pytest.param("- a\n- - b\n  - {c: [d, {e: f}]}\n- []\n- {}\n", id="nested"),
+    pytest.param("plain\n", id="scalar document"),
+    pytest.param("---\n---\na: 1\n...\n---\n- 2\n", id="empty documents"),
+    pytest.param("base: &b {x: 1}\nderived:\n  <<: *b\n  y: 2\n", id="merge key with anchor"),
+    pytest.param("derived:\n  <<: {x: 1}\n  y: 2\n", id="merge key without anchor"),
+    pytest.param("s: !!set {a, b}\no: !!omap [a: 1]\nbin: !!binary aGk=\n", id="uncommon tags"),
+    pytest.param("k: !!str 12\nf: !!float 1\ni: !!int '7'\n", id="explicit tags"),
+    pytest.param("a: &x 1\nb: *x\n", id="anchored scalar"),
+]
+
+
+def _reference(text: str, monkeypatch: pytest.MonkeyPatch) -> object:
+    """What PyYAML's own construction (through ``_Loader``) gives, or the error it raises."""
+    def fallback(loader: object, root: object) -> object:
+        raise yamlload._Fallback
+
+    with monkeypatch.context() as patched:
+        patched.setattr(yamlload, "_construct_plain", fallback)
+        try:
+            return docs(text)
+        except LoadError as exc:
+            return str(exc)
+
+
+@pytest.mark.parametrize("text", PLAIN_CASES)
+def test_fast_construction_builds_what_pyyaml_builds(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _reference(text, monkeypatch)
+    assert not isinstance(expected, str), expected
+    assert docs(text) == expected
+    # Types too: 1 and True and 1.0 compare equal.
+    assert repr(docs(text)) == repr(expected)
+
+
+PROBLEM_CASES = [
+    pytest.param("a: 1\nb: 2\na: 3\n", id="duplicate key"),
+    pytest.param("x:\n  y: " + "9" * 400 + "\n  z: 1\n  z: 2\n", id="big integer before duplicate key"),
+    pytest.param("x:\n  y: {z: 1, z: 2}\nw: " + "9" * 400 + "\n", id="outer integer before inner duplicate"),
+    pytest.param("- {a: 1}\n- 2026-13-45T00:00:00Z\n", id="bad timestamp"),
+    pytest.param("1: a\n0x1: b\n", id="duplicate by value"),
+    pytest.param("a: !unknown x\n", id="unknown tag"),
+    pytest.param("? {a: 1}\n: b\n", id="unhashable key"),
+    pytest.param("? [a, b]\n: complex key\n", id="complex key"),
+    pytest.param("= : value key\n", id="value key"),
+    pytest.param("1: a\ntrue: b\n", id="true is 1"),
+]
+
+
+@pytest.mark.parametrize("text", PROBLEM_CASES)
+def test_fast_construction_reports_the_problem_pyyaml_reports_first(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _reference(text, monkeypatch)
+    assert isinstance(expected, str), expected
+    assert refusal(text) == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8) | st.floats(allow_nan=False),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_fast_construction_round_trips_dumped_values(value: object) -> None:
+    import yaml
+
+    text = yaml.safe_dump(value)
+    assert docs(text) == [yaml.safe_load(text)]
+
+
+def test_plain_documents_do_not_go_through_pyyaml_construction(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: object, node: object) -> object:
+        raise AssertionError("PyYAML's construction used")
+
+    monkeypatch.setattr(yamlload._Loader, "construct_document", refuse)
+    assert docs("a: [1, x, {b: 2026-03-04}]\n---\n- c\n") == [
+        {"a": [1, "x", {"b": __import__("datetime").date(2026, 3, 4)}]},
+        ["c"],
+    ]
+    with pytest.raises(AssertionError, match="construction used"):
+        docs("a: &x 1\nb: *x\n")  # anchors: PyYAML builds it (shared values, after the budget check)
+
+
+@pytest.mark.parametrize(
+    "text", ["0", "7", "012", "0x1F", "+5", "-5", "1_000", "1:30", "12345678901234567", "1" * 19]
+)
+def test_integers_read_as_pyyaml_reads_them(text: str) -> None:
+    import yaml
+
+    assert docs(f"v: {text}\n") == [yaml.safe_load(f"v: {text}\n")]
