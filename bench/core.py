@@ -41,7 +41,7 @@ from fleetsched.api.load import load_files
 from fleetsched.scheduler import matching
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
-from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
+from fleetsched.scheduler.types import BindingStatus, ClusterInfo, SchedulingBinding
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fleet_gen
@@ -140,8 +140,9 @@ def distinct_requests(raw: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 class StatusChurn:
     """Heartbeats at ``rate`` per second of scheduling time, round-robin over the clusters, each
-    replacing that cluster's status as its member would; a new snapshot per heartbeat, as the
-    live scheduler's cluster cache makes one when a Cluster's resourceVersion changes."""
+    replacing that cluster's status as its member would; the heartbeats due before a binding make
+    one new snapshot with those clusters replaced in place (``Snapshot.replaced``), as the live
+    scheduler's cluster cache derives it when Clusters' resourceVersions change."""
 
     def __init__(self, clusters: Sequence[dict[str, Any]], rate: float, seed: int = 7) -> None:
         self.clusters = list(clusters)
@@ -153,13 +154,13 @@ class StatusChurn:
         due = int(elapsed * self.rate)
         if due <= self.applied:
             return snapshot
-        infos = list(snapshot.clusters)
+        changes: dict[int, ClusterInfo] = {}
         while self.applied < due:
             position = self.applied % len(self.clusters)
             self.clusters[position] = fleet_gen.heartbeat(self.rng, self.clusters[position])
-            infos[position] = cluster_from_dict(self.clusters[position])
+            changes[position] = cluster_from_dict(self.clusters[position])
             self.applied += 1
-        return Snapshot(infos, snapshot.peers)
+        return snapshot.replaced(changes)
 
 
 def _convert(raw: Sequence[dict[str, Any]]) -> Bindings:

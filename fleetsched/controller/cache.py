@@ -4,8 +4,8 @@
   only replaces the cached one when its ``resourceVersion`` is not older, so a late watch event
   never rolls back a newer copy that came from one of our own write responses.
   An optional ``CacheIndex`` is kept in step with every upsert and delete.
-* ``ClusterStore`` adds the scheduling view: a ``Snapshot`` of converted clusters that is rebuilt
-  only after a Cluster changed, so every binding scheduled in between shares it (and its memos).
+* ``ClusterStore`` adds the scheduling view: a ``Snapshot`` of converted clusters that every
+  binding shares until a Cluster changes; a change replaces that Cluster's entry only.
 
 No I/O.
 """
@@ -92,11 +92,24 @@ class ObjectCache:
 
 
 class ClusterStore(ObjectCache):
+    """Clusters, and the ``Snapshot`` every binding scheduled until the next change shares.
+
+    A change of a Cluster already in the snapshot (a status heartbeat, a new label) replaces that
+    one entry (``Snapshot.replaced``): the other clusters keep their converted values, and with them
+    the estimator's prepared rows and the Framework's memos. Only a Cluster added, removed, or
+    turning (un)readable rebuilds the list. Nothing per change walks all Clusters.
+    """
+
     def __init__(self) -> None:
         super().__init__()
         self._infos: dict[str, tuple[int | None, ClusterInfo]] = {}
         self._snapshot: Snapshot | None = None
-        self._terminating: frozenset[str] | None = None
+        # Position of each key in ``_snapshot``; keys changed since it was made.
+        self._positions: dict[str, int] = {}
+        self._dirty: set[str] = set()
+        self._rebuild = True
+        self._deleting: set[str] = set()
+        self._terminating: frozenset[str] | None = frozenset()
         self.version = 0
 
     def upsert(self, obj: Obj) -> tuple[bool, Obj | None]:
@@ -106,8 +119,19 @@ class ClusterStore(ObjectCache):
             or resource_version(previous) != resource_version(obj)
             or resource_version(obj) is None
         ):
-            self._snapshot = None
-            self._terminating = None
+            key = object_key(obj)
+            if previous is None or key not in self._positions:
+                self._rebuild = True
+            else:
+                self._dirty.add(key)
+            name = (obj.get("metadata") or {}).get("name", "")
+            if (obj.get("metadata") or {}).get("deletionTimestamp"):
+                if name not in self._deleting:
+                    self._deleting.add(name)
+                    self._terminating = None
+            elif name in self._deleting:
+                self._deleting.discard(name)
+                self._terminating = None
             self.version += 1
         return stored, previous
 
@@ -115,37 +139,61 @@ class ClusterStore(ObjectCache):
         removed = super().delete(key)
         if removed is not None:
             self._infos.pop(key, None)
-            self._snapshot = None
-            self._terminating = None
+            self._dirty.discard(key)
+            self._rebuild = True
+            name = (removed.get("metadata") or {}).get("name", "")
+            if name in self._deleting:
+                self._deleting.discard(name)
+                self._terminating = None
             self.version += 1
         return removed
 
+    def _convert(self, key: str, obj: Obj) -> ClusterInfo | None:
+        """The converted cluster, from the memo while its resourceVersion is unchanged; None (and a
+        warning) for a malformed one, which is left out rather than stopping all scheduling."""
+        rv = resource_version(obj)
+        cached = self._infos.get(key)
+        if cached is not None and cached[0] == rv and rv is not None:
+            return cached[1]
+        try:
+            info = cluster_from_dict(obj)
+        except ConversionError as exc:
+            log.warning("cluster_unreadable", cluster=key, error=str(exc))
+            self._infos.pop(key, None)
+            return None
+        self._infos[key] = (rv, info)
+        return info
+
     def snapshot(self) -> Snapshot:
-        """The clusters as the scheduling core sees them; shared until a Cluster changes."""
-        if self._snapshot is None:
+        """The clusters as the scheduling core sees them; shared until a Cluster changes, then
+        derived from the previous one by replacing the changed clusters only."""
+        if self._snapshot is not None and not self._rebuild and self._dirty:
+            changes: dict[int, ClusterInfo] = {}
+            for key in self._dirty:
+                info = self._convert(key, self._objects[key])
+                if info is None:  # turned unreadable: it leaves the list
+                    self._rebuild = True
+                    break
+                changes[self._positions[key]] = info
+            else:
+                self._snapshot = self._snapshot.replaced(changes)
+            self._dirty.clear()
+        if self._snapshot is None or self._rebuild:
             infos: list[ClusterInfo] = []
+            positions: dict[str, int] = {}
             for key, obj in sorted(self._objects.items()):
-                rv = resource_version(obj)
-                cached = self._infos.get(key)
-                if cached is None or cached[0] != rv or rv is None:
-                    try:
-                        info = cluster_from_dict(obj)
-                    except ConversionError as exc:
-                        # A malformed Cluster is left out rather than stopping all scheduling.
-                        log.warning("cluster_unreadable", cluster=key, error=str(exc))
-                        continue
-                    self._infos[key] = (rv, info)
-                    cached = self._infos[key]
-                infos.append(cached[1])
+                info = self._convert(key, obj)
+                if info is not None:
+                    positions[key] = len(infos)
+                    infos.append(info)
             self._snapshot = Snapshot(infos)
+            self._positions = positions
+            self._dirty.clear()
+            self._rebuild = False
         return self._snapshot
 
     def terminating(self) -> frozenset[str]:
-        """Names of the Clusters being deleted; asked once per binding, so kept until a Cluster changes."""
+        """Names of the Clusters being deleted; asked once per binding, kept up to date per change."""
         if self._terminating is None:
-            self._terminating = frozenset(
-                (o.get("metadata") or {}).get("name", "")
-                for o in self._objects.values()
-                if (o.get("metadata") or {}).get("deletionTimestamp")
-            )
+            self._terminating = frozenset(self._deleting)
         return self._terminating

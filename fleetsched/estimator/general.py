@@ -216,47 +216,95 @@ VECTOR_MIN = 32  # fewer clusters than this in one call: the scalar loop is chea
 # scalar path (Python integers), which is exact for any size.
 _SAFE = 2**62
 _TABLE_ROWS_MIN = 4096
+# A cluster's code in a table: (stamp << _ROW_BITS) | row, the stamp unique per assignment in the
+# process, so a table whose ``codes[row]`` equals a cluster's code was filled from that very object.
+_ROW_BITS = 20
+_ROW_MASK = (1 << _ROW_BITS) - 1
+_HISTORY = 4  # tables a lineage keeps (newest last): workers on a slightly older snapshot find theirs
+# The code of a row no cluster was placed in; a cluster without a code reads as -1: never equal.
+_NO_CODE = -2
+# Superseded model nodes a derived table may carry beyond its live ones before it is built afresh.
+_NODE_SLACK = 1024
 
 
-class _TableKey:
-    """Private key of a cluster's table in ``ClusterInfo.memo``."""
+class _CodeKey:
+    """Private key of a cluster's row code in ``ClusterInfo.memo``."""
 
 
-class _RowKey:
-    """Private key of a cluster's row id in ``ClusterInfo.memo``: ``table.first + row``. Ids are
-    never reused across tables, so one range check over a call's ids proves they all sit in one
-    table (even while another thread points some of them at a newer one)."""
+class _LineageKey:
+    """Private key of the ``_Lineage`` a cluster last got a row in, in ``ClusterInfo.memo``."""
 
 
-_next_id = itertools.count()
-_ids_lock = threading.Lock()
+_stamps = itertools.count(1)
+
+
+def _row_values(
+    b: _ClusterBase, resources: dict[str, int], node_names: dict[str, int]
+) -> tuple[int, int, dict[int, int], bool, bool, list[int], list[list[int]]] | None:
+    """One row of a table from a cluster's prepared values: (pods, cpu_milli, units by resource
+    column, model ok, unsafe, model node counts, their capacities per node column); None when the
+    cluster names a resource or a model range the table has no column for."""
+    bad = b.pods >= _SAFE or not -_SAFE < b.cpu_milli < _SAFE
+    units: dict[int, int] = {}
+    for name, v in b.available_units.items():
+        r = resources.get(name)
+        if r is None:
+            return None
+        if not -_SAFE < v < _SAFE:
+            bad = True
+            v = max(min(v, _SAFE), -_SAFE)
+        units[r] = v
+    counts: list[int] = []
+    caps: list[list[int]] = [[] for _ in node_names]
+    total = 0
+    worst = MODEL_NODE_PODS
+    for count, cap in b.model_nodes:
+        if any(name != "pods" and name not in node_names for name in cap):
+            return None
+        total += count
+        counts.append(min(count, _SAFE))
+        for name, k in node_names.items():
+            v = cap.get(name, 0)
+            if not -_SAFE < v < _SAFE:
+                bad = True
+                v = max(min(v, _SAFE), -_SAFE)
+            worst = max(worst, -v)
+            caps[k].append(v)
+    # A node's fit is at most 110 and at least its most negative capacity: the row's model total
+    # (and the running sums over rows, which wrap but difference exactly) stays exact.
+    if total * worst >= _SAFE:
+        bad = True
+    pods = min(b.pods, _SAFE)
+    cpu_milli = max(min(b.cpu_milli, _SAFE), -_SAFE)
+    return pods, cpu_milli, units, not b.model_error, bad, counts, caps
 
 
 class _Table:
-    """The prepared values of many clusters (each one's ``_ClusterBase``) as numpy columns.
+    """The prepared values of many clusters (each one's ``_ClusterBase``) as numpy columns, one row
+    per cluster name of its ``_Lineage``.
 
-    A table is immutable once built and found from its clusters: each cluster's ``memo`` holds
-    ``(table, row)``. A call whose clusters all sit in one table is answered by fancy indexing and
-    integer operations over its columns. A call that meets a cluster without a table entry, or
-    clusters of different tables, builds a new table over its clusters and the other clusters of
-    the tables it met (a cluster superseded by a newer value of the same name, as a status
-    heartbeat makes, is left out; at most ``max(4 * len(call), 4096)`` rows) and points them all at
-    it. Under churn (a new ClusterInfo per heartbeat) that costs O(clusters) once per change, and
-    the next calls find one table again.
+    A table is immutable once built. A call whose clusters all sit in one table (each one's code,
+    in its memo, equal to ``codes`` at its row) is answered by fancy indexing and integer operations
+    over the columns. A status heartbeat makes a new value of one cluster: the next call that meets
+    it derives a new table from the newest one with that cluster's row replaced (``derive``: column
+    copies, one row computed), so the cost of a change does not grow with the rows' Python work.
 
     Columns: ``pods`` (pod headroom, already clamped at 0), ``cpu_milli``, ``units[r]`` (Value()
     headroom of resource ``r``) with ``present[r]`` (False where the cluster lacks it), ``model_ok``
-    (not ``model_error``) and, for the model nodes of all rows flattened in row and grade order,
-    ``node_count`` and ``node_cap[r]`` (0 where the grade has no such range, as ``cap.get(name, 0)``)
-    with each row's nodes at ``node_start[row]:node_end[row]``. ``unsafe`` marks a row whose values
-    are too large for int64 arithmetic (see ``_SAFE``).
+    (not ``model_error``) and, for the model nodes of all rows flattened, ``node_count`` and
+    ``node_cap[r]`` (0 where the grade has no such range, as ``cap.get(name, 0)``) with each row's
+    nodes in grade order at ``node_start[row]:node_end[row]`` (a replaced row's nodes are appended;
+    the superseded ones stay unreferenced until a rebuild). ``unsafe`` marks a row whose values are
+    too large for int64 arithmetic (see ``_SAFE``).
     """
 
     __slots__ = (
-        "clusters",
+        "bases",
+        "codes",
         "cpu_milli",
-        "first",
+        "live_nodes",
         "model_ok",
+        "names",
         "node_cap",
         "node_count",
         "node_end",
@@ -269,10 +317,11 @@ class _Table:
         "unsafe",
     )
 
-    def __init__(self, clusters: list[ClusterInfo]) -> None:
-        self.clusters = clusters
-        n = len(clusters)
-        bases = [_base(c) for c in clusters]
+    def __init__(self, bases: list[_ClusterBase], codes: list[int], names: list[str]) -> None:
+        self.bases = bases
+        self.codes = np.array(codes, dtype=np.int64)
+        self.names = names
+        n = len(bases)
         resources: dict[str, int] = {}
         node_names: dict[str, int] = {}
         for b in bases:
@@ -295,36 +344,17 @@ class _Table:
         node_start = [0] * n
         node_end = [0] * n
         for row, b in enumerate(bases):
-            bad = b.pods >= _SAFE or not -_SAFE < b.cpu_milli < _SAFE
-            pods[row] = min(b.pods, _SAFE)
-            cpu_milli[row] = max(min(b.cpu_milli, _SAFE), -_SAFE)
-            for name, v in b.available_units.items():
-                r = resources[name]
-                if not -_SAFE < v < _SAFE:
-                    bad = True
-                    v = max(min(v, _SAFE), -_SAFE)
+            values = _row_values(b, resources, node_names)
+            assert values is not None  # the columns were taken from these very rows
+            pods[row], cpu_milli[row], row_units, model_ok[row], unsafe[row], counts, caps = values
+            for r, v in row_units.items():
                 units[r][row] = v
                 present[r][row] = True
-            model_ok[row] = not b.model_error
             node_start[row] = len(node_count)
-            total = 0
-            worst = MODEL_NODE_PODS
-            for count, cap in b.model_nodes:
-                total += count
-                node_count.append(min(count, _SAFE))
-                for name, k in node_names.items():
-                    v = cap.get(name, 0)
-                    if not -_SAFE < v < _SAFE:
-                        bad = True
-                        v = max(min(v, _SAFE), -_SAFE)
-                    worst = max(worst, -v)
-                    node_cap[k].append(v)
-            # A node's fit is at most 110 and at least its most negative capacity: the row's model
-            # total (and the running sums over rows, which wrap but difference exactly) stays exact.
-            if total * worst >= _SAFE:
-                bad = True
+            node_count.extend(counts)
+            for k, column in enumerate(caps):
+                node_cap[k].extend(column)
             node_end[row] = len(node_count)
-            unsafe[row] = bad
         i64 = np.int64
         self.pods = np.array(pods, dtype=i64)
         self.cpu_milli = np.array(cpu_milli, dtype=i64)
@@ -336,14 +366,78 @@ class _Table:
         self.node_cap = np.array(node_cap, dtype=i64).reshape(len(node_names), len(node_count))
         self.node_start = np.array(node_start, dtype=np.intp)
         self.node_end = np.array(node_end, dtype=np.intp)
-        with _ids_lock:
-            self.first = next(_next_id)
-            for _ in range(n - 1):
-                next(_next_id)
-        table_key, row_key = _TableKey, _RowKey
-        for row, c in enumerate(clusters):
-            c.memo[table_key] = self
-            c.memo[row_key] = self.first + row
+        self.live_nodes = len(node_count)
+
+    def derive(self, updates: dict[int, tuple[_ClusterBase, int, str]]) -> _Table:
+        """This table with the rows of ``updates`` (row -> base, code, name) replaced or appended:
+        the columns copied and only those rows computed; a full build when a new row names a
+        resource the columns lack, or when superseded model nodes outnumber the live ones."""
+        n = len(self.bases)
+        size = max(n, max(updates) + 1)
+        bases = self.bases + [_EMPTY_BASE] * (size - n)
+        names = self.names + [""] * (size - n)
+        for row, (base, _code, name) in updates.items():
+            bases[row] = base
+            names[row] = name
+
+        def rebuilt() -> _Table:
+            codes = self.codes.tolist() + [_NO_CODE] * (size - n)
+            for row, (_base, code, _name) in updates.items():
+                codes[row] = code
+            return _Table(bases, codes, names)
+
+        if size > n:
+            return rebuilt()
+        rows: list[tuple[int, tuple[int, int, dict[int, int], bool, bool, list[int], list[list[int]]]]] = []
+        live = self.live_nodes
+        for row in updates:
+            values = _row_values(bases[row], self.resources, self.node_names)
+            if values is None:
+                return rebuilt()
+            rows.append((row, values))
+            live += len(values[5]) - int(self.node_end[row] - self.node_start[row])
+        appended = sum(len(values[5]) for _row, values in rows)
+        if len(self.node_count) + appended > 2 * live + _NODE_SLACK:
+            return rebuilt()
+        new = _Table.__new__(_Table)
+        new.bases, new.names = bases, names
+        new.resources, new.node_names = self.resources, self.node_names
+        new.codes = self.codes.copy()
+        new.pods = self.pods.copy()
+        new.cpu_milli = self.cpu_milli.copy()
+        new.units = self.units.copy()
+        new.present = self.present.copy()
+        new.model_ok = self.model_ok.copy()
+        new.unsafe = self.unsafe.copy()
+        new.node_start = self.node_start.copy()
+        new.node_end = self.node_end.copy()
+        new.live_nodes = live
+        counts: list[int] = []
+        caps: list[list[int]] = [[] for _ in self.node_names]
+        end = len(self.node_count)
+        for row, (pods, cpu_milli, units, model_ok, unsafe, row_counts, row_caps) in rows:
+            new.codes[row] = updates[row][1]
+            new.pods[row] = pods
+            new.cpu_milli[row] = cpu_milli
+            new.units[:, row] = 0
+            new.present[:, row] = False
+            for r, v in units.items():
+                new.units[r, row] = v
+                new.present[r, row] = True
+            new.model_ok[row] = model_ok
+            new.unsafe[row] = unsafe
+            new.node_start[row] = end + len(counts)
+            counts.extend(row_counts)
+            for k, column in enumerate(row_caps):
+                caps[k].extend(column)
+            new.node_end[row] = end + len(counts)
+        if counts:
+            new.node_count = np.concatenate([self.node_count, np.array(counts, dtype=np.int64)])
+            extra = np.array(caps, dtype=np.int64).reshape(len(self.node_names), len(counts))
+            new.node_cap = np.concatenate([self.node_cap, extra], axis=1)
+        else:
+            new.node_count, new.node_cap = self.node_count, self.node_cap
+        return new
 
     def summary(self, request: _Request) -> np.ndarray:
         """``_summary_estimate`` for every row; ``pods`` where the request has no positive resource."""
@@ -374,6 +468,87 @@ class _Table:
         return sums[self.node_end] - sums[self.node_start]  # type: ignore[no-any-return]
 
 
+_EMPTY_BASE = _ClusterBase(ClusterInfo(name=""))
+
+
+class _Lineage:
+    """The tables that follow one fleet through its changes: a cluster name keeps its row, and each
+    new value of a cluster (a heartbeat) replaces the row in a table derived from the newest one.
+    The newest ``_HISTORY`` tables are kept; the lineage's lock orders derivations."""
+
+    __slots__ = ("lock", "rows", "tables")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rows: dict[str, int] = {}
+        self.tables: list[_Table] = []
+
+    @staticmethod
+    def start(clusters: Sequence[ClusterInfo]) -> tuple[_Table, np.ndarray] | None:
+        """A new lineage whose one table holds ``clusters``."""
+        lineage = _Lineage()
+        with lineage.lock:
+            return lineage._place(clusters, np.full(len(clusters), -1, dtype=np.int64))
+
+    def place(self, clusters: Sequence[ClusterInfo], codes: np.ndarray) -> tuple[_Table, np.ndarray] | None:
+        """The newest table, derived if need be so that it holds every one of ``clusters`` (whose
+        memo codes were ``codes``), and their rows in it; None when the call holds two values of one
+        cluster name (the scalar path answers it)."""
+        with self.lock:
+            return self._place(clusters, codes)
+
+    def _place(self, clusters: Sequence[ClusterInfo], codes: np.ndarray) -> tuple[_Table, np.ndarray] | None:
+        table = self.tables[-1] if self.tables else None
+        rows = codes & _ROW_MASK
+        if table is not None:
+            n = len(table.bases)
+            missing = np.flatnonzero(table.codes[np.minimum(rows, n - 1)] != codes)
+            if not len(missing):
+                return table, rows  # another thread derived it meanwhile
+        else:
+            missing = np.arange(len(clusters))
+        limit = max(4 * len(clusters), _TABLE_ROWS_MIN)
+        updates: dict[int, tuple[_ClusterBase, int, str]] = {}
+        placed: dict[int, ClusterInfo] = {}
+        assigned: list[tuple[int, int]] = []
+        for p in missing.tolist():
+            c = clusters[p]
+            row = self.rows.get(c.name)
+            if row is None:
+                if len(self.rows) >= min(limit, _ROW_MASK):
+                    return _Lineage.start(clusters) if self.tables else None
+                row = self.rows[c.name] = len(self.rows)
+            other = placed.get(row)
+            if other is not None:
+                if other is not c:
+                    return None
+                assigned.append((p, updates[row][1]))
+                continue
+            code = (next(_stamps) << _ROW_BITS) | row
+            placed[row] = c
+            updates[row] = (_base(c), code, c.name)
+            assigned.append((p, code))
+        if table is None:
+            size = len(self.rows)
+            bases = [_EMPTY_BASE] * size
+            names = [""] * size
+            row_codes = [_NO_CODE] * size
+            for row, (base, code, name) in updates.items():
+                bases[row], row_codes[row], names[row] = base, code, name
+            table = _Table(bases, row_codes, names)
+        else:
+            table = table.derive(updates)
+        for row, c in placed.items():
+            c.memo[_CodeKey] = updates[row][1]
+            c.memo[_LineageKey] = self
+        self.tables.append(table)
+        del self.tables[:-_HISTORY]
+        codes = codes.copy()
+        for p, code in assigned:
+            codes[p] = code
+        return table, codes & _ROW_MASK
+
+
 def _request_safe(request: _Request | None) -> bool:
     if request is None:
         return True
@@ -382,35 +557,23 @@ def _request_safe(request: _Request | None) -> bool:
     )
 
 
-def _table_rows(clusters: Sequence[ClusterInfo]) -> tuple[_Table, np.ndarray]:
-    """The table holding every one of ``clusters`` and their rows in it, built if there is none."""
-    key = _RowKey
-    ids = np.array([c.memo.get(key, -1) for c in clusters], dtype=np.int64)
-    found: _Table | None = clusters[0].memo.get(_TableKey)
-    if found is not None and ids.min() >= found.first and ids.max() < found.first + len(found.clusters):
-        return found, ids - found.first
-    # Rebuild: this call's clusters first, then the still-current clusters of the tables it met.
-    members: dict[int, ClusterInfo] = {}
-    for c in clusters:
-        members.setdefault(id(c), c)
-    names = {c.name for c in members.values()}
-    limit = max(4 * len(members), _TABLE_ROWS_MIN)
-    met: dict[int, _Table] = {}
-    for c in clusters:
-        old = c.memo.get(_TableKey)
-        if old is not None:
-            met.setdefault(id(old), old)
-    for old in met.values():
-        for c in old.clusters:
-            if len(members) >= limit:
-                break
-            if c.name not in names:
-                names.add(c.name)
-                members[id(c)] = c
-    table = _Table(list(members.values()))
-    # Rows from this table's own order: another thread may already have pointed a cluster elsewhere.
-    position = {k: row for row, k in enumerate(members)}
-    return table, np.fromiter((position[id(c)] for c in clusters), dtype=np.intp, count=len(clusters))
+def _table_rows(clusters: Sequence[ClusterInfo]) -> tuple[_Table, np.ndarray] | None:
+    """A table holding every one of ``clusters`` and their rows in it, derived or built if there is
+    none; None where the scalar path must answer (two values of one cluster name in the call)."""
+    key = _CodeKey
+    codes = np.fromiter((c.memo.get(key, -1) for c in clusters), dtype=np.int64, count=len(clusters))
+    # The lineage of the first cluster that has one (a heartbeat's new value has none yet).
+    lineage: _Lineage | None = next(
+        (found for c in clusters if (found := c.memo.get(_LineageKey)) is not None), None
+    )
+    if lineage is None:
+        return _Lineage.start(clusters)
+    rows = codes & _ROW_MASK
+    for table in lineage.tables[::-1]:
+        n = len(table.bases)
+        if (table.codes[np.minimum(rows, n - 1)] == codes).all():
+            return table, rows
+    return lineage.place(clusters, codes)
 
 
 def _estimate_many(
@@ -419,7 +582,10 @@ def _estimate_many(
     """``[_estimate(c) for c in clusters]`` over arrays; ``None`` where the scalar path must answer."""
     if not _request_safe(request):
         return None
-    table, rows = _table_rows(clusters)
+    found = _table_rows(clusters)
+    if found is None:
+        return None
+    table, rows = found
     if table.unsafe[rows].any():
         return None
     pods = table.pods[rows]

@@ -102,13 +102,30 @@ def _strs(value: Any, path: str) -> tuple[str, ...]:
     return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
 
 
+# Parsed quantity texts, bounded: a Cluster's status heartbeat repeats almost all of its texts
+# ("64", "256Gi", "110"), and parsing one is exact rational arithmetic. Quantities are never mutated.
+_QUANTITIES: dict[str, Quantity] = {}
+_QUANTITIES_LIMIT = 8192
+
+
 def _quantity(value: Any, path: str) -> Quantity:
     if isinstance(value, Quantity):
         return value
+    if type(value) is str:
+        found = _QUANTITIES.get(value)
+        if found is not None:
+            return found
     try:
-        return parse_quantity(value)
+        parsed = parse_quantity(value)
     except QuantityError as e:
         raise ConversionError(path, str(e)) from None
+    if type(value) is str:
+        if len(_QUANTITIES) >= _QUANTITIES_LIMIT:
+            # Evict the oldest quarter (dicts keep insertion order), not everything at once.
+            for key in list(_QUANTITIES)[: _QUANTITIES_LIMIT // 4]:
+                _QUANTITIES.pop(key, None)
+        _QUANTITIES[value] = parsed
+    return parsed
 
 
 def _quantities(value: Any, path: str) -> dict[str, Quantity]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,9 +70,22 @@ class Snapshot:
 
     Holds only what follows from the clusters themselves; plugin answers are memoised by the
     Framework, keyed by ``generation`` (unique per snapshot in the process) and per cluster.
+
+    ``replaced`` derives the snapshot after some clusters changed in place (a status heartbeat): the
+    same names in the same order, shared, and ``parent`` = (the generation derived from, the changed
+    positions), so the Framework revalidates its memos in the time of the changed clusters.
     """
 
-    __slots__ = ("_base_verdicts", "_deleting", "_live", "clusters", "generation", "names", "peers")
+    __slots__ = (
+        "_base_verdicts",
+        "_deleting",
+        "_live",
+        "clusters",
+        "generation",
+        "names",
+        "parent",
+        "peers",
+    )
 
     def __init__(self, clusters: Iterable[ClusterInfo], peers: Iterable[PeerBinding] = ()) -> None:
         self.clusters: tuple[ClusterInfo, ...] = tuple(clusters)
@@ -80,9 +93,33 @@ class Snapshot:
         # ResourceBindings and their targets, for the gated workload (anti-)affinity plugins only.
         self.peers: tuple[PeerBinding, ...] = tuple(peers)
         self.generation = next(_generations)
+        self.parent: tuple[int, tuple[int, ...]] | None = None
         self._base_verdicts: tuple[ClusterVerdict, ...] | None = None
         self._deleting: list[int] | None = None
         self._live: list[int] | None = None
+
+    def replaced(self, changes: Mapping[int, ClusterInfo]) -> Snapshot:
+        """This snapshot with the cluster at each position of ``changes`` replaced by a new value of
+        the same cluster (same name); the other clusters, the names and the peers are shared."""
+        clusters = list(self.clusters)
+        deletion_changed = False
+        for i, cluster in changes.items():
+            old = clusters[i]
+            if old.name != cluster.name:
+                raise ValueError(f"replaced: position {i} holds cluster {old.name!r}, not {cluster.name!r}")
+            deletion_changed = deletion_changed or old.deleting != cluster.deleting
+            clusters[i] = cluster
+        new = Snapshot.__new__(Snapshot)
+        new.clusters = tuple(clusters)
+        new.names = self.names
+        new.peers = self.peers
+        new.generation = next(_generations)
+        new.parent = (self.generation, tuple(sorted(changes)))
+        if deletion_changed:
+            new._base_verdicts = new._deleting = new._live = None
+        else:  # they follow from names and deletion only
+            new._base_verdicts, new._deleting, new._live = self._base_verdicts, self._deleting, self._live
+        return new
 
     def deleting_index(self) -> list[int]:
         """Positions of the clusters being deleted (never offered to a plugin)."""

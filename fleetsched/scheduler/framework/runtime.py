@@ -358,23 +358,48 @@ class _Tokens:
                 return found  # type: ignore[no-any-return]
             readers = [read for facet, read in _FACET_READERS if facet in facets]
             last = self._last.setdefault(facets, {})
-            versions: list[int] = []
-            for cluster in snapshot.clusters:
+            clusters = snapshot.clusters
+            # A snapshot derived from one already seen (``Snapshot.replaced``): its versions, with
+            # the changed positions read again (the others are the same ClusterInfo objects); the
+            # very same tuple when those kept their versions, as a heartbeat keeps all but RESOURCES'.
+            parent = getattr(snapshot, "parent", None)
+            inherited = self._by_snapshot.get((parent[0], facets)) if parent is not None else None
+            if inherited is not None and len(inherited) == len(clusters):
+                positions: Sequence[int] = parent[1]  # type: ignore[index]
+            else:
+                inherited = None
+                positions = range(len(clusters))
+            found_versions: dict[int, int] = {}
+            for i in positions:
+                cluster = clusters[i]
                 seen = last.get(cluster.name)
                 if seen is not None and seen[0] is cluster:
-                    versions.append(seen[2])
+                    found_versions[i] = seen[2]
                     continue
                 values = tuple(read(cluster) for read in readers)
                 version = seen[2] if seen is not None and seen[1] == values else next(self._counter)
                 last[cluster.name] = (cluster, values, version)
-                versions.append(version)
+                found_versions[i] = version
             if len(last) > 4 * max(1, len(snapshot.clusters)):
                 names = set(snapshot.names)
                 for name in [n for n in last if n not in names]:
                     del last[name]
-            out = tuple(versions)
+            if inherited is None:
+                out = tuple(found_versions[i] for i in range(len(clusters)))
+            elif all(inherited[i] == v for i, v in found_versions.items()):
+                out = inherited
+            else:
+                versions = list(inherited)
+                for i, v in found_versions.items():
+                    versions[i] = v
+                out = tuple(versions)
             self._by_snapshot.put(key, out)
             return out
+
+    def known(self, generation: int, facets: ClusterFacet) -> tuple[int, ...] | None:
+        """The versions of snapshot ``generation`` for ``facets``, if still remembered."""
+        with self._lock:
+            return self._by_snapshot.get((generation, facets))  # type: ignore[no-any-return]
 
     def changes(
         self, entry: _Entry, snapshot: ClusterSnapshot, facets: ClusterFacet, versions: tuple[int, ...]
@@ -686,10 +711,16 @@ class Framework:
         )
         self._memo_lock = threading.Lock()
         self._memo = _LRU(memo_limit, DEFAULT_MEMO_CELLS)
-        # Whole outcomes are valid for one snapshot only: kept for the two newest snapshots, so the
-        # memo of outcomes never outlives the clusters it was computed on.
+        # Whole outcomes are valid for one snapshot, and for the snapshots derived from it in which
+        # nothing any of these plugins reads changed (``_outcome_facets``; a heartbeat changes only
+        # RESOURCES): those share its memo, and a hit is re-pointed at the new cluster values. Kept
+        # for the two newest snapshots, so the memo never outlives the clusters it was computed on.
         self.outcome_limit = max(1, memo_limit // 4)
         self._outcomes: dict[int, _LRU] = {}
+        facets = ClusterFacet.DELETION
+        for slot in (*self.filters, *self.scores):
+            facets |= slot.inputs or ClusterFacet.NONE
+        self._outcome_facets = facets
         self._tokens = _Tokens()
         self.memo_stats = {"hit": 0, "miss": 0}
 
@@ -807,13 +838,22 @@ class Framework:
             try:
                 keys = [s.plugin.binding_key(ctx) for s in self.filters]  # type: ignore[attr-defined]
                 keys += [s.plugin.binding_key(ctx) for s in self.scores]  # type: ignore[attr-defined]
-                combined = (snapshot.generation, tuple(keys))
+                combined = tuple(keys)
+                memo = self._outcome_memo(snapshot)
                 with self._memo_lock:
-                    memo = self._outcomes.get(snapshot.generation)
                     cached = memo.get(combined) if memo is not None else None
             except Exception:  # a broken (or unhashable) binding_key: the plugin's own call names it
                 keys = combined = None
             if cached is not None:
+                if cached.snapshot is not snapshot:
+                    # Computed on an earlier snapshot with the same answers: the same verdicts
+                    # and scores, over this snapshot's cluster values.
+                    clusters = snapshot.clusters
+                    cached = dataclasses.replace(
+                        cached, feasible=[clusters[i] for i in cached.feasible_index], snapshot=snapshot
+                    )
+                    with self._memo_lock:
+                        memo.put(combined, cached, len(clusters))  # type: ignore[union-attr]
                 # Verdicts and scores reused: the filter step was the lookup, no scoring was done.
                 if step is not None:
                     step(STEP_SCORE, step(STEP_FILTER, started))
@@ -952,20 +992,55 @@ class Framework:
             tuple(post),
         )
         if combined is not None and not skipped:
-            self._remember_outcome(snapshot.generation, combined, out, len(clusters))
+            self._remember_outcome(snapshot, combined, out, len(clusters))
         return out
 
-    def _remember_outcome(self, generation: int, key: Hashable, out: FitOutcome, cost: int) -> None:
+    def _outcome_memo(self, snapshot: ClusterSnapshot) -> _LRU | None:
+        """The memo of whole outcomes valid for ``snapshot``: its own, or the one of the snapshot it
+        was derived from when the plugins' facets are unchanged between the two (then shared)."""
+        generation = snapshot.generation
         with self._memo_lock:
             memo = self._outcomes.get(generation)
-            if memo is None:
-                if len(self._outcomes) >= 2 and generation < min(self._outcomes):
-                    return  # a worker still on an older snapshot: not worth keeping
-                memo = self._outcomes[generation] = _LRU(self.outcome_limit, DEFAULT_MEMO_CELLS // 4)
-                while len(self._outcomes) > 2:
-                    del self._outcomes[min(self._outcomes)]
-            with contextlib.suppress(TypeError):  # an unhashable key was named by its plugin already
-                memo.put(key, out, cost)
+        if memo is not None:
+            return memo
+        parent = getattr(snapshot, "parent", None)
+        if parent is None:
+            return None
+        with self._memo_lock:
+            inherited = self._outcomes.get(parent[0])
+        if inherited is None:
+            return None
+        before = self._tokens.known(parent[0], self._outcome_facets)
+        if before is None or before != self._tokens.of(snapshot, self._outcome_facets):
+            return None
+        with self._memo_lock:
+            return self._keep_outcomes(generation, inherited)
+
+    def _keep_outcomes(self, generation: int, memo: _LRU) -> _LRU | None:
+        """Under the memo lock: ``memo`` as the outcome memo of ``generation``, the two newest kept."""
+        found = self._outcomes.get(generation)
+        if found is not None:
+            return found
+        if len(self._outcomes) >= 2 and generation < min(self._outcomes):
+            return None  # a worker still on an older snapshot: not worth keeping
+        self._outcomes[generation] = memo
+        while len(self._outcomes) > 2:
+            del self._outcomes[min(self._outcomes)]
+        return memo
+
+    def _remember_outcome(self, snapshot: ClusterSnapshot, key: Hashable, out: FitOutcome, cost: int) -> None:
+        memo = self._outcome_memo(snapshot)
+        if memo is None:
+            # Its versions, for the snapshots that will be derived from this one.
+            self._tokens.of(snapshot, self._outcome_facets)
+            with self._memo_lock:
+                memo = self._keep_outcomes(
+                    snapshot.generation, _LRU(self.outcome_limit, DEFAULT_MEMO_CELLS // 4)
+                )
+        if memo is None:
+            return
+        with self._memo_lock, contextlib.suppress(TypeError):  # an unhashable key was named already
+            memo.put(key, out, cost)
 
     def _call_status(
         self, name: str, point: str, call: Callable[[], Status], skipped: list[SkippedPlugin]
@@ -1027,6 +1102,16 @@ class Framework:
         changed = None
         if entry is not None and tokens is not None and entry.rejections is not None:
             changed = self._tokens.changes(entry, snapshot, inputs, tokens)  # type: ignore[arg-type]
+            if changed == () and entry.unasked == tuple(snapshot.deleting_index()):
+                # Nothing it reads changed (a heartbeat elsewhere): the same answers, now for this
+                # snapshot too.
+                self.memo_stats["hit"] += 1
+                new = _Entry(
+                    snapshot.generation, snapshot.names, tokens, entry.rejections, unasked=entry.unasked
+                )
+                with self._memo_lock:
+                    self._memo.put(("F", slot.name, key), new, len(clusters))
+                return entry.rejections
         answers: list[Any] = [None] * len(clusters)
         if changed is not None and entry is not None and entry.rejections is not None:
             redo = set(changed)
@@ -1129,6 +1214,14 @@ class Framework:
         changed = None
         if entry is not None and tokens is not None and entry.vector is not None:
             changed = self._tokens.changes(entry, snapshot, inputs, tokens)  # type: ignore[arg-type]
+            if changed == () and entry.unasked == tuple(snapshot.deleting_index()):
+                self.memo_stats["hit"] += 1
+                new = _Entry(
+                    snapshot.generation, snapshot.names, tokens, vector=entry.vector, unasked=entry.unasked
+                )
+                with self._memo_lock:
+                    self._memo.put(("S", slot.name, key), new, len(clusters))
+                return entry.vector
         answers: list[Any] = [None] * len(clusters)
         if changed is not None and entry is not None and entry.vector is not None:
             vector = list(entry.vector)

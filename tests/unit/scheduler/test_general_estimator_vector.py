@@ -136,13 +136,32 @@ def _needs_fallback(clusters: list[ClusterInfo], req: ReplicaRequirements | None
 @given(data=st.data(), size=st.integers(1, 12))
 def test_vectorised_answers_equal_the_scalar_ones(data: st.DataObject, size: int) -> None:
     names = tuple(data.draw(st.lists(st.sampled_from(RESOURCES), min_size=1, unique=True), label="names"))
+    with pytest.MonkeyPatch.context() as mp:
+        # Small bounds now and then, so that lineages are restarted and derived tables compacted.
+        if data.draw(st.booleans(), label="small bounds?"):
+            mp.setattr(general, "_TABLE_ROWS_MIN", 1)
+            mp.setattr(general, "_NODE_SLACK", 0)
+        _vectorised_answers_equal_the_scalar_ones(data, names, size)
+
+
+def _vectorised_answers_equal_the_scalar_ones(data: st.DataObject, names: tuple[str, ...], size: int) -> None:
     fleet = [data.draw(clusters(f"m{i}", names), label=f"m{i}") for i in range(size)]
-    for _step in range(data.draw(st.integers(1, 6), label="steps")):
-        if data.draw(st.integers(0, 3), label="churn?") == 0:
-            i = data.draw(st.integers(0, size - 1), label="replaced")
+    # Earlier values of the fleet: a worker still on an older snapshot asks about those (the
+    # tables then follow several values of one cluster at once).
+    history = [list(fleet)]
+    for _step in range(data.draw(st.integers(1, 10), label="steps")):
+        change = data.draw(st.integers(0, 5), label="change?")
+        if change <= 1:
+            i = data.draw(st.integers(0, len(fleet) - 1), label="replaced")
             fleet[i] = data.draw(clusters(f"m{i}", names), label="heartbeat")
-        picked = data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=2 * size), label="call")
-        call = [fleet[i] for i in picked]
+        elif change == 2:
+            fleet.append(data.draw(clusters(f"m{len(fleet)}", names), label="added"))
+        history.append(list(fleet))
+        seen = data.draw(st.sampled_from(history[-3:]), label="snapshot")
+        picked = data.draw(
+            st.lists(st.integers(0, len(seen) - 1), min_size=1, max_size=2 * len(seen)), label="call"
+        )
+        call = [seen[i] for i in picked]
         req = data.draw(requests, label="request")
         modeling = data.draw(st.booleans(), label="resource_modeling")
         expected = _scalar(call, req, modeling)
@@ -172,23 +191,47 @@ def _cpu(text: str) -> ReplicaRequirements:
     return ReplicaRequirements(resource_request=(("cpu", Quantity.parse(text)),))
 
 
-def test_large_calls_are_answered_from_one_table_that_churn_rebuilds_once() -> None:
+def _table_of(clusters: list[ClusterInfo]) -> general._Table:
+    found = general._table_rows(clusters)
+    assert found is not None
+    return found[0]
+
+
+def test_large_calls_are_answered_from_one_table_that_a_heartbeat_updates_by_one_row() -> None:
     fleet = [_plain(f"m{i}", cpu=i) for i in range(100)]
     estimator = GeneralEstimator()
     assert estimator.max_available_replicas(fleet, _cpu("500m")) == [min(2 * i, 110) for i in range(100)]
-    table = fleet[0].memo[general._TableKey]
+    lineage = fleet[0].memo[general._LineageKey]
+    table = lineage.tables[-1]
+    codes = [c.memo[general._CodeKey] for c in fleet]
     # A subset in another order is answered from the same table.
     subset = fleet[::-3]
     assert estimator.max_available_replicas(subset, _cpu("2")) == [int(c.name[1:]) // 2 for c in subset]
-    assert all(c.memo[general._TableKey] is table for c in fleet)
-    # A heartbeat replaces m7: the next call builds one table again, without the superseded value.
+    assert lineage.tables == [table]
+    # A heartbeat replaces m7: the next call derives a table with m7's row replaced, nothing else.
+    old7 = fleet[7]
     fleet[7] = _plain("m7", cpu=70)
     assert estimator.max_available_replicas(fleet[:50], _cpu("1"))[7] == 70
-    rebuilt = fleet[7].memo[general._TableKey]
-    assert rebuilt is not table
-    assert all(c.memo[general._TableKey] is rebuilt for c in fleet)  # the others moved with it
-    assert len(rebuilt.clusters) == 100
+    derived = lineage.tables[-1]
+    assert derived is not table and len(derived.bases) == 100
+    assert [c.memo[general._CodeKey] for c in fleet if c.name != "m7"] == codes[:7] + codes[8:]
+    assert derived.bases[:7] == table.bases[:7] and derived.bases[8:] == table.bases[8:]
     assert estimator.max_available_replicas(fleet, _cpu("1")) == [70 if i == 7 else i for i in range(100)]
+    assert lineage.tables == [table, derived]
+    # A worker still on the older snapshot is answered from the older table, unchanged.
+    older = [old7 if c.name == "m7" else c for c in fleet]
+    assert estimator.max_available_replicas(older, _cpu("1")) == list(range(100))
+    assert lineage.tables == [table, derived]
+    # A new cluster name gets a row of its own in the same lineage.
+    grown = [*fleet, _plain("m100", cpu=100)]
+    assert estimator.max_available_replicas(grown, _cpu("1"))[-1] == 100
+    assert len(lineage.tables[-1].bases) == 101 and grown[-1].memo[general._LineageKey] is lineage
+
+
+def test_two_values_of_one_cluster_in_one_call_are_answered_by_the_scalar_path() -> None:
+    fleet = [_plain(f"m{i}", cpu=i) for i in range(40)]
+    call = [*fleet, _plain("m3", cpu=300)]
+    assert GeneralEstimator().max_available_replicas(call, _cpu("1")) == [*range(40), 110]
 
 
 def test_a_quantity_beyond_int64_is_answered_by_the_scalar_path_exactly() -> None:
@@ -205,7 +248,7 @@ def test_a_quantity_beyond_int64_is_answered_by_the_scalar_path_exactly() -> Non
 def test_small_calls_keep_the_scalar_loop() -> None:
     fleet = [_plain(f"m{i}", cpu=4) for i in range(general.VECTOR_MIN - 1)]
     GeneralEstimator().max_available_replicas(fleet, _cpu("1"))
-    assert all(general._TableKey not in c.memo for c in fleet)
+    assert all(general._CodeKey not in c.memo and general._LineageKey not in c.memo for c in fleet)
 
 
 def test_negative_model_capacity_and_no_pod_headroom_are_mirrored() -> None:
