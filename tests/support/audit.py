@@ -144,6 +144,31 @@ def successful_writes(
     return dict(out)
 
 
+class AuditReader:
+    """Follows a growing audit log: each ``poll`` parses only what was appended since the last one
+    (a log of thousands of writes is polled every half second by a waiting test)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: list[WriteRecord] = []
+        self._offset = 0
+        self._partial = b""
+
+    def poll(self) -> list[WriteRecord]:
+        """The records appended since the last call (also added to ``records``)."""
+        if not self.path.exists():
+            return []
+        with self.path.open("rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read()
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()  # b"" after a complete line; else the line being appended
+        new = parse_lines(line.decode(errors="replace") for line in lines)
+        self.records.extend(new)
+        return new
+
+
 @dataclass(frozen=True)
 class AuditLog:
     """An audit policy file and the log path a kube-apiserver writes to."""

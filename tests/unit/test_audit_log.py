@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/unit is no
 from tests.support.audit import (
     AUDIT_POLICY,
     AuditLog,
+    AuditReader,
     parse_lines,
     read_audit_log,
     successful_writes,
@@ -100,3 +101,16 @@ def test_the_policy_file_and_flags_go_together(tmp_path: Path) -> None:
     assert f"--audit-policy-file={audit.policy}" in audit.args
     assert f"--audit-log-path={audit.path}" in audit.args
     assert audit.records() == []
+
+
+def test_the_reader_parses_each_appended_line_once_even_when_it_arrives_in_pieces(tmp_path: Path) -> None:
+    path = tmp_path / "audit.log"
+    reader = AuditReader(path)
+    assert reader.poll() == []
+    path.write_text(CREATE + "\n" + STATUS_PATCH[:100])
+    assert [r.verb for r in reader.poll()] == ["create"]
+    with path.open("a") as handle:
+        handle.write(STATUS_PATCH[100:] + "\n")
+    assert [(r.verb, r.subresource) for r in reader.poll()] == [("patch", "status")]
+    assert reader.poll() == []
+    assert [r.code for r in reader.records] == [201, 200]
