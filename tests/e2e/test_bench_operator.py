@@ -34,7 +34,8 @@ def test_the_operator_benchmark_runs_every_phase() -> None:
     assert re.search(r"binding writes 80 \(2\.00 per binding\)", out)  # from creation
     assert re.search(r"2\.00 writes per binding\n", out)  # the backlog phase
     # Two sharded replicas: every binding written twice in all, by one of them; both did a share.
-    assert re.search(r"2 replicas:\s+\d+\.\d bindings/s = \d+\.\d\dx of 1; 2\.00 writes per binding,", out), out
+    two = r"2 replicas:\s+\d+\.\d bindings/s = \d+\.\d\dx of 1; 2\.00 writes per binding,"
+    assert re.search(two, out), out
     each = re.findall(r"(r[01]) \d+\.\d\d \(owns (\d+): \d+\.\d\d per own binding, (\d+) writes", out)
     assert sorted(i for i, _, _ in each) == ["r0", "r1"], out
     assert sum(int(owned) for _, owned, _ in each) == 40
