@@ -20,6 +20,7 @@ import uvloop
 
 from fleetsched.controller import runtime
 from fleetsched.controller.leader import LeaderElectionConfig
+from fleetsched.controller.shard import SHARD_MODES, ShardConfig
 from fleetsched.flags import parse_feature_gates
 from fleetsched.kube import logs
 from fleetsched.kube.client import Connection, KubeClient
@@ -94,6 +95,22 @@ def add_leader_election_arguments(parser: argparse.ArgumentParser, *, resource_n
     parser.add_argument("--leader-elect-lease-duration", type=duration, default=15.0)
     parser.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0)
     parser.add_argument("--leader-elect-retry-period", type=duration, default=2.0)
+    parser.add_argument(
+        "--shard-mode",
+        choices=SHARD_MODES,
+        default="none",
+        help="none: one elected leader works, the others stand by; lease: every replica holds a member "
+        "Lease named <resource-name>-<identity> in --leader-elect-resource-namespace and works on "
+        "its share of the objects (the --leader-elect-* timings apply to it; the leader Lease is "
+        "not used) (default %(default)s)",
+    )
+    parser.add_argument(
+        "--shard-identity",
+        metavar="NAME",
+        default=None,
+        help="this replica's name in the shard group (--shard-mode=lease); default: the host name, "
+        "i.e. the pod name",
+    )
 
 
 def add_serving_arguments(parser: argparse.ArgumentParser, *, metrics: str, health: str) -> None:
@@ -106,8 +123,9 @@ def add_serving_arguments(parser: argparse.ArgumentParser, *, metrics: str, heal
 
 
 def leader_election(args: argparse.Namespace) -> LeaderElectionConfig | None:
-    """The Lease settings from the leader election flags; None with ``--leader-elect=false``."""
-    if not args.leader_elect:
+    """The Lease settings from the leader election flags; None with ``--leader-elect=false`` or
+    ``--shard-mode=lease`` (the member Leases replace the leader's)."""
+    if not args.leader_elect or getattr(args, "shard_mode", "none") == "lease":
         return None
     return LeaderElectionConfig(
         name=args.leader_elect_resource_name,
@@ -119,10 +137,37 @@ def leader_election(args: argparse.Namespace) -> LeaderElectionConfig | None:
     )
 
 
+def sharding(args: argparse.Namespace) -> ShardConfig | None:
+    """The member Lease settings with ``--shard-mode=lease`` (None otherwise); ValueError (one
+    line) for a group name or timings a member Lease cannot have."""
+    if getattr(args, "shard_mode", "none") != "lease":
+        return None
+    return ShardConfig.of(
+        args.leader_elect_resource_name,
+        args.leader_elect_resource_namespace,
+        args.shard_identity or socket.gethostname(),
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
+
+
+def field_manager(args: argparse.Namespace, *, agent: str) -> str:
+    """``agent``, or ``<agent>/<member name>`` in sharded mode, so managedFields and the audit
+    log name the replica that wrote."""
+    shard = sharding(args)
+    return agent if shard is None else f"{agent}/{shard.member}"
+
+
 def kube_client(connection: Connection, args: argparse.Namespace, *, agent: str) -> KubeClient:
-    """The API client for writes, limited by ``--kube-api-qps``/``--kube-api-burst``."""
+    """The API client for writes, limited by ``--kube-api-qps``/``--kube-api-burst``; its writes'
+    ``fieldManager`` is ``field_manager(args)``."""
     return KubeClient(
-        connection, qps=args.kube_api_qps, burst=args.kube_api_burst, user_agent=agent, field_manager=agent
+        connection,
+        qps=args.kube_api_qps,
+        burst=args.kube_api_burst,
+        user_agent=agent,
+        field_manager=field_manager(args, agent=agent),
     )
 
 

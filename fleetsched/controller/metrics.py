@@ -92,6 +92,44 @@ API_WRITES = Counter(
     registry=REGISTRY,
 )
 LEADER = Gauge("fleetsched_scheduler_is_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
+# Sharded mode (--shard-mode=lease): this replica's share and the membership it sees.
+OWNED_BINDINGS = Gauge(
+    "fleetsched_scheduler_owned_bindings",
+    "Bindings of this scheduler's names that this replica owns now (sharded mode).",
+    registry=REGISTRY,
+)
+SHARD_MEMBERS = Gauge(
+    "fleetsched_scheduler_shard_members",
+    "Live members of the shard group as this replica sees them (itself included while it holds its "
+    "member Lease).",
+    registry=REGISTRY,
+)
+SHARD_MEMBER_LEASE_HELD = Gauge(
+    "fleetsched_scheduler_shard_member_lease_held",
+    "1 while this replica holds its member Lease (renewed within the renew deadline).",
+    registry=REGISTRY,
+)
+SHARD_MEMBERSHIP_CHANGES = Counter(
+    "fleetsched_scheduler_shard_membership_changes_total",
+    "Changes of the shard group's live members (or of this replica's own share) it has seen.",
+    registry=REGISTRY,
+)
+SHARD_HANDOFFS = Counter(
+    "fleetsched_scheduler_shard_handoffs_total",
+    "Bindings whose ownership moved to (in) or away from (out) this replica on a membership change.",
+    ["direction"],
+    registry=REGISTRY,
+)
+WRITE_CONFLICTS = Counter(
+    "fleetsched_scheduler_write_conflicts_total",
+    "Binding writes the API server refused with 409 Conflict (re-read, re-decided by the owner).",
+    registry=REGISTRY,
+)
+NOT_OWNER_DROPS = Counter(
+    "fleetsched_scheduler_not_owner_drops_total",
+    "Queue keys dropped because another replica owns the binding (at pop or before a write).",
+    registry=REGISTRY,
+)
 # The core runs in threads of its own, within --scheduling-timeout per binding (controller/compute.py).
 CORE_THREADS = Gauge(
     "fleetsched_scheduler_core_threads",

@@ -9,7 +9,11 @@ Data flow (design.md "Data flow in the operator"):
   retried from a fresh read on 409 Conflict -> Events on the binding and its template.
 
 Only the Lease holder's workers take keys from the queue; standbys keep their caches and queue
-warm. kopf runs with raw event handlers only, standalone, with no-op persistence: it never writes
+warm. In sharded mode (``--shard-mode=lease``, ``controller/shard.py``) every replica is active
+and handles only the bindings it owns (rendezvous hashing of ``metadata.uid`` over the live
+members): ownership is checked at push, at pop and before every write.
+
+kopf runs with raw event handlers only, standalone, with no-op persistence: it never writes
 annotations, finalizers or peering objects onto Karmada objects.
 """
 
@@ -19,7 +23,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +48,8 @@ from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
+from fleetsched.controller.runtime import NotOwner as NotOwner  # raised by _ensure_leader, sharded
+from fleetsched.controller.shard import MembershipChange, ShardConfig
 from fleetsched.controller.writer import Patches, compute_patches, explanation, observed_generation_patch
 from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
@@ -84,6 +90,13 @@ def queue_key(kind: str, key: str) -> QueueKey:
     return QueueKey.of(kind, key)
 
 
+def binding_uid(obj: Mapping[str, Any] | None) -> str | None:
+    """What sharded mode divides bindings by: ``metadata.uid``."""
+    if obj is None:
+        return None
+    return (obj.get("metadata") or {}).get("uid") or None
+
+
 SCHEDULER_ERROR = SchedulingError.reason
 
 
@@ -119,6 +132,8 @@ class OperatorConfig:
     graceful_timeout: float = 20.0
     # --scheduling-timeout: one binding's budget in the core (None: unbounded)
     scheduling_timeout: float | None = DEFAULT_BUDGET
+    # --shard-mode=lease: this replica's member Lease (exclusive with ``leader_election``)
+    sharding: ShardConfig | None = None
 
 
 @dataclass
@@ -180,6 +195,7 @@ class SchedulerOperator(ControllerRuntime):
             cache.delete(key)
             self.queue.forget(qkey)
             self.own_generation.pop(qkey, None)
+            self.forget_owned(qkey)
             return
         cached = cache.get(key)
         if cached is not None and resource_version(cached) == resource_version(obj) is not None:
@@ -189,6 +205,11 @@ class SchedulerOperator(ControllerRuntime):
             return
         names = self.config.scheduler_names
         new_passes = decision.passes_filter(obj, names)
+        if self.config.sharding is not None:
+            if not new_passes:
+                self.forget_owned(qkey)
+            elif not self.note_owned(qkey, binding_uid(obj)):
+                return  # another replica's: it is pushed here if ownership moves (membership_changed)
         old_passes = previous is not None and decision.passes_filter(previous, names)
         if new_passes and (previous is None or not old_passes):
             metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_BINDING_ADD).inc()
@@ -225,7 +246,7 @@ class SchedulerOperator(ControllerRuntime):
         for kind, cache in self.bindings.items():
             for key in affected_index(cache).affected(info, self.config.scheduler_names):
                 binding = cache.get(key)
-                if binding is None:
+                if binding is None or not self.owns(binding_uid(binding)):
                     continue
                 metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_CLUSTER_CHANGED).inc()
                 self.queue.push(queue_key(kind, key), decision.binding_priority(binding))
@@ -258,6 +279,45 @@ class SchedulerOperator(ControllerRuntime):
             clusterresourcebindings=len(self.bindings[CRB]),
         )
 
+    # ---- sharding (ControllerRuntime's hooks) ---------------------------------------------------
+
+    def uid_of(self, key: Hashable) -> str | None:
+        assert isinstance(key, QueueKey)
+        cache = self.bindings.get(key.kind)
+        return None if cache is None else binding_uid(cache.get(key.object_key))
+
+    def shard_objects(self) -> Iterator[tuple[Hashable, str]]:
+        names = self.config.scheduler_names
+        for kind, cache in self.bindings.items():
+            for obj in cache:
+                uid = binding_uid(obj)
+                if uid is not None and decision.passes_filter(obj, names):
+                    yield queue_key(kind, object_key(obj)), uid
+
+    def on_ownership_gained(self, keys: list[Hashable]) -> None:
+        for key in keys:
+            assert isinstance(key, QueueKey)
+            obj = self.bindings[key.kind].get(key.object_key)
+            if obj is not None:
+                self.queue.push(key, decision.binding_priority(obj))
+        self._update_queue_gauges()
+
+    def on_not_owner(self, entry: QueuedBinding) -> None:
+        metrics.NOT_OWNER_DROPS.inc()
+
+    def on_shard_change(
+        self, change: MembershipChange, *, owned: int, gained: int, lost: int, held: bool
+    ) -> None:
+        metrics.SHARD_MEMBERSHIP_CHANGES.inc()
+        metrics.SHARD_MEMBERS.set(len(change.members))
+        metrics.SHARD_MEMBER_LEASE_HELD.set(1 if held else 0)
+        metrics.OWNED_BINDINGS.set(owned)
+        metrics.SHARD_HANDOFFS.labels("in").inc(gained)
+        metrics.SHARD_HANDOFFS.labels("out").inc(lost)
+
+    def on_owned_count(self, owned: int) -> None:
+        metrics.OWNED_BINDINGS.set(owned)
+
     # ---- workers ------------------------------------------------------------------------------
 
     def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
@@ -276,10 +336,12 @@ class SchedulerOperator(ControllerRuntime):
     async def process(self, entry: QueuedBinding) -> Outcome:
         assert isinstance(entry.key, QueueKey)
         kind, key = entry.key.kind, entry.key.object_key
-        for _ in range(MAX_CONFLICT_RETRIES):
+        for attempt in range(MAX_CONFLICT_RETRIES):
             obj = self.bindings[kind].get(key)
             if obj is None:
                 return Outcome.DONE
+            if attempt and self.config.sharding is not None:
+                self._ensure_leader()  # after a 409: re-decide only if still owned (else dropped)
             try:
                 return await self._process_once(kind, key, obj)
             except ApiError as exc:
@@ -289,6 +351,7 @@ class SchedulerOperator(ControllerRuntime):
                 if not exc.is_conflict:
                     log.warning("binding_write_failed", binding=key, kind=kind, error=str(exc))
                     return Outcome.ERROR
+                metrics.WRITE_CONFLICTS.inc()
                 log.info("binding_write_conflict", binding=key, kind=kind)
                 await self._refresh(kind, key)
         return Outcome.ERROR
@@ -503,6 +566,7 @@ class SchedulerOperator(ControllerRuntime):
             except ApiError as exc:
                 if not exc.is_conflict or attempt == MAX_CONFLICT_RETRIES - 1:
                     raise
+                metrics.WRITE_CONFLICTS.inc()
             await self._refresh(kind, key)
             fresh = self.bindings[kind].get(key)
             if fresh is None:

@@ -141,6 +141,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    if args.shard_mode != "none":
+        log.error(
+            "invalid_flag", flag="--shard-mode", error="sharded mode is not available in this command yet"
+        )
+        return 2
     connection = load_connection(args.kubeconfig)
     client = command.kube_client(connection, args, agent="fleetsched-controller")
     skipped = tuple(filter(None, (p.strip() for p in args.skipped_propagating_namespaces.split(","))))

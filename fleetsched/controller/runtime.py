@@ -11,21 +11,33 @@ the Lease holder's workers write. This module holds that machinery once:
   writing anything onto watched objects.
 
 The concrete controller is a dataclass providing ``queue``, ``synced``, ``elector``, ``events``,
-``config`` (with ``leader_election``, ``graceful_timeout`` and ``workers``), ``client``,
-``_in_flight``, ``initial_sync()``, ``kopf_registry()`` and ``process(entry)``.
+``config`` (with ``leader_election``, ``graceful_timeout`` and ``workers``; optionally
+``sharding``), ``client``, ``_in_flight``, ``initial_sync()``, ``kopf_registry()`` and
+``process(entry)``.
+
+Sharded mode (``config.sharding``, a ``shard.ShardConfig``; exclusive with ``leader_election``):
+the replica holds a member Lease (``shard.ShardMembership``) instead of competing for one, and
+handles only the objects it owns. The controller provides ``uid_of(key)`` (the UID a queue key's
+object is sharded by) and ``shard_objects()`` (every cached ``(key, uid)`` it could schedule),
+calls ``note_owned(key, uid)`` / ``forget_owned(key)`` as its caches change (the first says
+whether to push the key) and may override ``on_ownership_gained(keys)`` (how to push them),
+``on_not_owner(entry)`` and ``on_shard_change(...)`` (metrics). The runtime checks ownership at
+pop, and ``_ensure_leader()`` (called before every write) checks it for the key the worker is on:
+a key no longer owned raises ``NotOwner`` and is DROPPED (the owner has it), unlike ``NotLeader``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import gc
 import json
 import signal
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any
 
 import kopf
@@ -36,6 +48,7 @@ from fleetsched.controller import metrics
 from fleetsched.controller.events import EventRecorder
 from fleetsched.controller.leader import ApiLeaseStore, LeaderElector
 from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding
+from fleetsched.controller.shard import ApiMemberLeaseStore, MembershipChange, ShardConfig, ShardMembership
 from fleetsched.kube.client import ApiError, Connection
 
 log = structlog.get_logger("fleetsched.controller")
@@ -47,6 +60,16 @@ NOT_LEADER_PAUSE = 0.1
 
 class NotLeader(Exception):
     """Leadership was lost before a write; the key goes back to the queue."""
+
+
+class NotOwner(Exception):
+    """Sharded mode: the key's object is not (or no longer) this replica's; the key is dropped."""
+
+
+# The queue key (and the UID it was popped with) the current worker task is processing.
+_CURRENT: contextvars.ContextVar[tuple[Hashable, str | None] | None] = contextvars.ContextVar(
+    "fleetsched_current_key", default=None
+)
 
 
 class _NoProgressStorage(kopf.ProgressStorage):
@@ -273,6 +296,10 @@ class ControllerRuntime:
     config: Any
     client: Any
     _in_flight: set[asyncio.Task[Any]]
+    # sharded mode: this replica's member Lease and view (set by ``start_background``), and the
+    # keys of the objects it owns now (``note_owned``)
+    membership: ShardMembership | None = None
+    _owned: set[Hashable] | None = None
 
     async def process(self, entry: QueuedBinding) -> Outcome:
         raise NotImplementedError
@@ -303,19 +330,140 @@ class ControllerRuntime:
     # ---- leadership -----------------------------------------------------------------------------
 
     @property
+    def sharding(self) -> ShardConfig | None:
+        """The member Lease settings in sharded mode; None in the default (leader) mode."""
+        return getattr(getattr(self, "config", None), "sharding", None)
+
+    @property
     def is_leader(self) -> bool:
+        """May this replica write at all: it holds the leader Lease (or there is no election), or,
+        sharded, its member Lease."""
+        if self.sharding is not None:
+            return self.membership is not None and self.membership.holds
         return self.elector is None or self.elector.is_leader
 
     def ready(self) -> tuple[bool, str]:
         if not self.synced.is_set():
             return False, "caches not synced"
+        if self.sharding is not None:
+            if not self.is_leader:
+                return False, "not holding its member Lease"
+            return True, "ok"
         if not self.is_leader:
             return False, "not the leader"
         return True, "ok"
 
     def _ensure_leader(self) -> None:
+        """Before every write: NotLeader when the Lease lapsed; sharded, NotOwner when the key the
+        worker is on is not this replica's now (or its member Lease lapsed)."""
+        if self.sharding is not None:
+            current = _CURRENT.get()
+            if current is None:
+                if not self.is_leader:
+                    raise NotOwner
+                return
+            key, popped_uid = current
+            if not self.owns_key(key, popped_uid):
+                raise NotOwner
+            return
         if not self.is_leader:
             raise NotLeader
+
+    # ---- sharding: what the controller provides ---------------------------------------------------
+
+    def uid_of(self, key: Hashable) -> str | None:
+        """The UID the object behind ``key`` is sharded by (its ``metadata.uid``); None when the
+        object is not cached (such a key is not owned)."""
+        raise NotImplementedError
+
+    def shard_objects(self) -> Iterable[tuple[Hashable, str]]:
+        """Every cached object the controller could handle, as (queue key, UID)."""
+        raise NotImplementedError
+
+    def on_ownership_gained(self, keys: list[Hashable]) -> None:
+        """Push the keys that became owned (their decision step says whether there is work)."""
+        for key in keys:
+            self.queue.push(key)
+
+    def on_not_owner(self, entry: QueuedBinding) -> None:
+        """A key was dropped because another replica owns it (a metric)."""
+
+    def on_shard_change(
+        self, change: MembershipChange, *, owned: int, gained: int, lost: int, held: bool
+    ) -> None:
+        """The membership changed (gauges/counters); ``owned`` is the owned count now."""
+
+    def on_owned_count(self, owned: int) -> None:
+        """The owned count changed through the caches (a gauge)."""
+
+    # ---- sharding: what the runtime does ---------------------------------------------------------
+
+    def owns(self, uid: str | None) -> bool:
+        """Whether this replica handles the object with ``uid`` (always, when not sharded)."""
+        if self.sharding is None:
+            return True
+        if uid is None or self.membership is None:
+            return False
+        return self.membership.owns(uid)
+
+    def owns_key(self, key: Hashable, fallback_uid: str | None = None) -> bool:
+        """``owns`` for the object cached under ``key`` (``fallback_uid`` when it is not cached)."""
+        if self.sharding is None:
+            return True
+        return self.owns(self.uid_of(key) or fallback_uid)
+
+    def note_owned(self, key: Hashable, uid: str | None) -> bool:
+        """The controller cached (or updated) the object behind ``key``; True when it is owned
+        (so the key may be pushed). Keeps the owned count (``on_owned_count``)."""
+        if self.sharding is None:
+            return True
+        owned = self.owns(uid)
+        if self._owned is None:
+            self._owned = set()
+        before = len(self._owned)
+        if owned:
+            self._owned.add(key)
+        else:
+            self._owned.discard(key)
+        if len(self._owned) != before:
+            self.on_owned_count(len(self._owned))
+        return owned
+
+    def forget_owned(self, key: Hashable) -> None:
+        """The object behind ``key`` is gone (or no longer one the controller handles)."""
+        if self._owned is not None and key in self._owned:
+            self._owned.discard(key)
+            self.on_owned_count(len(self._owned))
+
+    @property
+    def owned_count(self) -> int:
+        return len(self._owned or ())
+
+    def membership_changed(self, change: MembershipChange) -> None:
+        """Recompute what is owned; push what became owned, forget from the queue what did not;
+        one log line naming the members."""
+        before = self._owned or set()
+        now: set[Hashable] = set()
+        if change.active:
+            now = {key for key, uid in self.shard_objects() if self.owns(uid)}
+        gained = [key for key in now if key not in before]
+        lost = [key for key in before if key not in now]
+        self._owned = now
+        for key in lost:
+            self.queue.forget(key)
+        if gained:
+            self.on_ownership_gained(gained)
+        held = self.membership is not None and self.membership.holds
+        self.runtime_log.info(
+            "shard_membership_changed",
+            members=list(change.members),
+            joined=list(change.joined),
+            left=list(change.left),
+            owned=len(now),
+            active=change.active,
+            member_lease_held=held,
+        )
+        self.on_shard_change(change, owned=len(now), gained=len(gained), lost=len(lost), held=held)
 
     # ---- workers --------------------------------------------------------------------------------
 
@@ -323,15 +471,28 @@ class ControllerRuntime:
         while True:
             if self.elector is not None and not self.elector.leading.is_set():
                 await self.elector.leading.wait()
+            if self.membership is not None and not self.membership.active_event.is_set():
+                await self.membership.active_event.wait()
             try:
                 entry = await self.queue.pop()
             except QueueClosed:
                 return
+            uid: str | None = None
+            if self.sharding is not None:
+                uid = self.uid_of(entry.key)
+                if not self.owns(uid):
+                    self._drop_not_owned(entry)
+                    continue
+            _CURRENT.set((entry.key, uid))
             task = asyncio.current_task()
             assert task is not None
             self._in_flight.add(task)
             try:
                 outcome = await self.process(entry)
+            except NotOwner:
+                self._in_flight.discard(task)
+                self._drop_not_owned(entry)
+                continue
             except NotLeader:
                 self.queue.done(entry, Outcome.DONE)
                 self.queue.push(entry.key)
@@ -353,6 +514,14 @@ class ControllerRuntime:
 
     def on_done(self) -> None:
         """Called after ``queue.done`` (queue gauges)."""
+
+    def _drop_not_owned(self, entry: QueuedBinding) -> None:
+        """Sharded: the key is another replica's (the owner has it in its own queue): forget it."""
+        _CURRENT.set(None)
+        self.queue.done(entry, Outcome.DONE)
+        self.queue.forget(entry.key)
+        self.on_not_owner(entry)
+        self.on_done()
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
@@ -384,7 +553,7 @@ class ControllerRuntime:
             [asyncio.ensure_future(kopf_ready.wait()), kopf_task], return_when=asyncio.FIRST_COMPLETED
         )
         take_signals_back(stop)
-        if self.config.leader_election is None:
+        if self.config.leader_election is None and self.sharding is None:
             self.on_leading(True)
         tasks, workers = self.start_background(
             on_started_leading=lambda: self.on_leading(True),
@@ -427,10 +596,20 @@ class ControllerRuntime:
     ) -> tuple[list[asyncio.Task[Any]], list[asyncio.Task[Any]]]:
         """Start the queue's flushers, the leader election (when configured) and the workers;
         returns (background tasks, worker tasks)."""
+        election = self.config.leader_election
+        sharding = self.sharding
+        if election is not None and sharding is not None:
+            raise ValueError("leader election and sharded mode are exclusive (one Lease mode at a time)")
         tasks: list[asyncio.Task[Any]] = [
             asyncio.create_task(self.queue.run_flushers(), name="queue-flushers")
         ]
-        election = self.config.leader_election
+        if sharding is not None:
+            self.membership = ShardMembership(
+                config=sharding,
+                store=ApiMemberLeaseStore(self.client, sharding.namespace, sharding.group),
+                on_change=self.membership_changed,
+            )
+            tasks.append(asyncio.create_task(self.membership.run(), name="shard-membership"))
         if election is not None:
             store = ApiLeaseStore(self.client, election.namespace, election.name)
             kwargs: dict[str, Any] = {}
@@ -469,6 +648,13 @@ class ControllerRuntime:
         await self.events.flush(2.0)
         if self.elector is not None:
             await self.elector.release()
+        if self.membership is not None:
+            for task in tasks:
+                if task.get_name() == "shard-membership":
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+            await self.membership.release()
         for task in tasks:
             task.cancel()
         kopf_stop.set()

@@ -12,9 +12,13 @@ default one): its profiles, one per ``schedulerName``, and the settings the flag
 flag given beside it must say what the file says (otherwise: a one-line refusal, exit 2); a flag
 not given takes the file's value.
 
+``--shard-mode=lease`` (``controller/shard.py``): every replica holds a member Lease and schedules
+the bindings it owns; ``--shard-identity`` names it (default: the host name).
+
 Endpoints: ``/healthz`` (the process is alive), ``/readyz`` (caches synced and, with leader
-election, holding the Lease), ``/metrics`` (Prometheus). SIGTERM/SIGINT stop taking new work,
-finish in-flight writes, release the Lease and exit 0.
+election, holding the Lease; sharded, holding its member Lease), ``/metrics`` (Prometheus).
+SIGTERM/SIGINT stop taking new work, finish in-flight writes, release the Lease (sharded: delete
+the member Lease) and exit 0.
 """
 
 from __future__ import annotations
@@ -149,6 +153,9 @@ _FILE_FIELDS: tuple[tuple[str, str, Callable[[SchedulerConfiguration], Any], Cal
      lambda c: c.leader_election.renew_deadline, _seconds),
     ("leader_elect_retry_period", "leaderElection.retryPeriod",
      lambda c: c.leader_election.retry_period, _seconds),
+    ("shard_mode", "leaderElection.shardMode", lambda c: c.leader_election.shard_mode, str),
+    ("shard_identity", "leaderElection.shardIdentity",
+     lambda c: c.leader_election.shard_identity or None, str),
     ("enable_empty_workload_propagation", "enableEmptyWorkloadPropagation",
      lambda c: c.enable_empty_workload_propagation, lambda v: str(v).lower()),
     ("enable_scheduler_estimator", "estimator.enabled", lambda c: c.estimator.enabled,
@@ -274,6 +281,7 @@ def operator_config(
         workers=max(args.workers, 1),
         leader_election=command.leader_election(args),
         scheduling_timeout=args.scheduling_timeout or None,
+        sharding=command.sharding(args),
     )
 
 
@@ -307,6 +315,12 @@ async def _serve(args: argparse.Namespace) -> int:
         except ValueError as exc:  # a gate the live scheduler cannot honour
             log.error("invalid_flag", flag="--feature-gates", error=str(exc))
             return 2
+    try:
+        command.sharding(args)
+    except ValueError as exc:  # a group name or timings a member Lease cannot have
+        log.error("invalid_flag", flag="--shard-mode", error=str(exc))
+        await _close_extenders(all_extenders)
+        return 2
     try:
         return await _run(args, configuration, extenders)
     finally:
@@ -386,7 +400,9 @@ async def _run(
         scheduler_names=sorted(profiles),
         workers=args.workers,
         scheduling_timeout=args.scheduling_timeout,
-        leader_elect=args.leader_elect,
+        leader_elect=args.leader_elect and args.shard_mode != "lease",
+        shard_mode=args.shard_mode,
+        shard_member=operator.config.sharding.member if operator.config.sharding else None,
         pid=os.getpid(),
     )
     try:

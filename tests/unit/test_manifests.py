@@ -706,3 +706,30 @@ def test_the_lock_is_closed_under_the_installed_dependencies() -> None:
             if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
                 pending.append(needed)
     assert len(seen) > len(project["dependencies"])
+
+
+def test_the_sharded_overlay_runs_three_members_with_the_rights_their_leases_need(tmp_path: Path) -> None:
+    from fleetsched.controller import command
+
+    docs = with_components(tmp_path, "sharded")
+    deployment = find(docs, "Deployment", "fleetsched-scheduler")
+    assert deployment["spec"]["replicas"] == 3
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args = parse_command(container["args"])
+    assert (args.shard_mode, args.shard_identity) == ("lease", "$(POD_NAME)")
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
+    args.shard_identity = "fleetsched-scheduler-7d4b9-x2x9q"  # what Kubernetes substitutes
+    shard = command.sharding(args)
+    assert shard is not None and command.leader_election(args) is None
+    rbac, sa = Rbac(docs), "fleetsched-scheduler"
+    for verb in ("get", "list", "create", "update", "delete"):
+        assert rbac.allows(sa, verb, "coordination.k8s.io", "leases", namespace=shard.namespace,
+                           name=shard.member), verb
+        assert not rbac.allows(sa, verb, "coordination.k8s.io", "leases", namespace="elsewhere",
+                               name=shard.member), verb
+    # the base install is unchanged: one Lease, two replicas
+    base = find(kustomize(prepared_tree(tmp_path / "base")), "Deployment", "fleetsched-scheduler")
+    assert base["spec"]["replicas"] == 2
+    assert parse_command(base["spec"]["template"]["spec"]["containers"][0]["args"]).shard_mode == "none"

@@ -23,11 +23,16 @@ __all__ = [
 
 API_VERSION = "config.fleetsched.io/v1alpha1"
 KIND = "SchedulerConfiguration"
+# --shard-mode: one elected leader (none), or replicas sharing the bindings through member Leases
+SHARD_MODES = ("none", "lease")
 
 
 @dataclass(frozen=True, slots=True)
 class LeaderElection:
-    """The coordination.k8s.io Lease (``--leader-elect*``); durations in seconds."""
+    """The coordination.k8s.io Lease (``--leader-elect*``); durations in seconds. With
+    ``shard_mode`` "lease" (``--shard-mode``) the replicas hold member Leases instead, with these
+    timings, ``resource_name`` as the group and ``shard_identity`` (``--shard-identity``; empty:
+    the host name) naming the member."""
 
     leader_elect: bool = True
     lease_duration: float = 15.0
@@ -35,6 +40,8 @@ class LeaderElection:
     retry_period: float = 2.0
     resource_name: str = "fleetsched-scheduler"
     resource_namespace: str = "karmada-system"
+    shard_mode: str = "none"
+    shard_identity: str = ""
 
 
 @dataclass(frozen=True, slots=True)

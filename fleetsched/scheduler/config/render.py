@@ -112,6 +112,8 @@ def configuration_to_dict(
             "retryPeriod": format_duration(le.retry_period),
             "resourceName": le.resource_name,
             "resourceNamespace": le.resource_namespace,
+            "shardMode": le.shard_mode,
+            "shardIdentity": le.shard_identity,
         },
         "clientConnection": {
             "kubeconfig": client.kubeconfig,

@@ -28,6 +28,7 @@ from typing import Any
 
 from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import (
+    SHARD_MODES,
     ClientConnection,
     EstimatorSettings,
     LeaderElection,
@@ -435,12 +436,16 @@ def _leader_election(model: v1.LeaderElectionModel | None, problems: _Problems) 
         resource_namespace=(
             base.resource_namespace if model.resource_namespace is None else model.resource_namespace
         ),
+        shard_mode=base.shard_mode if model.shard_mode is None else model.shard_mode,
+        shard_identity=base.shard_identity if model.shard_identity is None else model.shard_identity,
     )
+    if value.shard_mode not in SHARD_MODES:
+        problems.add("leaderElection.shardMode", f"must be one of {', '.join(SHARD_MODES)}")
     for name, seconds in (("leaseDuration", value.lease_duration), ("renewDeadline", value.renew_deadline),
                           ("retryPeriod", value.retry_period)):
         if seconds <= 0:
             problems.add(f"leaderElection.{name}", "must be a positive duration")
-    if value.leader_elect:
+    if value.leader_elect or value.shard_mode == "lease":
         # client-go's leaderelection.NewLeaderElector refuses these, with these words.
         if not value.lease_duration > value.renew_deadline:
             problems.add("leaderElection.leaseDuration", "leaseDuration must be greater than renewDeadline")

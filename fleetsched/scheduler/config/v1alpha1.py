@@ -120,6 +120,8 @@ class LeaderElectionModel(_Model):
     retry_period: Duration | None = None
     resource_name: str | None = None
     resource_namespace: str | None = None
+    shard_mode: str | None = None
+    shard_identity: str | None = None
 
 
 class ClientConnectionModel(_Model):

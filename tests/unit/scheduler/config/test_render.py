@@ -99,6 +99,8 @@ def test_the_default_file_names_every_setting_at_todays_flag_defaults() -> None:
         "retryPeriod": "2s",
         "resourceName": "fleetsched-scheduler",
         "resourceNamespace": "karmada-system",
+        "shardMode": "none",
+        "shardIdentity": "",
     }
     assert written["clientConnection"] == {"kubeconfig": "", "qps": 500, "burst": 1000}
     assert written["estimator"]["timeout"] == "3s" and written["estimator"]["port"] == 10352

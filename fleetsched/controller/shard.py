@@ -1,0 +1,449 @@
+"""Sharded mode (``--shard-mode=lease``): replicas divide the objects through member Leases.
+
+Each replica holds a member Lease (coordination.k8s.io/v1) named after itself, labelled with its
+shard group, in the controller's namespace; the live members divide the objects by rendezvous
+hashing of the object's UID over the member names (``rendezvous_owner``), so a membership change
+moves only the departed or joining member's share.
+
+The timing rules are client-go leader election's (see ``leader.py``), applied per member:
+
+* A replica renews its Lease every ``retry_period`` and HOLDS it while its last successful renewal
+  is younger than ``renew_deadline`` by its own monotonic clock (fencing: it stops writing before
+  the Lease can expire for the others, ``lease_duration`` after the record they saw last changed).
+* Every ``retry_period`` it LISTs the group's Leases. A peer is live while the spec it last showed
+  changed less than its ``leaseDurationSeconds`` ago by OUR clock: the peer's ``renewTime`` is never
+  compared with the local clock, so skew between the clocks does not matter (their rates do).
+* After (re)acquiring its Lease (start, or after a lapse such as SIGSTOP), a replica owns nothing
+  until a LIST made afterwards has completed and one more retry period has passed, so the peers
+  have listed it too and given up its share before it takes it.
+* On graceful shutdown it deletes its Lease (the peers rebalance at their next LIST). Leases
+  unchanged for ``GC_LEASE_DURATIONS`` lease durations (observed) are deleted by any live member,
+  conditional on the resourceVersion seen, so a kill -9 leaves no litter.
+
+This module owns the Leases and the view; what "owning" means is the controller's (see
+``runtime.ControllerRuntime``), which checks ``owns(uid)`` at push, pop and before every write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import hashlib
+import math
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from fleetsched.controller.leader import JITTER_FACTOR, micro_time
+from fleetsched.kube.client import ApiError, KubeClient
+from fleetsched.scheduler.config.configuration import SHARD_MODES as SHARD_MODES
+
+log = structlog.get_logger("fleetsched.shard")
+
+GROUP_LABEL = "scheduler.fleetsched.io/shard-group"
+# A peer's Lease unchanged (by our clock) for this many of its lease durations is deleted.
+GC_LEASE_DURATIONS = 4
+MAX_MEMBER_NAME = 63  # a DNS-1123 label, so the name is also a valid label value
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+# ---- ownership ------------------------------------------------------------------------------------
+
+
+def member_score(member: str, uid: str) -> int:
+    """The rendezvous weight of ``member`` for ``uid``: blake2b (8 bytes) of ``member\\0uid``."""
+    digest = hashlib.blake2b(f"{member}\0{uid}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def rendezvous_owner(uid: str, members: Iterable[str]) -> str | None:
+    """The member owning ``uid``: the highest ``member_score`` (ties: the greater name); None
+    without members. The same in every process and every run."""
+    best: tuple[int, str] | None = None
+    for member in members:
+        candidate = (member_score(member, uid), member)
+        if best is None or candidate > best:
+            best = candidate
+    return None if best is None else best[1]
+
+
+def member_name(group: str, identity: str) -> str:
+    """``<group>-<identity>`` as a DNS-1123 label: lowercase, characters other than ``a-z0-9-``
+    become ``-``, no leading/trailing ``-``; past 63 characters, truncated and suffixed with 8 hex
+    characters of its hash so distinct long identities stay distinct."""
+    raw = f"{group}-{identity}" if identity else group
+    name = re.sub(r"[^a-z0-9-]", "-", raw.lower()).strip("-")
+    if len(name) > MAX_MEMBER_NAME:
+        suffix = hashlib.blake2b(raw.encode(), digest_size=4).hexdigest()
+        name = name[: MAX_MEMBER_NAME - len(suffix) - 1].rstrip("-") + "-" + suffix
+    if not name:
+        raise ValueError(f"shard member name from group {group!r} and identity {identity!r} is empty")
+    return name
+
+
+# ---- configuration --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShardConfig:
+    """One replica's member Lease: the group (``--leader-elect-resource-name``), the namespace,
+    this replica's member name, and client-go's timings (``--leader-elect-*``)."""
+
+    group: str
+    namespace: str
+    member: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.group or len(self.group) > 63 or not _LABEL_VALUE.match(self.group):
+            raise ValueError(
+                f"shard group {self.group!r} (--leader-elect-resource-name) must be a valid label value"
+            )
+        if not self.namespace:
+            raise ValueError("member Lease namespace (--leader-elect-resource-namespace) must not be empty")
+        if self.member != member_name(self.member, ""):
+            raise ValueError(f"shard member name {self.member!r} is not a DNS-1123 label")
+        if not self.lease_duration > self.renew_deadline:
+            raise ValueError("leaseDuration must be greater than renewDeadline")
+        if not self.renew_deadline > JITTER_FACTOR * self.retry_period:
+            raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
+
+    @classmethod
+    def of(cls, group: str, namespace: str, identity: str, **timings: float) -> ShardConfig:
+        """From the group and a raw identity (``--shard-identity``, the host name by default)."""
+        return cls(group=group, namespace=namespace, member=member_name(group, identity), **timings)
+
+
+# ---- the Leases ------------------------------------------------------------------------------------
+
+
+class MemberLeaseStore(Protocol):
+    """The group's member Leases (JSON form). ``replace`` raises ApiError(409) on a stale
+    resourceVersion; ``delete`` with a resourceVersion is conditional on it (409 otherwise)."""
+
+    async def get(self, name: str) -> dict[str, Any] | None: ...
+    async def create(self, lease: dict[str, Any]) -> dict[str, Any]: ...
+    async def replace(self, lease: dict[str, Any]) -> dict[str, Any]: ...
+    async def list(self) -> list[dict[str, Any]]: ...
+    async def delete(self, name: str, resource_version: str | None) -> None: ...
+
+
+@dataclass
+class ApiMemberLeaseStore:
+    """The member Leases through the API server (LIST by the group label)."""
+
+    client: KubeClient
+    namespace: str
+    group: str
+    timeout: float = 5.0
+
+    @property
+    def _collection(self) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
+
+    async def get(self, name: str) -> dict[str, Any] | None:
+        try:
+            return await asyncio.wait_for(self.client.get(f"{self._collection}/{name}"), self.timeout)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return None
+            raise
+
+    async def create(self, lease: dict[str, Any]) -> dict[str, Any]:
+        return await asyncio.wait_for(self.client.create(self._collection, lease), self.timeout)
+
+    async def replace(self, lease: dict[str, Any]) -> dict[str, Any]:
+        name = lease["metadata"]["name"]
+        return await asyncio.wait_for(self.client.replace(f"{self._collection}/{name}", lease), self.timeout)
+
+    async def list(self) -> list[dict[str, Any]]:
+        page = await asyncio.wait_for(
+            self.client.get(self._collection, {"labelSelector": f"{GROUP_LABEL}={self.group}"}), self.timeout
+        )
+        return list(page.get("items") or [])
+
+    async def delete(self, name: str, resource_version: str | None) -> None:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if resource_version:
+            body["preconditions"] = {"resourceVersion": resource_version}
+        try:
+            await asyncio.wait_for(
+                self.client.request("DELETE", f"{self._collection}/{name}", body=body), self.timeout
+            )
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+
+
+# ---- membership ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipChange:
+    """What the view became: the live members (self included while holding its Lease), who
+    joined and left since the previous view, and whether this replica owns its share now."""
+
+    members: tuple[str, ...]
+    joined: tuple[str, ...]
+    left: tuple[str, ...]
+    active: bool
+
+
+@dataclass(slots=True)
+class _Peer:
+    spec: dict[str, Any]
+    observed: float  # our monotonic time when ``spec`` last changed
+    resource_version: str | None
+
+
+_FAILURES = (ApiError, OSError, TimeoutError, asyncio.TimeoutError)
+
+
+@dataclass
+class ShardMembership:
+    """This replica's member Lease and its view of the group's live members."""
+
+    config: ShardConfig
+    store: MemberLeaseStore
+    clock: Callable[[], float] = time.monotonic
+    wall_clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
+    # called (on the event loop) whenever the members or ``active`` change
+    on_change: Callable[[MembershipChange], None] | None = None
+
+    # set while ``active``: workers wait on it
+    active_event: asyncio.Event = field(default_factory=asyncio.Event)
+    _lease: dict[str, Any] | None = None
+    _last_renew: float | None = None
+    _acquired_at: float | None = None  # start of the current holding (after a lapse: again)
+    _join_at: float | None = None  # when this replica may own its share (None: not yet listed)
+    _last_list: float | None = None
+    _peers: dict[str, _Peer] = field(default_factory=dict)
+    _members: frozenset[str] = frozenset()
+    _active: bool = False
+    _released: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.config.member
+
+    # ---- the state the controller reads ------------------------------------------------------
+
+    @property
+    def holds(self) -> bool:
+        """True while our last successful renewal is younger than the renew deadline (fencing)."""
+        if self._released or self._last_renew is None:
+            return False
+        return self.clock() - self._last_renew < self.config.renew_deadline
+
+    @property
+    def active(self) -> bool:
+        """True while this replica owns its share: it holds its Lease, has joined (listed after
+        acquiring, then a retry period) and its last LIST is younger than the renew deadline."""
+        if not (self._active and self.holds):
+            return False
+        assert self._last_list is not None
+        return self.clock() - self._last_list < self.config.renew_deadline
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The live members as last computed, sorted (self included while holding)."""
+        return tuple(sorted(self._members))
+
+    def owner(self, uid: str) -> str | None:
+        return rendezvous_owner(uid, self._members)
+
+    def owns(self, uid: str) -> bool:
+        """Whether this replica may process and write the object with ``uid`` now."""
+        return self.active and rendezvous_owner(uid, self._members) == self.config.member
+
+    # ---- one round ---------------------------------------------------------------------------
+
+    async def step(self) -> None:
+        """Renew (or acquire) our Lease, LIST the group, collect dead peers, publish the view."""
+        if self._released:
+            return
+        now = self.clock()
+        lapsed = not self.holds
+        renewed = await self._renew(now)
+        if renewed and lapsed:
+            # A new holding: nothing is owned until the LIST below and a retry period after it,
+            # even while that LIST is awaited.
+            self._acquired_at, self._join_at = now, None
+            self._active = False
+            self.active_event.clear()
+            log.info("shard_member_lease_acquired", member=self.name, group=self.config.group)
+        if self.holds:
+            await self._list()
+        self._publish()
+
+    async def _renew(self, now: float) -> bool:
+        """Create or renew our Lease within what is left of the renew deadline."""
+        if self._last_renew is not None and now - self._last_renew < self.config.renew_deadline:
+            remaining = self._last_renew + self.config.renew_deadline - now
+        else:
+            remaining = self.config.renew_deadline
+        try:
+            self._lease = await asyncio.wait_for(self._write_lease(), remaining)
+        except _FAILURES as exc:
+            log.warning("shard_member_lease_renew_failed", member=self.name, error=str(exc) or repr(exc))
+            return False
+        self._last_renew = now
+        return True
+
+    async def _write_lease(self) -> dict[str, Any]:
+        wall = micro_time(self.wall_clock())
+        spec: dict[str, Any] = {
+            "holderIdentity": self.name,
+            # whole seconds, rounded up: peers must not see a shorter duration than ours
+            "leaseDurationSeconds": math.ceil(self.config.lease_duration),
+            "acquireTime": wall,
+            "renewTime": wall,
+        }
+        current = self._lease
+        if current is None:
+            current = await self.store.get(self.name)
+        if current is None:
+            return await self.store.create(self._new_lease(spec))
+        body = dict(current)
+        old_spec = dict(body.get("spec") or {})
+        if old_spec.get("holderIdentity") == self.name and old_spec.get("acquireTime"):
+            spec["acquireTime"] = old_spec["acquireTime"]
+        body["spec"] = spec
+        try:
+            return await self.store.replace(body)
+        except ApiError as exc:
+            if exc.is_not_found:  # deleted under us (collected while we were stopped): again
+                self._lease = None
+                return await self.store.create(self._new_lease(spec))
+            if exc.is_conflict:  # a renewal that timed out did land: take the current version
+                self._lease = None
+            raise
+
+    def _new_lease(self, spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.config.namespace,
+                "labels": {GROUP_LABEL: self.config.group},
+            },
+            "spec": spec,
+        }
+
+    async def _list(self) -> None:
+        try:
+            leases = await self.store.list()
+        except _FAILURES as exc:
+            log.warning("shard_member_list_failed", member=self.name, error=str(exc) or repr(exc))
+            return
+        now = self.clock()
+        self._last_list = now
+        seen: set[str] = set()
+        for lease in leases:
+            meta = lease.get("metadata") or {}
+            name = meta.get("name") or ""
+            if not name or name == self.name:
+                continue
+            seen.add(name)
+            spec = dict(lease.get("spec") or {})
+            peer = self._peers.get(name)
+            if peer is None or peer.spec != spec:
+                self._peers[name] = _Peer(spec, now, meta.get("resourceVersion"))
+            else:
+                peer.resource_version = meta.get("resourceVersion")
+        for name in set(self._peers) - seen:
+            del self._peers[name]
+        await self._collect(now)
+        if self._acquired_at is not None and self._join_at is None:
+            self._join_at = now + self.config.retry_period
+
+    def _peer_duration(self, peer: _Peer) -> float:
+        return float(peer.spec.get("leaseDurationSeconds") or self.config.lease_duration)
+
+    def _peer_live(self, peer: _Peer, now: float) -> bool:
+        return bool(peer.spec.get("holderIdentity")) and now - peer.observed < self._peer_duration(peer)
+
+    async def _collect(self, now: float) -> None:
+        """Delete the Leases of peers unchanged for GC_LEASE_DURATIONS lease durations."""
+        for name, peer in list(self._peers.items()):
+            if now - peer.observed < GC_LEASE_DURATIONS * self._peer_duration(peer):
+                continue
+            try:
+                await self.store.delete(name, peer.resource_version)
+            except _FAILURES as exc:  # 409: it came back (or changed) since our LIST
+                log.info("shard_member_lease_gc_skipped", lease=name, error=str(exc) or repr(exc))
+                continue
+            self._peers.pop(name, None)
+            log.info("shard_member_lease_collected", lease=name, member=self.name)
+
+    def _publish(self) -> None:
+        """Recompute the view; tell ``on_change`` when the members or ``active`` changed."""
+        now = self.clock()
+        holds = self.holds
+        members = {name for name, peer in self._peers.items() if self._peer_live(peer, now)}
+        if holds:
+            members.add(self.name)
+        joined_up = self._join_at is not None and now >= self._join_at
+        list_fresh = self._last_list is not None and now - self._last_list < self.config.renew_deadline
+        active = holds and joined_up and list_fresh
+        frozen = frozenset(members)
+        if frozen == self._members and active == self._active:
+            return
+        previous = self._members
+        self._members, self._active = frozen, active
+        if active:
+            self.active_event.set()
+        else:
+            self.active_event.clear()
+        change = MembershipChange(
+            members=tuple(sorted(frozen)),
+            joined=tuple(sorted(frozen - previous)),
+            left=tuple(sorted(previous - frozen)),
+            active=active,
+        )
+        if self.on_change is not None:
+            try:
+                self.on_change(change)
+            except Exception:  # the controller's bug must not stop the renewals (fencing still holds)
+                log.exception("shard_membership_callback_failed", member=self.name)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """A round every retry period, until cancelled or released."""
+        while not self._released:
+            try:
+                await self.step()
+            except Exception:  # never stop renewing on a bug; a lapse is what stops the writes
+                log.exception("shard_membership_round_failed", member=self.name)
+            await asyncio.sleep(self._next_round())
+
+    def _next_round(self) -> float:
+        """A retry period; sooner when the join is due earlier (so ownership starts on time)."""
+        delay = self.config.retry_period
+        if self._join_at is not None and not self._active:
+            delay = min(delay, max(self._join_at - self.clock(), 0.0))
+        return delay
+
+    async def release(self) -> None:
+        """Stop owning and delete our Lease (graceful shutdown): peers rebalance at their next LIST."""
+        if self._released:
+            return
+        self._released = True
+        self._active = False
+        self.active_event.clear()
+        lease = self._lease
+        if lease is None:
+            return
+        version = (lease.get("metadata") or {}).get("resourceVersion")
+        with contextlib.suppress(*_FAILURES):
+            await self.store.delete(self.name, version)
+            log.info("shard_member_lease_deleted", member=self.name, group=self.config.group)
