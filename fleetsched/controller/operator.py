@@ -449,8 +449,9 @@ class SchedulerOperator(ControllerRuntime):
             self.own_generation[qkey] = patches.generation_after_spec
             try:
                 response = await self.client.merge_patch(binding_path(kind, key), patches.spec)
-            except ApiError:
-                metrics.API_WRITES.labels("spec", "error").inc()
+            except (ApiError, NotOwner) as exc:  # NotOwner: stopped by the client's write guard
+                if isinstance(exc, ApiError):
+                    metrics.API_WRITES.labels("spec", "error").inc()
                 self.own_generation.pop(qkey, None)
                 if cycle is not None:
                     cycle.unreserve()
@@ -466,8 +467,9 @@ class SchedulerOperator(ControllerRuntime):
             body = {"metadata": {"resourceVersion": resource_version}, **patches.status}
             try:
                 response = await self._write_status(kind, key, body, result)
-            except ApiError:
-                metrics.API_WRITES.labels("status", "error").inc()
+            except (ApiError, NotOwner) as exc:
+                if isinstance(exc, ApiError):
+                    metrics.API_WRITES.labels("status", "error").inc()
                 if cycle is not None:
                     cycle.unreserve()
                 raise

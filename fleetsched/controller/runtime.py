@@ -398,6 +398,13 @@ class ControllerRuntime:
 
     # ---- sharding: what the runtime does ---------------------------------------------------------
 
+    def guard_worker_write(self) -> None:
+        """The client's ``write_guard`` in sharded mode: a write sent by a worker is checked once
+        more right before it leaves (after the rate limiter); the Leases' and Events' writes,
+        made outside the workers, are not."""
+        if _CURRENT.get() is not None:
+            self._ensure_leader()
+
     def owns(self, uid: str | None) -> bool:
         """Whether this replica handles the object with ``uid`` (always, when not sharded)."""
         if self.sharding is None:
@@ -508,6 +515,7 @@ class ControllerRuntime:
                 outcome = Outcome.ERROR
             finally:
                 self._in_flight.discard(task)
+                _CURRENT.set(None)
             self.after_outcome(entry, outcome)
             self.queue.done(entry, outcome)
             self.on_done()
@@ -609,6 +617,9 @@ class ControllerRuntime:
                 store=ApiMemberLeaseStore(self.client, sharding.namespace, sharding.group),
                 on_change=self.membership_changed,
             )
+            if hasattr(self.client, "write_guard"):
+                # a worker's write waiting for the rate limiter (or paused) is re-checked as it leaves
+                self.client.write_guard = self.guard_worker_write
             tasks.append(asyncio.create_task(self.membership.run(), name="shard-membership"))
         if election is not None:
             store = ApiLeaseStore(self.client, election.namespace, election.name)

@@ -322,8 +322,15 @@ class ShardMembership:
             if exc.is_not_found:  # deleted under us (collected while we were stopped): again
                 self._lease = None
                 return await self.store.create(self._new_lease(spec))
-            if exc.is_conflict:  # a renewal that timed out did land: take the current version
+            if exc.is_conflict:
+                # A renewal that timed out did land (take the current version next round), or
+                # another process runs with the same member name: say so, it would share our share.
                 self._lease = None
+                log.warning(
+                    "shard_member_lease_conflict",
+                    member=self.name,
+                    hint="if this repeats, another replica runs with the same --shard-identity",
+                )
             raise
 
     def _new_lease(self, spec: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ import orjson
 JsonObject = dict[str, Any]
 
 MERGE_PATCH = "application/merge-patch+json"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +132,9 @@ class KubeClient:
         self.connection = connection
         self.limiter = TokenBucket(qps, burst)
         self.field_manager = field_manager
+        # Called right before a write is sent (after any wait for the rate limiter); it may raise
+        # to stop the write. Sharded controllers re-check ownership there (runtime.py).
+        self.write_guard: Callable[[], None] | None = None
         context: ssl.SSLContext | bool
         if connection.server.startswith("https"):
             if connection.insecure:
@@ -165,6 +169,8 @@ class KubeClient:
         content_type: str = "application/json",
     ) -> JsonObject:
         await self.limiter.acquire()
+        if self.write_guard is not None and method in WRITE_METHODS:
+            self.write_guard()
         query = dict(params or {})
         if self.field_manager and method in ("POST", "PUT", "PATCH"):
             query.setdefault("fieldManager", self.field_manager)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from structlog.testing import capture_logs
 
-from fleetsched.cli import main
 from fleetsched.controller import command, policy_cmd, scheduler_cmd
 from fleetsched.scheduler.config import ConfigError, load_configuration
 
@@ -75,23 +75,28 @@ def test_a_shard_mode_that_is_not_one_is_refused_by_the_parser(capsys: pytest.Ca
     assert "invalid choice: 'raft'" in capsys.readouterr().err
 
 
-def test_timings_a_member_lease_cannot_have_are_refused_in_one_line(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    code = main(["scheduler", "--shard-mode=lease", "--leader-elect-renew-deadline=20s", "--log-level=error"])
+async def test_timings_a_member_lease_cannot_have_are_refused_in_one_line() -> None:
+    # (the command's _serve, without run_command: that would configure the process's logging)
+    with capture_logs() as logs:
+        code = await scheduler_cmd._serve(
+            scheduler_args("--shard-mode=lease", "--leader-elect-renew-deadline=20s")
+        )
     assert code == 2
-    (line,) = [text for text in capsys.readouterr().err.splitlines() if "invalid_flag" in text]
-    assert "--shard-mode" in line and "leaseDuration must be greater than renewDeadline" in line
+    (line,) = [entry for entry in logs if entry["event"] == "invalid_flag"]
+    assert line["flag"] == "--shard-mode"
+    assert line["error"] == "leaseDuration must be greater than renewDeadline"
 
 
-def test_the_policy_controller_parses_the_flags_and_refuses_lease_mode_for_now(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+async def test_the_policy_controller_parses_the_flags_and_refuses_lease_mode_for_now() -> None:
     parser = argparse.ArgumentParser()
     policy_cmd.add_arguments(parser)
-    assert parser.parse_args(["--shard-mode=lease"]).shard_mode == "lease"
-    assert main(["controller", "--shard-mode=lease", "--log-level=error"]) == 2
-    assert "sharded mode is not available" in capsys.readouterr().err
+    args = parser.parse_args(["--shard-mode=lease"])
+    assert args.shard_mode == "lease"
+    with capture_logs() as logs:
+        assert await policy_cmd._serve(args) == 2
+    (line,) = [entry for entry in logs if entry["event"] == "invalid_flag"]
+    assert line["flag"] == "--shard-mode"
+    assert line["error"] == "sharded mode is not available in this command yet"
 
 
 def test_the_file_gives_the_shard_settings_and_a_contradicting_flag_is_refused(tmp_path: Path) -> None:

@@ -315,3 +315,58 @@ async def test_the_api_error_of_a_lost_binding_is_not_a_drop() -> None:
     api.merge_patch = gone  # type: ignore[method-assign]
     assert await shard.operator.process(QueuedBinding(key("web"), 0, 0.0, 1)) is Outcome.DONE
     assert shard.operator.bindings[RB].get("ns/web") is None
+
+
+async def test_a_write_that_waited_for_the_rate_limiter_is_checked_again_as_it_leaves() -> None:
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    from fleetsched.controller import runtime
+    from fleetsched.kube.client import KubeClient
+
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(request.method)
+        return web.json_response({"metadata": {"resourceVersion": "1"}})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    async with TestServer(app) as server:
+        client = KubeClient(Connection(server=str(server.make_url("")).rstrip("/")))
+        shard = Shard()
+        shard.operator.client = client
+        client.write_guard = shard.operator.guard_worker_write
+        mine = uid_owned_by(R0)
+        shard.operator.on_binding_event(RB, "ADDED", binding("a", mine))
+        await shard.join()
+        try:
+            # outside a worker (Leases, Events): never stopped by the guard
+            shard.clock.now += 30
+            await client.merge_patch("/lease", {})
+
+            async def as_worker() -> None:
+                runtime._CURRENT.set((key("a"), mine))
+                await client.get("/binding")  # reads are not guarded
+                await client.merge_patch("/binding", {})
+
+            with pytest.raises(NotOwner):
+                await asyncio.create_task(as_worker())
+        finally:
+            await client.close()
+    assert seen == ["PATCH", "GET"]
+
+
+async def test_a_write_stopped_by_the_guard_leaves_no_generation_of_ours_behind() -> None:
+    api = api_for("web", uid_owned_by(R0))
+    shard = Shard(api)
+    shard.operator.on_binding_event(RB, "ADDED", copy.deepcopy(api.binding))
+    await shard.join()
+
+    async def guarded(path: str, patch: dict[str, Any]) -> dict[str, Any]:
+        raise NotOwner  # what KubeClient's write_guard raises once the Lease lapsed
+
+    api.merge_patch = guarded  # type: ignore[method-assign]
+    await run_one(shard, "web")
+    assert shard.operator.own_generation == {}
+    assert key("web") not in shard.operator.queue
