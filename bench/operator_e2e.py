@@ -525,7 +525,6 @@ async def sharded_run(setup: Setup, count: int, suffix: str = "") -> dict[str, A
         kubeconfig=plane.kubeconfig, workdir=setup.workdir / f"sharded{count}{suffix}", timings=SHARD_TIMINGS,
         extra_args=(f"--workers={args.workers}", "--kube-api-qps=0", "--log-level=warning"),
     )
-    (setup.workdir / f"sharded{count}{suffix}").mkdir(parents=True, exist_ok=True)
     identities = [f"r{i}" for i in range(count)]
     try:
         replicas.start(*identities, timeout=120)

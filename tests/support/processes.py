@@ -11,6 +11,8 @@ sharded scheduler: start, kill -9, SIGSTOP/SIGCONT one replica, read every repli
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -19,10 +21,23 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from fleetsched.controller.shard import member_name
 from tests.support.controlplane import free_port, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class MembershipView:
+    """One ``shard_membership_changed`` log line: from ``at`` on, the replica saw ``members`` and
+    owned its share of them while ``active``."""
+
+    at: dt.datetime
+    members: tuple[str, ...]
+    active: bool
+    left: tuple[str, ...]
 
 
 @dataclass
@@ -101,6 +116,32 @@ class SchedulerProcess:
             if all(f'{k}="{v}"' in label_text for k, v in labels.items()):
                 total += float(value)
         return total
+
+    def log_events(self, event: str) -> list[dict[str, Any]]:
+        """The JSON log lines of ``event`` so far, in order."""
+        needle = f'"event": "{event}"'
+        out = []
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return []
+        for line in text.splitlines():
+            if needle in line:
+                with contextlib.suppress(json.JSONDecodeError):
+                    out.append(json.loads(line))
+        return out
+
+    def membership_views(self) -> list[MembershipView]:
+        """What this replica's ``shard_membership_changed`` lines said, in order (shard mode)."""
+        return [
+            MembershipView(
+                at=dt.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")),
+                members=tuple(e["members"]),
+                active=bool(e["active"]),
+                left=tuple(e["left"]),
+            )
+            for e in self.log_events("shard_membership_changed")
+        ]
 
     def returncode(self) -> int | None:
         return None if self.process is None else self.process.poll()
@@ -182,8 +223,8 @@ class ShardedReplicas:
     replicas: dict[str, SchedulerProcess] = field(default_factory=dict)
 
     def member(self, identity: str) -> str:
-        """The member name (and Lease name) of ``identity``: ``<group>-<identity>``."""
-        return f"{self.group}-{identity}"
+        """The member name (and Lease name) of ``identity``: ``<group>-<identity>`` as a DNS label."""
+        return member_name(self.group, identity)
 
     def field_manager(self, identity: str) -> str:
         return f"{SCHEDULER_AGENT}/{self.member(identity)}"
@@ -193,6 +234,7 @@ class ShardedReplicas:
     ) -> list[SchedulerProcess]:
         """Start one replica per identity (all at once), then wait until each is ready: caches
         synced and its member Lease held."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
         started = []
         for identity in identities:
             if identity in self.replicas and self.replicas[identity].alive():
@@ -244,6 +286,20 @@ class ShardedReplicas:
             message=lambda: f"replicas never agreed on {len(self.running())} members: "
             f"{self.gauges('fleetsched_scheduler_shard_members')}\n" + self.log_tails(),
         )
+
+    def foreign_drops(self) -> list[tuple[str, MembershipView]]:
+        """Membership changes in which a replica saw ANOTHER member leave (its own lapses aside):
+        after them, bindings legitimately change owner."""
+        return self.foreign_drops_besides()
+
+    def foreign_drops_besides(self, *expected: str) -> list[tuple[str, MembershipView]]:
+        """``foreign_drops`` other than of the members ``expected`` to leave (one a test killed)."""
+        return [
+            (identity, view)
+            for identity, proc in self.replicas.items()
+            for view in proc.membership_views()
+            if set(view.left) - {self.member(identity), *expected}
+        ]
 
     def log_tails(self, lines: int = 15) -> str:
         return "\n".join(f"--- {i}:\n{p.log_tail(lines)}" for i, p in self.replicas.items())
