@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import aiohttp
 import structlog
 
 from fleetsched.controller.leader import JITTER_FACTOR, micro_time
@@ -44,6 +45,7 @@ from fleetsched.kube.client import ApiError, KubeClient
 from fleetsched.scheduler.config.configuration import SHARD_MODES as SHARD_MODES
 
 log = structlog.get_logger("fleetsched.shard")
+_blake2b = hashlib.blake2b
 
 GROUP_LABEL = "scheduler.fleetsched.io/shard-group"
 # A peer's Lease unchanged (by our clock) for this many of its lease durations is deleted.
@@ -64,9 +66,11 @@ def member_score(member: str, uid: str) -> int:
 def rendezvous_owner(uid: str, members: Iterable[str]) -> str | None:
     """The member owning ``uid``: the highest ``member_score`` (ties: the greater name); None
     without members. The same in every process and every run."""
-    best: tuple[int, str] | None = None
+    # Big-endian digests of one length order as their integers do: compare the bytes.
+    tail = b"\0" + uid.encode()
+    best: tuple[bytes, str] | None = None
     for member in members:
-        candidate = (member_score(member, uid), member)
+        candidate = (_blake2b(member.encode() + tail, digest_size=8).digest(), member)
         if best is None or candidate > best:
             best = candidate
     return None if best is None else best[1]
@@ -203,7 +207,8 @@ class _Peer:
     resource_version: str | None
 
 
-_FAILURES = (ApiError, OSError, TimeoutError, asyncio.TimeoutError)
+# what a request to the API server may end with besides an answer (aiohttp's disconnects included)
+_FAILURES = (ApiError, OSError, TimeoutError, asyncio.TimeoutError, aiohttp.ClientError)
 
 
 @dataclass
@@ -270,14 +275,18 @@ class ShardMembership:
         if self._released:
             return
         now = self.clock()
+        if self._active and not self.active:
+            # Our renewal or our LIST got too old since the last round (a lapse, e.g. SIGSTOP):
+            # say so before anything else, so the controller forgets what it owned and takes it
+            # all again once this replica has joined again (keys dropped meanwhile included).
+            self._acquired_at, self._join_at = now, None
+            self._publish()
         lapsed = not self.holds
         renewed = await self._renew(now)
         if renewed and lapsed:
             # A new holding: nothing is owned until the LIST below and a retry period after it,
             # even while that LIST is awaited.
             self._acquired_at, self._join_at = now, None
-            self._active = False
-            self.active_event.clear()
             log.info("shard_member_lease_acquired", member=self.name, group=self.config.group)
         if self.holds:
             await self._list()

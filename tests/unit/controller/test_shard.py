@@ -17,6 +17,7 @@ from fleetsched.controller.shard import (
     ShardConfig,
     ShardMembership,
     member_name,
+    member_score,
     rendezvous_owner,
 )
 from fleetsched.kube.client import ApiError
@@ -142,6 +143,13 @@ def test_the_owner_is_the_highest_score_and_none_without_members() -> None:
     assert rendezvous_owner("uid-1", ["only"]) == "only"
     members = ["a", "b", "c"]
     assert rendezvous_owner("uid-1", members) == rendezvous_owner("uid-1", reversed(members))
+
+
+@settings(deadline=None, max_examples=50)
+@given(uid=st.text(max_size=40), members=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=5))
+def test_the_owner_is_the_member_with_the_highest_score(uid: str, members: list[str]) -> None:
+    best = max(members, key=lambda m: (member_score(m, uid), m))
+    assert rendezvous_owner(uid, members) == best
 
 
 def test_the_owner_is_the_same_in_another_process() -> None:

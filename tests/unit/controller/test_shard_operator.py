@@ -370,3 +370,23 @@ async def test_a_write_stopped_by_the_guard_leaves_no_generation_of_ours_behind(
     await run_one(shard, "web")
     assert shard.operator.own_generation == {}
     assert key("web") not in shard.operator.queue
+
+
+async def test_a_key_dropped_during_a_lapse_is_taken_again_after_the_rejoin() -> None:
+    shard = Shard()
+    shard.operator.on_binding_event(RB, "ADDED", binding("a", uid_owned_by(R0)))
+    await shard.join()
+    assert shard.queued() == {key("a")}
+    shard.clock.now += 30  # paused past the renew deadline: the next pop finds nothing owned
+    entry = shard.operator.queue.pop_nowait()
+    assert entry is not None and not shard.operator.owns_key(entry.key)
+    shard.operator._drop_not_owned(entry)  # what the worker does with it
+    assert shard.queued() == set()
+    shard.leases.put_peer(R1, renew_time="2020-01-01T00:00:30.000000Z")  # renewed: members unchanged
+    with capture_logs() as logs:
+        await shard.membership.step()  # SIGCONT: the lapse is published first, then the renewal
+        shard.clock.now += SHARDING.retry_period
+        await shard.membership.step()
+    changes = [(e["active"], e["owned"]) for e in logs if e["event"] == "shard_membership_changed"]
+    assert changes[0] == (False, 0) and changes[-1] == (True, 1)
+    assert shard.queued() == {key("a")}
