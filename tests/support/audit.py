@@ -1,15 +1,17 @@
 """The kube-apiserver's audit log as a test's witness of who wrote what, and when.
 
-``AuditLog.create(directory)`` writes an audit policy that records, at ``Metadata`` level and only
-at the ``ResponseComplete`` stage, every create/update/patch/delete of bindings (and their status)
-and of Leases; pass ``audit.args`` to the kube-apiserver (``ControlPlane.add_apiserver(...,
-extra_args=audit.args)``). Every other request is not audited, so the log stays small and the
-apiserver's cost is a JSON line per write.
+``AuditLog.create(directory)`` writes an audit policy that records, only at the ``ResponseComplete``
+stage, every create/update/patch/delete of bindings (and their status) and of Leases, at
+``Metadata`` level except binding patches, logged with their body (``Request``); pass
+``audit.args`` to the kube-apiserver (``ControlPlane.add_apiserver(..., extra_args=audit.args)``).
+Every other request is not audited, so the log stays small and the apiserver's cost is a JSON line
+per write.
 
 ``read_audit_log`` parses that file into ``WriteRecord`` values: the object written (resource,
 subresource, namespace, name), the verb, the HTTP code the apiserver answered, the writer (the
 ``fieldManager`` of the request URI, which fleetsched sets to ``<agent>/<member>`` in shard mode,
-and the ``User-Agent``) and the times the request arrived and completed, by the apiserver's clock.
+and the ``User-Agent``), the times the request arrived and completed, by the apiserver's clock, and
+the patch body where it was logged.
 ``successful_writes`` keeps the 2xx ones, grouped per object.
 
 Pure code: no server needed, so the parser is unit-tested on recorded lines.
@@ -36,6 +38,16 @@ kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 omitManagedFields: true
 rules:
+# A binding patch's body says what was written (spec.clusters or only annotations; status keys).
+- level: Request
+  verbs: ["patch"]
+  resources:
+  - group: work.karmada.io
+    resources:
+    - resourcebindings
+    - resourcebindings/status
+    - clusterresourcebindings
+    - clusterresourcebindings/status
 - level: Metadata
   verbs: ["create", "update", "patch", "delete"]
   resources:
@@ -65,6 +77,12 @@ class WriteRecord:
     user_agent: str
     received: dt.datetime  # requestReceivedTimestamp (apiserver clock, UTC)
     completed: dt.datetime  # stageTimestamp of ResponseComplete
+    body: Mapping[str, Any] | None = None  # the request body (a patch), where the policy logs it
+
+    @property
+    def writes_spec(self) -> bool:
+        """Whether this write may change ``spec`` (True when its body was not logged)."""
+        return self.body is None or "spec" in self.body
 
     @property
     def succeeded(self) -> bool:
@@ -103,6 +121,7 @@ def parse_event(event: Mapping[str, Any]) -> WriteRecord | None:
         user_agent=event.get("userAgent", ""),
         received=parse_time(event["requestReceivedTimestamp"]),
         completed=parse_time(event["stageTimestamp"]),
+        body=event.get("requestObject") if isinstance(event.get("requestObject"), dict) else None,
     )
 
 

@@ -69,6 +69,7 @@ def test_a_status_patch_names_its_writer_object_and_times() -> None:
     assert record.field_manager == "fleetsched-scheduler/fleetsched-scheduler-r0"  # %2F decoded
     assert record.user_agent == "fleetsched-scheduler/0.1"
     assert record.received == dt.datetime(2026, 12, 1, 23, 9, 42, 323995, tzinfo=dt.UTC)
+    assert record.body is None and record.writes_spec  # a Metadata-level line: the body is unknown
     assert record.completed - record.received == dt.timedelta(microseconds=2934)
 
 
@@ -114,3 +115,14 @@ def test_the_reader_parses_each_appended_line_once_even_when_it_arrives_in_piece
     assert [(r.verb, r.subresource) for r in reader.poll()] == [("patch", "status")]
     assert reader.poll() == []
     assert [r.code for r in reader.records] == [201, 200]
+
+
+def test_a_logged_patch_body_says_whether_the_spec_was_written() -> None:
+    spec = json.loads(CONFLICT)
+    spec.update(level="Request", requestObject={"spec": {"clusters": [{"name": "m1", "replicas": 2}]},
+                                                 "metadata": {"resourceVersion": "7"}})
+    annotations = json.loads(CONFLICT)
+    annotations.update(level="Request", requestObject={"metadata": {"annotations": {"a": "b"}}})
+    first, second = parse_lines([json.dumps(spec), json.dumps(annotations)])
+    assert first.writes_spec and first.body is not None and first.body["spec"]["clusters"][0]["name"] == "m1"
+    assert not second.writes_spec
