@@ -1,20 +1,27 @@
 """Sharded scheduler replicas (``--shard-mode=lease``) on a real kube-apiserver, audited by it.
 
-The apiserver of this module writes an audit log of every binding and Lease write
-(``tests/support/audit.py``); each replica's writes carry the field manager
+The apiserver of this module writes an audit log of every binding and Lease write, binding patches
+with their bodies (``tests/support/audit.py``); each replica's writes carry the field manager
 ``fleetsched-scheduler/<member>``, so the log says which replica wrote what and when, by the
 apiserver's own account. Owners are predicted with the scheduler's own rendezvous function over
-the member names.
+the member names, and every write is checked against its writer's OWN view at the time (its
+``shard_membership_changed`` log lines): active, and the rendezvous owner among the members it saw.
 
-- three replicas, a generated fleet: every binding gets what ``fleetsched simulate`` prints, two
-  successful writes each, both by its owner; the replicas' owned-bindings gauges add up;
-- kill -9 of a replica mid-backlog: the others drop it within the Lease duration and a few seconds
-  and schedule its share; every binding is written once (spec) and once (status), by its owner of
-  the moment;
+- three replicas (the default Lease timings: no member changes), a generated fleet: every binding
+  gets what ``fleetsched simulate`` prints, exactly two successful writes, both by its owner over
+  the three; the owned-bindings gauges add up to the fleet;
+- kill -9 of a replica mid-backlog (short timings from here on): the others drop it within the
+  Lease duration and some seconds and schedule its share; each result is written once;
 - a third replica joining two: about a third of the bindings change owner, all of them to the new
-  member, and none is written again;
+  member, and no result is written again;
 - a replica SIGSTOPped past its Lease: the others take its share; after SIGCONT it sends no
-  binding write until it holds its member Lease again, and then schedules its share of new ones.
+  binding write until it holds its member Lease again, then schedules its share of new ones.
+
+"Written once" is about the result (``spec.clusters``). Bindings Karmada schedules again whenever
+they are handled (Duplicated, or not a workload: §3.4 "AlwaysSchedule") get a further status
+patch (a new ``lastScheduledTime``) from a replica that gains them in a hand-off or after a lapse
+of its own, as they would from a restarted single scheduler; a new owner finding a result written
+without its status writes the status (and may refresh the explanation annotation).
 """
 
 from __future__ import annotations
