@@ -1,6 +1,7 @@
 """End-to-end scheduler benchmark on a real kube-apiserver + etcd.
 
-    .venv/bin/python bench/operator_e2e.py [--bindings 2000] [--rounds 3] [--apiserver-gogc 400]
+    .venv/bin/python bench/operator_e2e.py [--bindings 2000] [--rounds 3] [--replicas 1,2,3]
+        [--apiserver-gogc 400]
 
 1. Starts etcd + kube-apiserver (tests/support/controlplane.py) and creates the 100 Clusters of
    ``../shared/bench/fleet-100x5000.input.yaml`` with their status.
@@ -13,6 +14,12 @@
       API work as the operator does from creation to Scheduled.
    c. Operator: ``fleetsched scheduler`` runs as a process; the same N bindings are created as fast
       as the client can.
+   d. Sharded operator, for every count in ``--replicas`` above 1 (default 1,2,3): that many
+      ``fleetsched scheduler --shard-mode=lease`` processes (member Leases at the default timings)
+      agree on their members, then the same N bindings are created. Each prints bindings/s and its
+      ratio to the single-leader phase, writes per binding (the replicas' write counters), every
+      replica's CPU per binding (of all N, and of the bindings it owns), the scheduling core's part
+      and what is outside it, against the single replica of the same round.
    In every phase the same observing watch records when each binding first shows a Scheduled
    condition; each rate is N over the time from the first request to the last such condition, so
    the phases compare like with like. Each phase's bindings are deleted before the next phase.
@@ -71,7 +78,7 @@ from fleetsched.scheduler import Scheduler, Snapshot, render_into_binding  # noq
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict  # noqa: E402
 from tests.support.controlplane import ControlPlane  # noqa: E402
 from tests.support.karmada import as_applied  # noqa: E402
-from tests.support.processes import SchedulerProcess  # noqa: E402
+from tests.support.processes import SchedulerProcess, ShardedReplicas, ShardTimings  # noqa: E402
 
 FLEET = REPO.parent / "shared" / "bench" / "fleet-100x5000.input.yaml"
 RB_PATH = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
@@ -441,6 +448,7 @@ async def operator_run(setup: Setup, suffix: str = "") -> dict[str, Any]:
             created[doc["metadata"]["name"]] = time.perf_counter()
 
         requests_before = await apiserver_requests(client)
+        algorithm_before = proc.metric("karmada_scheduler_scheduling_algorithm_duration_seconds_sum")
         gc_before = {g: proc.metric("fleetsched_python_gc_seconds_total", generation=g) for g in "012"}
         gc_runs_before = {g: proc.metric("python_gc_collections_total", generation=g) for g in "012"}
         meter.start()
@@ -490,6 +498,7 @@ async def operator_run(setup: Setup, suffix: str = "") -> dict[str, Any]:
             "requests": requests,
             "cpu": cpu,
             "algorithm": algorithm,
+            "algorithm_run": algorithm - algorithm_before,
             "gc": gc_seconds,
             "gc_runs": gc_runs,
             "elapsed": last - first,
@@ -500,6 +509,103 @@ async def operator_run(setup: Setup, suffix: str = "") -> dict[str, Any]:
     finally:
         proc.stop()
         await clear(client, namespace)
+
+
+# The member Leases of the sharded phases: the scheduler's default timings (client-go's 15s/10s/2s).
+SHARD_TIMINGS = ShardTimings(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)
+
+
+async def sharded_run(setup: Setup, count: int, suffix: str = "") -> dict[str, Any]:
+    """The operator phase with ``count`` replicas in shard mode (``--shard-mode=lease``): they start,
+    agree on the members, go idle; then the same N bindings are created as fast as the client can.
+    Per replica: CPU during the run, the scheduling core's part of it, its share, writes, RSS."""
+    client, plane, args = setup.client, setup.plane, setup.args
+    namespace = await setup.namespace(f"bench-shard{count}{suffix}")
+    replicas = ShardedReplicas(
+        kubeconfig=plane.kubeconfig, workdir=setup.workdir / f"sharded{count}{suffix}", timings=SHARD_TIMINGS,
+        extra_args=(f"--workers={args.workers}", "--kube-api-qps=0", "--log-level=warning"),
+    )
+    identities = [f"r{i}" for i in range(count)]
+    try:
+        replicas.start(*identities, timeout=120)
+        replicas.wait_settled(timeout=120)
+        pids = {i: p.process.pid for i, p in replicas.replicas.items() if p.process is not None}
+        settle = sum([await wait_idle(pid) for pid in pids.values()])
+        docs = [in_namespace(b, namespace) for b in setup.bindings]
+        observer = Observer(client, namespace, {d["metadata"]["name"] for d in docs})
+        await observer.start()
+
+        def totals(name: str) -> dict[str, float]:
+            return {i: replicas[i].metric(name) for i in identities}
+
+        algorithm_before = totals("karmada_scheduler_scheduling_algorithm_duration_seconds_sum")
+        meter = CpuMeter({**plane_pids(plane), **pids})
+        meter.start()
+        first = time.perf_counter()
+        path = RB_PATH.format(ns=namespace)
+        await run_pool([lambda d=d: client.create(path, d) for d in docs], args.concurrency)
+        last = await observer.wait(log_hint=f"; see {setup.workdir / f'sharded{count}{suffix}'}")
+        meter.stop()
+        algorithm = {
+            i: v - algorithm_before[i]
+            for i, v in totals("karmada_scheduler_scheduling_algorithm_duration_seconds_sum").items()
+        }
+        return {
+            "replicas": count,
+            "rate": len(observer.seen) / (last - first),
+            "done": len(observer.seen),
+            "meter": meter,
+            "cpu": {i: meter.used[i] for i in identities},
+            "algorithm": algorithm,
+            "owned": totals("fleetsched_scheduler_owned_bindings"),
+            "writes": totals("fleetsched_scheduler_binding_writes_total"),
+            "conflicts": sum(totals("fleetsched_scheduler_write_conflicts_total").values()),
+            "drops": sum(totals("fleetsched_scheduler_not_owner_drops_total").values()),
+            "rss": {i: peak_rss_mib(pid)[0] for i, pid in pids.items()},
+            "settle": settle,
+            "outcomes": dict(sorted(Counter(observer.outcome.values()).items())),
+        }
+    finally:
+        replicas.stop()
+        await clear(client, namespace)
+
+
+def report_sharded(op: dict[str, Any], runs: list[dict[str, Any]], n: int) -> None:
+    """The sharded phases beside the single-leader operator phase of the same round."""
+    timings = SHARD_TIMINGS
+    print(
+        f"  sharded replicas (--shard-mode=lease, member Lease {timings.lease_duration:g}s/"
+        f"{timings.renew_deadline:g}s/{timings.retry_period:g}s), creation -> Scheduled condition:"
+    )
+    single_cpu = op["meter"].used["scheduler"]
+    single_outside = single_cpu - op["algorithm_run"]
+    print(
+        row("1 replica (the single-leader phase above)", op["rate"])
+        + f"; {op['writes'] / n:.2f} writes per binding\n"
+        f"    scheduler CPU {1000 * single_cpu / n:.2f} ms per binding: the scheduling core"
+        f" {1000 * op['algorithm_run'] / n:.2f}, outside the core {1000 * single_outside / n:.2f}"
+    )
+    for run in runs:
+        cpu, algorithm = sum(run["cpu"].values()), sum(run["algorithm"].values())
+        outside = cpu - algorithm
+        per_replica = ", ".join(
+            f"{i} {1000 * run['cpu'][i] / n:.2f} (owns {run['owned'][i]:.0f}:"
+            f" {1000 * run['cpu'][i] / max(run['owned'][i], 1):.2f} per own binding,"
+            f" {run['writes'][i]:.0f} writes, peak RSS {run['rss'][i]:.0f} MiB)"
+            for i in run["cpu"]
+        )
+        print(
+            row(f"{run['replicas']} replicas", run["rate"])
+            + f" = {run['rate'] / op['rate']:.2f}x of 1; {sum(run['writes'].values()) / n:.2f} writes per"
+            f" binding, {run['conflicts']:.0f} conflicts, {run['drops']:.0f} not-owner drops\n"
+            f"    scheduler CPU ms per binding, each replica: {per_replica}\n"
+            f"    all replicas {1000 * cpu / n:.2f} ms per binding ({cpu / single_cpu:.2f}x of 1 replica):"
+            f" the scheduling core {1000 * algorithm / n:.2f}, outside the core {1000 * outside / n:.2f}"
+            f" ({outside / single_outside:.2f}x of 1 replica)\n"
+            f"    {run['meter'].line(n)}"
+        )
+        if run["done"] != n:
+            print(f"  INCOMPLETE: only {run['done']} of {n} bindings got a Scheduled condition")
 
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/fleetsched-scheduler"
@@ -845,6 +951,11 @@ async def main_async(args: argparse.Namespace) -> int:
             op = await operator_run(setup, suffix)
             print(f"round {number + 1}: operator draining a backlog ...", file=sys.stderr)
             op["backlog"] = await backlog_run(setup, suffix)
+            op["sharded"] = []
+            for count in args.replicas:
+                if count > 1:
+                    print(f"round {number + 1}: {count} sharded replicas ...", file=sys.stderr)
+                    op["sharded"].append(await sharded_run(setup, count, suffix))
             rounds.append((plain, meters, op))
     finally:
         await client.close()
@@ -871,6 +982,14 @@ async def main_async(args: argparse.Namespace) -> int:
         }
         for label, values in series.items():
             print(f"{row(label, statistics.median(values))}  ({min(values):.1f}-{max(values):.1f})")
+        for position, count in enumerate(c for c in args.replicas if c > 1):
+            values = [o["sharded"][position]["rate"] for _, _, o in rounds]
+            ratios = [o["sharded"][position]["rate"] / o["rate"] for _, _, o in rounds]
+            label = f"operator, {count} sharded replicas, creation -> Scheduled condition"
+            print(
+                f"{row(label, statistics.median(values))}  ({min(values):.1f}-{max(values):.1f});"
+                f" {statistics.median(ratios):.2f}x of 1 replica ({min(ratios):.2f}-{max(ratios):.2f})"
+            )
         like = [o["rate"] / p["with_create"] for p, _, o in rounds]
         alone = [o["backlog"]["rate"] / p["writes_only"] for p, _, o in rounds]
         print(
@@ -879,7 +998,10 @@ async def main_async(args: argparse.Namespace) -> int:
             f" ({100 * min(like):.0f}-{100 * max(like):.0f}%); writes on existing bindings median"
             f" {100 * statistics.median(alone):.0f}% ({100 * min(alone):.0f}-{100 * max(alone):.0f}%)"
         )
-    incomplete = [o for _, _, o in rounds if o["done"] != n or o["backlog"]["done"] != n]
+    incomplete = [
+        o for _, _, o in rounds
+        if o["done"] != n or o["backlog"]["done"] != n or any(r["done"] != n for r in o["sharded"])
+    ]
     return 1 if incomplete else 0
 
 
@@ -932,6 +1054,19 @@ def report_round(
         f" {backlog['writes'] / n:.2f} writes per binding\n"
         f"    {backlog['meter'].line(n)}"
     )
+    if op["sharded"]:
+        report_sharded(op, op["sharded"], n)
+
+
+def replica_counts(text: str) -> list[int]:
+    """``--replicas 1,2,3``: distinct positive counts, 1 among them (the phases compare with it)."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if any(c < 1 for c in counts) or len(set(counts)) != len(counts) or 1 not in counts:
+        raise argparse.ArgumentTypeError(f"{text!r}: distinct counts >= 1, including 1 (e.g. 1,2,3)")
+    return sorted(counts)
 
 
 def main() -> int:
@@ -942,6 +1077,11 @@ def main() -> int:
     parser.add_argument(
         "--rounds", type=int, default=3,
         help="repeat plain client + operator on the same control plane (a shared 2-core machine is noisy)",
+    )
+    parser.add_argument(
+        "--replicas", type=replica_counts, default=[1, 2, 3], metavar="N,N,...",
+        help="scheduler replica counts to run each round (default 1,2,3): 1 is the single-leader operator"
+        " phase, every N > 1 a phase with N replicas in --shard-mode=lease on the same bindings",
     )
     parser.add_argument("--profile", help="run the scheduler under cProfile, writing stats to this file")
     parser.add_argument(

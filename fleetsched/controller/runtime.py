@@ -300,6 +300,9 @@ class ControllerRuntime:
     # keys of the objects it owns now (``note_owned``)
     membership: ShardMembership | None = None
     _owned: set[Hashable] | None = None
+    # keys that are this replica's by the members it sees but were dropped (or not pushed) while it
+    # was not active for a moment (a renewal or LIST running late): pushed again once it is
+    _parked: set[Hashable] | None = None
 
     async def process(self, entry: QueuedBinding) -> Outcome:
         raise NotImplementedError
@@ -425,6 +428,8 @@ class ControllerRuntime:
         if self.sharding is None:
             return True
         owned = self.owns(uid)
+        if not owned:
+            self._park_if_ours(key, uid)
         if self._owned is None:
             self._owned = set()
         before = len(self._owned)
@@ -458,6 +463,10 @@ class ControllerRuntime:
         self._owned = now
         for key in lost:
             self.queue.forget(key)
+        if change.active and self._parked:
+            gained_set = set(gained)
+            gained += [key for key in self._parked if key in now and key not in gained_set]
+            self._parked = None
         if gained:
             self.on_ownership_gained(gained)
         held = self.membership is not None and self.membership.holds
@@ -523,8 +532,33 @@ class ControllerRuntime:
     def on_done(self) -> None:
         """Called after ``queue.done`` (queue gauges)."""
 
+    def _park_if_ours(self, key: Hashable, uid: str | None) -> None:
+        """A key refused only because this replica is not active this instant (its view still names
+        it the owner) is kept, to be pushed again when it is: no membership change may follow, so
+        nothing else would push it."""
+        membership = self.membership
+        if membership is not None and uid is not None and membership.owner(uid) == membership.name:
+            if self._parked is None:
+                self._parked = set()
+            self._parked.add(key)
+
+    def push_parked(self) -> None:
+        """Once active again: push the parked keys this replica owns; forget the others."""
+        if not self._parked or self.membership is None or not self.membership.active:
+            return
+        parked, self._parked = self._parked, None
+        keys = [key for key in parked if self.owns_key(key)]
+        if keys:
+            self.on_ownership_gained(keys)
+
+    async def repush_parked(self, period: float) -> None:
+        while True:
+            await asyncio.sleep(period)
+            self.push_parked()
+
     def _drop_not_owned(self, entry: QueuedBinding) -> None:
         """Sharded: the key is another replica's (the owner has it in its own queue): forget it."""
+        self._park_if_ours(entry.key, self.uid_of(entry.key))
         _CURRENT.set(None)
         self.queue.done(entry, Outcome.DONE)
         self.queue.forget(entry.key)
@@ -621,6 +655,9 @@ class ControllerRuntime:
                 # a worker's write waiting for the rate limiter (or paused) is re-checked as it leaves
                 self.client.write_guard = self.guard_worker_write
             tasks.append(asyncio.create_task(self.membership.run(), name="shard-membership"))
+            tasks.append(
+                asyncio.create_task(self.repush_parked(sharding.retry_period), name="shard-repush-parked")
+            )
         if election is not None:
             store = ApiLeaseStore(self.client, election.namespace, election.name)
             kwargs: dict[str, Any] = {}

@@ -1,6 +1,7 @@
 """bench/operator_e2e.py still runs end to end (a small fleet, one round): it prints every phase,
-the live operator sends exactly two writes per binding in both operator phases, and every binding
-gets a Scheduled condition. It asserts nothing about time; the figures are the bench's to print."""
+the live operator sends exactly two writes per binding in both operator phases and in the phase
+with two sharded replicas, and every binding gets a Scheduled condition. It asserts nothing about
+time; the figures are the bench's to print."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_operator_benchmark_runs_every_phase() -> None:
     done = subprocess.run(
-        [sys.executable, "bench/operator_e2e.py", "--bindings", "40", "--rounds", "1", "--workers", "4"],
+        [
+            sys.executable, "bench/operator_e2e.py", "--bindings", "40", "--rounds", "1", "--workers", "4",
+            "--replicas", "1,2",
+        ],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -29,6 +33,14 @@ def test_the_operator_benchmark_runs_every_phase() -> None:
     assert "INCOMPLETE" not in out
     assert re.search(r"binding writes 80 \(2\.00 per binding\)", out)  # from creation
     assert re.search(r"2\.00 writes per binding\n", out)  # the backlog phase
+    # Two sharded replicas: every binding written twice in all, by one of them; both did a share.
+    two = r"2 replicas:\s+\d+\.\d bindings/s = \d+\.\d\dx of 1; 2\.00 writes per binding,"
+    assert re.search(two, out), out
+    each = re.findall(r"(r[01]) \d+\.\d\d \(owns (\d+): \d+\.\d\d per own binding, (\d+) writes", out)
+    assert sorted(i for i, _, _ in each) == ["r0", "r1"], out
+    assert sum(int(owned) for _, owned, _ in each) == 40
+    assert all(int(writes) == 2 * int(owned) for _, owned, writes in each)
+    assert re.search(r"all replicas \d+\.\d\d ms per binding .*outside the core \d+\.\d\d", out)
 
 
 def test_the_large_phase_runs_with_cluster_churn() -> None:

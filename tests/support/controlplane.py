@@ -625,18 +625,21 @@ class ControlPlane:
     def apply(self, yaml_text: str, *, server_side: bool = False) -> str:
         return self.apiserver.apply(yaml_text, server_side=server_side)
 
-    def add_apiserver(self, name: str, *, apply_crds: bool = False) -> APIServer:
+    def add_apiserver(
+        self, name: str, *, apply_crds: bool = False, extra_args: tuple[str, ...] = ()
+    ) -> APIServer:
         """Start another kube-apiserver on the shared etcd under its own prefix.
 
         A member cluster (``apply_crds=False``) holds Nodes and Pods; an isolated control plane
-        for one test (``apply_crds=True``) gets the CRDs too.
+        for one test (``apply_crds=True``) gets the CRDs too. ``extra_args`` are further
+        kube-apiserver flags (e.g. ``tests.support.audit.AuditLog.args``).
         """
         if name in self.members or name == self.apiserver.name:
             raise ValueError(f"apiserver {name!r} already exists")
         unique = f"{name}-{os.urandom(3).hex()}"
         server = APIServer(
             name=name, binaries=self.binaries, workdir=self.workdir / "members" / unique, pki=self.pki,
-            etcd_url=self.etcd.url, etcd_prefix=f"/{unique}",
+            etcd_url=self.etcd.url, etcd_prefix=f"/{unique}", extra_args=extra_args,
         )
         self.members[name] = server
         try:
