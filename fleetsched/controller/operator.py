@@ -2,15 +2,14 @@
 
 Data flow (design.md "Data flow in the operator"):
 
-  kopf raw watch events (bindings, Clusters) -> caches -> which keys to queue (decision.py)
+  watch events (bindings, Clusters; fleetsched.kube.watch) -> caches -> which keys to queue (decision.py)
   -> SchedulingQueue -> N workers: §3.4 decision, the pure core on the current cluster snapshot
   (in a core thread within the per-binding budget, compute.py; never on the event loop),
   the core's rendering -> at most two writes per binding (spec + annotations, then status),
   retried from a fresh read on 409 Conflict -> Events on the binding and its template.
 
 Only the Lease holder's workers take keys from the queue; standbys keep their caches and queue
-warm. kopf runs with raw event handlers only, standalone, with no-op persistence: it never writes
-annotations, finalizers or peering objects onto Karmada objects.
+warm. Watching writes nothing: no annotations, finalizers or peering objects on Karmada objects.
 """
 
 from __future__ import annotations
@@ -19,11 +18,10 @@ import asyncio
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import kopf
 import structlog
 
 from fleetsched.controller import decision, metrics, runtime
@@ -45,6 +43,7 @@ from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, Schedu
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
 from fleetsched.controller.writer import Patches, compute_patches, explanation, observed_generation_patch
+from fleetsched.kube import watch
 from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
 from fleetsched.scheduler.convert import (
@@ -555,26 +554,29 @@ class SchedulerOperator(ControllerRuntime):
         else:
             self._record(obj, WARNING, REASON_FAILED, result.condition.message)
 
-    # ---- kopf wiring ----------------------------------------------------------------------------
+    # ---- watches ------------------------------------------------------------------------------
 
-    def kopf_registry(self) -> kopf.OperatorRegistry:
-        registry = runtime.kopf_registry(self.connection)
+    def watching(self, *, stop: asyncio.Event, ready: asyncio.Event) -> Awaitable[Any]:
+        """The three watches (fleetsched.kube.watch, not kopf: its per-object worker tasks, queues and
+        timers cost more than the handling of the event), until ``stop``. managedFields are dropped
+        on arrival: nothing here reads them."""
 
-        # Async handlers run on the event loop; kopf would send sync ones to a thread pool per event.
-        async def on_rb(event: Mapping[str, Any]) -> None:
-            self.on_binding_event(RB, event.get("type"), dict(event["object"]))
+        def on_rb(event_type: str | None, obj: dict[str, Any]) -> None:
+            self.on_binding_event(RB, event_type, obj)
 
-        async def on_crb(event: Mapping[str, Any]) -> None:
-            self.on_binding_event(CRB, event.get("type"), dict(event["object"]))
+        def on_crb(event_type: str | None, obj: dict[str, Any]) -> None:
+            self.on_binding_event(CRB, event_type, obj)
 
-        async def on_cluster(event: Mapping[str, Any]) -> None:
-            self.on_cluster_event(event.get("type"), dict(event["object"]))
-
-        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, "resourcebindings", on_rb)
-        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, "clusterresourcebindings", on_crb)
-        runtime.on_raw_event(registry, CLUSTER_GROUP, CLUSTER_VERSION, "clusters", on_cluster)
-
-        return registry
+        work, clusters = f"{WORK_GROUP}/{WORK_VERSION}", f"{CLUSTER_GROUP}/{CLUSTER_VERSION}"
+        watches = [
+            watch.Watch(self.client, f"/apis/{work}/{PLURALS[RB]}", on_rb, api_version=work, kind=RB,
+                        transform=watch.strip_managed_fields),
+            watch.Watch(self.client, f"/apis/{work}/{PLURALS[CRB]}", on_crb, api_version=work, kind=CRB,
+                        transform=watch.strip_managed_fields),
+            watch.Watch(self.client, f"/apis/{clusters}/clusters", self.on_cluster_event,
+                        api_version=clusters, kind="Cluster", transform=watch.strip_managed_fields),
+        ]
+        return watch.run_watches(watches, stop=stop, ready=ready)
 
     # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 

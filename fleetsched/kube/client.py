@@ -1,9 +1,10 @@
-"""A small asynchronous Kubernetes REST client for the operator's writes, Leases and Events.
+"""A small asynchronous Kubernetes REST client for the operator's reads, writes, Leases, Events and
+watch streams (``stream``, which ``watch.py`` builds on).
 
-kopf watches; this client writes. It is an aiohttp session with the credentials from a kubeconfig
-(or the in-cluster service account), a client-side token-bucket limiter (``--kube-api-qps`` /
-``--kube-api-burst``, as client-go's), JSON merge patches, and errors that keep the API's status
-code and reason so callers can tell a 409 Conflict from the rest.
+It is an aiohttp session with the credentials from a kubeconfig (or the in-cluster service
+account), a client-side token-bucket limiter (``--kube-api-qps`` / ``--kube-api-burst``, as
+client-go's), JSON merge patches, and errors that keep the API's status code and reason so callers
+can tell a 409 Conflict from the rest.
 
 It must not know about bindings or scheduling.
 """
@@ -11,9 +12,10 @@ It must not know about bindings or scheduling.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,6 +200,28 @@ class KubeClient:
 
     async def delete(self, path: str) -> JsonObject:
         return await self.request("DELETE", path)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, path: str, params: Mapping[str, str], *, timeout: aiohttp.ClientTimeout
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """A streaming GET (a watch): yields an iterator over the body's chunks as they arrive.
+        A non-2xx answer raises ``ApiError`` before anything is yielded."""
+        await self.limiter.acquire()
+        async with self._session.get(
+            self.connection.server + path, params=params, timeout=timeout
+        ) as response:
+            if response.status >= 400:
+                raw = await response.read()
+                payload: Any = orjson.loads(raw) if raw[:1] == b"{" else {}
+                text = raw.decode("utf-8", "replace")
+                raise ApiError(
+                    response.status,
+                    payload.get("reason", "") or response.reason or "",
+                    payload.get("message", text),
+                    payload,
+                )
+            yield response.content.iter_any()
 
     async def list_all(self, path: str, *, page_size: int = 500) -> tuple[list[JsonObject], str]:
         """LIST with pagination; returns the items and the list's resourceVersion."""
