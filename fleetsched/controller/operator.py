@@ -521,7 +521,7 @@ class SchedulerOperator(ControllerRuntime):
     def _store_response(self, kind: str, response: dict[str, Any]) -> None:
         if response.get("metadata"):
             response.setdefault("kind", kind)
-            self.bindings[kind].upsert(response)
+            self.bindings[kind].upsert(watch.strip_managed_fields(response))  # as the watch does
 
     # ---- events ---------------------------------------------------------------------------------
 
