@@ -64,6 +64,7 @@ CLUSTER_GROUP, CLUSTER_VERSION = "cluster.karmada.io", "v1alpha1"
 RB, CRB = "ResourceBinding", "ClusterResourceBinding"
 PLURALS = {RB: "resourcebindings", CRB: "clusterresourcebindings"}
 MAX_CONFLICT_RETRIES = 5
+MAX_OWN_VERSIONS = 100_000
 # How often a binding held at Permit is looked at again (the plugin's timeout bounds the wait).
 PERMIT_POLL_SECONDS = 0.05
 
@@ -142,6 +143,8 @@ class SchedulerOperator(ControllerRuntime):
     events: EventRecorder | None = None
     # generation our own spec patch gives a binding: its watch event is not a user change
     own_generation: dict[QueueKey, int] = field(default_factory=dict)
+    # resourceVersions our own writes' answers carried (cached already): their watch events are skipped
+    own_versions: dict[str, None] = field(default_factory=dict)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
 
@@ -522,6 +525,15 @@ class SchedulerOperator(ControllerRuntime):
         if response.get("metadata"):
             response.setdefault("kind", kind)
             self.bindings[kind].upsert(watch.strip_managed_fields(response))  # as the watch does
+            version = response["metadata"].get("resourceVersion")
+            if version:
+                self.own_versions[version] = None
+                if len(self.own_versions) > MAX_OWN_VERSIONS:  # echoes lost with a broken watch
+                    del self.own_versions[next(iter(self.own_versions))]
+
+    def _is_own_write(self, version: str) -> bool:
+        """The watch event at ``version`` is the echo of one of our writes, whose answer is cached."""
+        return self.own_versions.pop(version, 0) is None
 
     # ---- events ---------------------------------------------------------------------------------
 
@@ -570,9 +582,9 @@ class SchedulerOperator(ControllerRuntime):
         work, clusters = f"{WORK_GROUP}/{WORK_VERSION}", f"{CLUSTER_GROUP}/{CLUSTER_VERSION}"
         watches = [
             watch.Watch(self.client, f"/apis/{work}/{PLURALS[RB]}", on_rb, api_version=work, kind=RB,
-                        transform=watch.strip_managed_fields),
+                        transform=watch.strip_managed_fields, skip_version=self._is_own_write),
             watch.Watch(self.client, f"/apis/{work}/{PLURALS[CRB]}", on_crb, api_version=work, kind=CRB,
-                        transform=watch.strip_managed_fields),
+                        transform=watch.strip_managed_fields, skip_version=self._is_own_write),
             watch.Watch(self.client, f"/apis/{clusters}/clusters", self.on_cluster_event,
                         api_version=clusters, kind="Cluster", transform=watch.strip_managed_fields),
         ]

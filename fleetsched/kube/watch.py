@@ -19,7 +19,9 @@ A handler that raises is logged (``event_handler_failed``) and the watch goes on
 ``run_watches`` runs several until a stop flag and says when all of them have listed once.
 
 Per event this does what the operator needs and no more: split the stream into lines, one
-``orjson.loads``, an optional ``transform`` (e.g. dropping ``metadata.managedFields``, which no
+``orjson.loads``, an optional ``skip_version`` asked before parsing (a controller skips the echoes
+of its own writes by the resourceVersion their answers carried: a resourceVersion names one write
+of one object), an optional ``transform`` (e.g. dropping ``metadata.managedFields``, which no
 controller here reads), the handler call. It must not know about bindings or scheduling.
 """
 
@@ -74,6 +76,27 @@ def strip_managed_fields(obj: JsonObject) -> JsonObject:
     return obj
 
 
+_VERSION_FIELD = b'"resourceVersion":"'
+
+
+def _probe_version(line: bytes) -> str | None:
+    """The object's resourceVersion read off a MODIFIED event's line without parsing it: its first
+    ``"resourceVersion":"`` is metadata's, as the API server writes keys in sorted order
+    (apiVersion, kind, metadata, spec, ...) and nothing in metadata before it holds such a key
+    (a quote inside a string value is escaped, so none matches). None when unsure."""
+    if not line.startswith(b'{"type":"MODIFIED"'):
+        return None
+    start = line.find(_VERSION_FIELD)
+    if start < 0:
+        return None
+    start += len(_VERSION_FIELD)
+    end = line.find(b'"', start, start + 24)
+    if end < 0:
+        return None
+    version = line[start:end]
+    return version.decode("ascii") if version.isdigit() else None
+
+
 def _object_key(obj: JsonObject) -> tuple[str, str]:
     metadata = obj.get("metadata") or {}
     return metadata.get("namespace") or "", metadata.get("name") or ""
@@ -92,6 +115,7 @@ class Watch:
         kind: str,
         settings: WatchSettings | None = None,
         transform: Transform | None = None,
+        skip_version: Callable[[str], bool] | None = None,
     ) -> None:
         self.client = client
         self.path = path
@@ -100,6 +124,7 @@ class Watch:
         self.kind = kind
         self.settings = settings or WatchSettings()
         self.transform = transform
+        self.skip_version = skip_version
         self.resource_version: str | None = None
         self.listed = asyncio.Event()  # set once the first LIST was handed over
         self._known: set[tuple[str, str]] = set()
@@ -171,6 +196,11 @@ class Watch:
             raise
 
     def _on_line(self, line: bytes) -> None:
+        if self.skip_version is not None:
+            version = _probe_version(line)
+            if version is not None and self.skip_version(version):
+                self.resource_version = version
+                return
         event = orjson.loads(line)
         kind = event.get("type")
         obj = event.get("object") or {}
