@@ -36,6 +36,8 @@ REASON_FAILED = "ScheduleBindingFailed"
 NORMAL = "Normal"
 WARNING = "Warning"
 COMPONENT = "fleetsched-scheduler"
+# Longest pause between two looks at ``busy()`` while Events are held back.
+MAX_BUSY_PAUSE = 1.0
 
 
 def success_message(kind: str, clusters: Iterable[Mapping[str, Any]]) -> str:
@@ -168,12 +170,16 @@ class EventRecorder:
         assert self.client is not None
         while True:
             event = await self.queue.get()
+            # While busy, look again after 50 ms, doubling up to a second: a long burst is not
+            # polled twenty times a second per sender (that was a tenth of the scheduler's CPU).
+            pause = 0.05
             while (
                 self.busy is not None
                 and self.busy()
                 and time.monotonic() - event.queued_at < self.max_deferral
             ):
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, MAX_BUSY_PAUSE)
             body = event_body(event, now=dt.datetime.now(dt.UTC), host=self._host)
             try:
                 await self.client.create(f"/api/v1/namespaces/{body['metadata']['namespace']}/events", body)

@@ -2,7 +2,7 @@
 
 Data flow (design.md "Data flow in the operator"):
 
-  kopf raw watch events (bindings, Clusters) -> caches -> which keys to queue (decision.py)
+  watch events (bindings, Clusters; fleetsched.kube.watch) -> caches -> which keys to queue (decision.py)
   -> SchedulingQueue -> N workers: §3.4 decision, the pure core on the current cluster snapshot
   (in a core thread within the per-binding budget, compute.py; never on the event loop),
   the core's rendering -> at most two writes per binding (spec + annotations, then status),
@@ -13,8 +13,7 @@ warm. In sharded mode (``--shard-mode=lease``, ``controller/shard.py``) every re
 and handles only the bindings it owns (rendezvous hashing of ``metadata.uid`` over the live
 members): ownership is checked at push, at pop and before every write.
 
-kopf runs with raw event handlers only, standalone, with no-op persistence: it never writes
-annotations, finalizers or peering objects onto Karmada objects.
+Watching writes nothing: no annotations, finalizers or peering objects on Karmada objects.
 """
 
 from __future__ import annotations
@@ -23,11 +22,10 @@ import asyncio
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Awaitable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import kopf
 import structlog
 
 from fleetsched.controller import decision, metrics, runtime
@@ -51,6 +49,7 @@ from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _e
 from fleetsched.controller.runtime import NotOwner as NotOwner  # raised by _ensure_leader, sharded
 from fleetsched.controller.shard import MembershipChange, ShardConfig
 from fleetsched.controller.writer import Patches, compute_patches, explanation, observed_generation_patch
+from fleetsched.kube import watch
 from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
 from fleetsched.scheduler.convert import (
@@ -71,6 +70,7 @@ CLUSTER_GROUP, CLUSTER_VERSION = "cluster.karmada.io", "v1alpha1"
 RB, CRB = "ResourceBinding", "ClusterResourceBinding"
 PLURALS = {RB: "resourcebindings", CRB: "clusterresourcebindings"}
 MAX_CONFLICT_RETRIES = 5
+MAX_OWN_VERSIONS = 100_000
 
 
 def binding_path(kind: str, key: str, *, status: bool = False) -> str:
@@ -156,6 +156,8 @@ class SchedulerOperator(ControllerRuntime):
     events: EventRecorder | None = None
     # generation our own spec patch gives a binding: its watch event is not a user change
     own_generation: dict[QueueKey, int] = field(default_factory=dict)
+    # resourceVersions our own writes' answers carried (cached already): their watch events are skipped
+    own_versions: dict[str, None] = field(default_factory=dict)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
 
@@ -600,7 +602,16 @@ class SchedulerOperator(ControllerRuntime):
     def _store_response(self, kind: str, response: dict[str, Any]) -> None:
         if response.get("metadata"):
             response.setdefault("kind", kind)
-            self.bindings[kind].upsert(response)
+            self.bindings[kind].upsert(watch.strip_managed_fields(response))  # as the watch does
+            version = response["metadata"].get("resourceVersion")
+            if version:
+                self.own_versions[version] = None
+                if len(self.own_versions) > MAX_OWN_VERSIONS:  # echoes lost with a broken watch
+                    del self.own_versions[next(iter(self.own_versions))]
+
+    def _is_own_write(self, version: str) -> bool:
+        """The watch event at ``version`` is the echo of one of our writes, whose answer is cached."""
+        return self.own_versions.pop(version, 0) is None
 
     # ---- events ---------------------------------------------------------------------------------
 
@@ -633,26 +644,29 @@ class SchedulerOperator(ControllerRuntime):
         else:
             self._record(obj, WARNING, REASON_FAILED, result.condition.message)
 
-    # ---- kopf wiring ----------------------------------------------------------------------------
+    # ---- watches ------------------------------------------------------------------------------
 
-    def kopf_registry(self) -> kopf.OperatorRegistry:
-        registry = runtime.kopf_registry(self.connection)
+    def watching(self, *, stop: asyncio.Event, ready: asyncio.Event) -> Awaitable[Any]:
+        """The three watches (fleetsched.kube.watch, not kopf: its per-object worker tasks, queues and
+        timers cost more than the handling of the event), until ``stop``. managedFields are dropped
+        on arrival: nothing here reads them."""
 
-        # Async handlers run on the event loop; kopf would send sync ones to a thread pool per event.
-        async def on_rb(event: Mapping[str, Any]) -> None:
-            self.on_binding_event(RB, event.get("type"), dict(event["object"]))
+        def on_rb(event_type: str | None, obj: dict[str, Any]) -> None:
+            self.on_binding_event(RB, event_type, obj)
 
-        async def on_crb(event: Mapping[str, Any]) -> None:
-            self.on_binding_event(CRB, event.get("type"), dict(event["object"]))
+        def on_crb(event_type: str | None, obj: dict[str, Any]) -> None:
+            self.on_binding_event(CRB, event_type, obj)
 
-        async def on_cluster(event: Mapping[str, Any]) -> None:
-            self.on_cluster_event(event.get("type"), dict(event["object"]))
-
-        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, "resourcebindings", on_rb)
-        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, "clusterresourcebindings", on_crb)
-        runtime.on_raw_event(registry, CLUSTER_GROUP, CLUSTER_VERSION, "clusters", on_cluster)
-
-        return registry
+        work, clusters = f"{WORK_GROUP}/{WORK_VERSION}", f"{CLUSTER_GROUP}/{CLUSTER_VERSION}"
+        watches = [
+            watch.Watch(self.client, f"/apis/{work}/{PLURALS[RB]}", on_rb, api_version=work, kind=RB,
+                        transform=watch.strip_managed_fields, skip_version=self._is_own_write),
+            watch.Watch(self.client, f"/apis/{work}/{PLURALS[CRB]}", on_crb, api_version=work, kind=CRB,
+                        transform=watch.strip_managed_fields, skip_version=self._is_own_write),
+            watch.Watch(self.client, f"/apis/{clusters}/clusters", self.on_cluster_event,
+                        api_version=clusters, kind="Cluster", transform=watch.strip_managed_fields),
+        ]
+        return watch.run_watches(watches, stop=stop, ready=ready)
 
     # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 

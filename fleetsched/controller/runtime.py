@@ -314,6 +314,18 @@ class ControllerRuntime:
     def kopf_registry(self) -> kopf.OperatorRegistry:
         raise NotImplementedError
 
+    def watching(self, *, stop: asyncio.Event, ready: asyncio.Event) -> Awaitable[Any]:
+        """What watches the API from the end of the initial sync until ``stop`` (setting ``ready``
+        once it watches): kopf with ``kopf_registry()``, unless the controller has its own."""
+        return kopf.operator(
+            registry=self.kopf_registry(),
+            settings=kopf_settings(),
+            clusterwide=True,
+            standalone=True,
+            stop_flag=stop,
+            ready_flag=ready,
+        )
+
     async def before_sync(self) -> None:
         """Checks against the API before the first LIST (retried with it)."""
 
@@ -580,17 +592,7 @@ class ControllerRuntime:
             return 0
         kopf_stop = asyncio.Event()
         kopf_ready = asyncio.Event()
-        kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=self.kopf_registry(),
-                settings=kopf_settings(),
-                clusterwide=True,
-                standalone=True,
-                stop_flag=kopf_stop,
-                ready_flag=kopf_ready,
-            ),
-            name="kopf",
-        )
+        kopf_task = asyncio.create_task(self.watching(stop=kopf_stop, ready=kopf_ready), name="watching")
         await asyncio.wait(
             [asyncio.ensure_future(kopf_ready.wait()), kopf_task], return_when=asyncio.FIRST_COMPLETED
         )

@@ -1,9 +1,10 @@
-"""A small asynchronous Kubernetes REST client for the operator's writes, Leases and Events.
+"""A small asynchronous Kubernetes REST client for the operator's reads, writes, Leases, Events and
+watch streams (``stream``, which ``watch.py`` builds on).
 
-kopf watches; this client writes. It is an aiohttp session with the credentials from a kubeconfig
-(or the in-cluster service account), a client-side token-bucket limiter (``--kube-api-qps`` /
-``--kube-api-burst``, as client-go's), JSON merge patches, and errors that keep the API's status
-code and reason so callers can tell a 409 Conflict from the rest.
+It is an aiohttp session with the credentials from a kubeconfig (or the in-cluster service
+account), a client-side token-bucket limiter (``--kube-api-qps`` / ``--kube-api-burst``, as
+client-go's), JSON merge patches, and errors that keep the API's status code and reason so callers
+can tell a 409 Conflict from the rest.
 
 It must not know about bindings or scheduling.
 """
@@ -11,14 +12,18 @@ It must not know about bindings or scheduling.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
+
+from fleetsched.kube import http1
 
 JsonObject = dict[str, Any]
 
@@ -117,6 +122,18 @@ class TokenBucket:
             self._tokens -= 1
 
 
+def _insecure(connection: Connection) -> ssl.SSLContext | None:
+    """An https connection without verification (``insecure``), with the client certificate if any."""
+    if not connection.server.startswith("https"):
+        return None
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if connection.certificate_path and connection.private_key_path:
+        context.load_cert_chain(connection.certificate_path, connection.private_key_path)
+    return context
+
+
 class KubeClient:
     """JSON over HTTPS to one API server. Create it inside the running event loop."""
 
@@ -148,6 +165,12 @@ class KubeClient:
         headers = {"User-Agent": user_agent, "Accept": "application/json"}
         if connection.token:
             headers["Authorization"] = f"Bearer {connection.token}"
+        self._http = http1.Http1Pool(
+            connection.server,
+            ssl_context=context if isinstance(context, ssl.SSLContext) else _insecure(connection),
+            headers=headers,
+        )
+        # watches (``stream``) keep aiohttp: one long request each
         self._session = aiohttp.ClientSession(
             base_url=None,
             headers=headers,
@@ -157,6 +180,7 @@ class KubeClient:
         )
 
     async def close(self) -> None:
+        await self._http.close()
         await self._session.close()
 
     async def request(
@@ -174,21 +198,19 @@ class KubeClient:
         query = dict(params or {})
         if self.field_manager and method in ("POST", "PUT", "PATCH"):
             query.setdefault("fieldManager", self.field_manager)
+        target = f"{path}?{urlencode(query)}" if query else path
         # orjson: bindings are several KiB of JSON each way, and stdlib json was a tenth of the
         # operator's CPU in the bench.
         data = None if body is None else orjson.dumps(body)
-        headers = {"Content-Type": content_type} if data is not None else None
-        async with self._session.request(
-            method, self.connection.server + path, data=data, params=query, headers=headers
-        ) as response:
-            raw = await response.read()
-            payload: Any = orjson.loads(raw) if raw[:1] in (b"{", b"[") else {}
-            if response.status >= 400:
-                text = raw.decode("utf-8", "replace")
-                reason = payload.get("reason", "") if isinstance(payload, dict) else ""
-                message = payload.get("message", text) if isinstance(payload, dict) else text
-                raise ApiError(response.status, reason or response.reason or "", message, payload)
-            return payload if isinstance(payload, dict) else {"items": payload}
+        response = await self._http.request(method, target, data, content_type)
+        raw = response.body
+        payload: Any = orjson.loads(raw) if raw[:1] in (b"{", b"[") else {}
+        if response.status >= 400:
+            text = raw.decode("utf-8", "replace")
+            reason = payload.get("reason", "") if isinstance(payload, dict) else ""
+            message = payload.get("message", text) if isinstance(payload, dict) else text
+            raise ApiError(response.status, reason or response.reason or "", message, payload)
+        return payload if isinstance(payload, dict) else {"items": payload}
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> JsonObject:
         return await self.request("GET", path, params=params)
@@ -204,6 +226,28 @@ class KubeClient:
 
     async def delete(self, path: str) -> JsonObject:
         return await self.request("DELETE", path)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, path: str, params: Mapping[str, str], *, timeout: aiohttp.ClientTimeout
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """A streaming GET (a watch): yields an iterator over the body's chunks as they arrive.
+        A non-2xx answer raises ``ApiError`` before anything is yielded."""
+        await self.limiter.acquire()
+        async with self._session.get(
+            self.connection.server + path, params=params, timeout=timeout
+        ) as response:
+            if response.status >= 400:
+                raw = await response.read()
+                payload: Any = orjson.loads(raw) if raw[:1] == b"{" else {}
+                text = raw.decode("utf-8", "replace")
+                raise ApiError(
+                    response.status,
+                    payload.get("reason", "") or response.reason or "",
+                    payload.get("message", text),
+                    payload,
+                )
+            yield response.content.iter_any()
 
     async def list_all(self, path: str, *, page_size: int = 500) -> tuple[list[JsonObject], str]:
         """LIST with pagination; returns the items and the list's resourceVersion."""

@@ -76,3 +76,20 @@ def test_the_large_phase_runs_with_cluster_churn() -> None:
     for found in reasons:
         assert sum(int(n) for n in re.findall(r": (\d+)", found)) == 40
     assert re.search(r"scheduler CPU per binding at 50 Clusters / at 20: \d+\.\d+x", out)
+
+
+def test_the_baseline_ref_runs_beside_the_current_scheduler() -> None:
+    """--baseline-ref: the operator phase also runs with another commit's scheduler (here HEAD's own
+    tree, from a detached worktree) in the same round, and both figures and their ratio are printed."""
+    done = subprocess.run(
+        [sys.executable, "bench/operator_e2e.py", "--bindings", "30", "--rounds", "1", "--workers", "4",
+         "--baseline-ref", "HEAD"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "INCOMPLETE" not in out
+    for label in ("current:", "HEAD:"):
+        figures = r"\s+\d+\.\d bindings/s; .* outside the core \d+\.\d\d ms per binding"
+        assert re.search(re.escape(label) + figures, out), out
+    assert re.search(r"outside the core, current / HEAD: median \d+\.\d\d", out)

@@ -1,0 +1,116 @@
+"""fleetsched.kube.http1: answers framed every way HTTP/1.1 allows are read whole, in any split;
+connections are reused until the server closes them, and a GET on one it closed silently is sent again."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from fleetsched.kube import http1
+
+
+def answer_of(*pieces: bytes) -> tuple[http1.Response | BaseException, bool]:
+    """Feed ``pieces`` to a connection waiting for an answer; what it got and whether it is reusable."""
+    loop = asyncio.new_event_loop()
+    try:
+        connection = http1._Connection()
+        waiter: asyncio.Future[http1.Response] = loop.create_future()
+        connection.waiter = waiter
+        for piece in pieces:
+            connection.data_received(piece)
+        if not waiter.done():
+            connection.connection_lost(None)
+        assert waiter.done()
+        exc = waiter.exception()
+        return (exc if exc is not None else waiter.result()), connection.keep_alive
+    finally:
+        loop.close()
+
+
+CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("pieces", "status", "body", "keep_alive"),
+    [
+        pytest.param([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"], 200, b"{}", True,
+                     id="content length"),
+        pytest.param([CHUNKED], 200, b"hello world", True, id="chunked with an extension"),
+        pytest.param([CHUNKED[:1], CHUNKED[1:30], CHUNKED[30:31], CHUNKED[31:]], 200,
+                     b"hello world", True, id="chunked, split anywhere"),
+        pytest.param([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\nX-T: 1\r\n\r\n"],
+                     200, b"ab", True, id="chunked with a trailer"),
+        pytest.param([b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 409 Conflict\r\nContent-Length: 1\r\n\r\nx"],
+                     409, b"x", True, id="an interim answer first"),
+        pytest.param([b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx"], 200, b"x",
+                     False, id="connection close"),
+        pytest.param([b"HTTP/1.1 200 OK\r\n\r\nuntil", b" the close"], 200, b"until the close", False,
+                     id="no framing: until the close"),
+        pytest.param([b"HTTP/1.1 204 No Content\r\n\r\n"], 204, b"", True, id="no content"),
+    ],
+)
+def test_an_answer_is_read_whole(pieces: list[bytes], status: int, body: bytes, keep_alive: bool) -> None:
+    got, reusable = answer_of(*pieces)
+    assert isinstance(got, http1.Response), got
+    assert (got.status, got.body, reusable) == (status, body, keep_alive)
+
+
+def test_a_close_mid_answer_or_before_it_is_a_connection_error() -> None:
+    got, _ = answer_of(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+    assert isinstance(got, ConnectionError) and "mid-answer" in str(got)
+    got, _ = answer_of()
+    assert isinstance(got, http1._Stale)
+    got, _ = answer_of(b"SMTP ready\r\n\r\n")
+    assert isinstance(got, ConnectionError) and "malformed" in str(got)
+
+
+def loopback_server(answers_per_connection: int, *, polite: bool) -> tuple[Any, list[int]]:
+    """An HTTP/1.1 server echoing bodies with keep-alive; after ``answers_per_connection`` answers it
+    closes the connection, saying so in the last answer when ``polite``."""
+    accepted: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        for number in range(answers_per_connection):
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length")), 0)
+            body = await reader.readexactly(length) + b"!"
+            close = b"Connection: close\r\n" if polite and number == answers_per_connection - 1 else b""
+            writer.write(b"HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s" % (close, len(body), body))
+            await writer.drain()
+        writer.close()
+
+    return serve, accepted
+
+
+async def test_connections_are_reused_until_the_server_says_close() -> None:
+    serve, accepted = loopback_server(2, polite=True)
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pool = http1.Http1Pool(f"http://127.0.0.1:{port}", ssl_context=None, headers={"User-Agent": "t"})
+    try:
+        bodies = [(await pool.request("PATCH", "/x", b"%d" % i)).body for i in range(5)]
+        assert bodies == [b"0!", b"1!", b"2!", b"3!", b"4!"]
+        assert len(accepted) == 3  # two answers per connection, then a new one
+    finally:
+        await pool.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_get_is_sent_again_when_its_reused_connection_was_closed_silently() -> None:
+    serve, accepted = loopback_server(1, polite=False)
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pool = http1.Http1Pool(f"http://127.0.0.1:{port}", ssl_context=None, headers={"User-Agent": "t"})
+    try:
+        for _ in range(3):
+            assert (await pool.request("GET", "/x")).body == b"!"
+        assert len(accepted) == 3
+    finally:
+        await pool.close()
+        server.close()
+        await server.wait_closed()

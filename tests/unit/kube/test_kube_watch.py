@@ -1,0 +1,78 @@
+"""fleetsched.kube.watch without a server: lines become events, bookmarks and skipped versions only
+move the resourceVersion, 410 means relist, and a relist hands over what vanished as DELETED."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from fleetsched.kube import watch
+
+
+def a_watch(received: list[tuple[str | None, dict[str, Any]]], **kwargs: Any) -> watch.Watch:
+    return watch.Watch(
+        None,  # type: ignore[arg-type]  # no request is made here
+        "/apis/example.io/v1/widgets",
+        lambda kind, obj: received.append((kind, obj)),
+        api_version="example.io/v1",
+        kind="Widget",
+        **kwargs,
+    )
+
+
+def test_the_version_probe_reads_metadata_s_version_and_nothing_else() -> None:
+    raw = b'{"type":"MODIFIED","object":' + orjson.dumps(
+        {"apiVersion": "v", "kind": "K", "metadata": {"annotations": {"a": '{"resourceVersion":"1"}'},
+                                                      "name": "w", "resourceVersion": "42"},
+         "spec": {"resource": {"resourceVersion": "7"}}}, option=orjson.OPT_SORT_KEYS) + b"}"
+    assert watch._probe_version(raw) == "42"
+    assert watch._probe_version(raw.replace(b"MODIFIED", b"ADDED", 1)) is None  # only echoes are skipped
+    assert watch._probe_version(b'{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"x1"}}}') is None
+
+
+def test_events_bookmarks_skips_and_gone() -> None:
+    received: list[tuple[str | None, dict[str, Any]]] = []
+    skipped: list[str] = []
+    w = a_watch(received, transform=watch.strip_managed_fields,
+                skip_version=lambda v: skipped.append(v) or v == "12")  # type: ignore[func-returns-value]
+
+    def event(kind: str, name: str, version: str) -> bytes:
+        obj = {"apiVersion": "example.io/v1", "kind": "Widget", "spec": {},
+               "metadata": {"managedFields": [{"manager": "m"}], "name": name, "resourceVersion": version}}
+        body = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        return b'{"type":"' + kind.encode() + b'","object":' + body + b"}"
+
+    w._on_line(event("ADDED", "a", "11"))
+    w._on_line(event("MODIFIED", "a", "12"))  # the echo of an own write: not parsed, not handed over
+    w._on_line(b'{"type":"BOOKMARK","object":{"kind":"Widget","metadata":{"resourceVersion":"15"}}}')
+    assert w.resource_version == "15"
+    w._on_line(event("MODIFIED", "a", "16"))
+    w._on_line(event("DELETED", "a", "17"))
+    assert [(k, o["metadata"]["resourceVersion"]) for k, o in received] == [
+        ("ADDED", "11"), ("MODIFIED", "16"), ("DELETED", "17")
+    ]
+    assert all("managedFields" not in o["metadata"] for _, o in received)
+    assert skipped == ["12", "16"]
+    with pytest.raises(watch.Gone):
+        w._on_line(b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}}')
+
+
+async def test_a_relist_hands_over_what_vanished_as_deleted() -> None:
+    received: list[tuple[str | None, dict[str, Any]]] = []
+    w = a_watch(received)
+    pages = [[{"metadata": {"name": "a", "namespace": "ns"}}, {"metadata": {"name": "b", "namespace": "ns"}}],
+             [{"metadata": {"name": "b", "namespace": "ns"}}]]
+
+    class Lister:
+        async def list_all(self, path: str, *, page_size: int) -> tuple[list[dict[str, Any]], str]:
+            return pages.pop(0), "100"
+
+    w.client = Lister()  # type: ignore[assignment]
+    await w._list()
+    await w._list()
+    assert [(k, o["metadata"]["name"], o["kind"]) for k, o in received] == [
+        (None, "a", "Widget"), (None, "b", "Widget"), (None, "b", "Widget"), ("DELETED", "a", "Widget")
+    ]
+    assert w.resource_version == "100"
