@@ -9,11 +9,12 @@ with Karmada's texts. Pure.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fleetsched.scheduler.errors import SchedulingError, UnschedulableError
-from fleetsched.scheduler.matching import cluster_matches
+from fleetsched.scheduler.matching import compile_affinity
 from fleetsched.scheduler.types import (
     AGGREGATED,
     DIVIDED,
@@ -40,6 +41,7 @@ DUPLICATED_STRATEGY = "Duplicated"
 AGGREGATED_STRATEGY = "Aggregated"
 STATIC_WEIGHT_STRATEGY = "StaticWeight"
 DYNAMIC_WEIGHT_STRATEGY = "DynamicWeight"
+_SECOND = operator.itemgetter(1)
 
 
 @dataclass(slots=True)
@@ -79,22 +81,43 @@ def webster(seats: int, votes: Mapping[str, int], *, uid: str = "") -> dict[str,
 
     Returns every party (0-seat ones too) in name order.
     """
-    names = sorted(votes)
-    result = dict.fromkeys(names, 0)
+    result = dict.fromkeys(sorted(votes), 0)
+    result.update(_webster_winners(seats, votes, uid=uid))
+    return result
+
+
+def _webster_winners(seats: int, votes: Mapping[str, int], *, uid: str = "") -> dict[str, int]:
+    """``webster``'s parties with at least one seat, in name order.
+
+    Only parties among the ``seats`` largest votes (ties at the boundary included) can win a seat:
+    each of those has a first quotient (its votes) above any smaller party's best quotient, so the
+    smaller one is never popped before ``seats`` seats are gone. A party with votes <= 0 never wins
+    while a positive one exists (a positive party's quotient stays above 0). The heap then holds
+    those candidates only and pops exactly as it would over every party (the literal division is
+    ``_webster_reference`` in tests/unit/scheduler/test_assign_webster.py)."""
     if seats <= 0 or sum(votes.values()) == 0:
-        return result
+        return {}
+    positive = [v for v in votes.values() if v > 0]
+    if not positive:
+        candidates: list[str] = sorted(votes)  # only non-positive votes: the literal division
+    elif len(positive) <= seats:
+        candidates = sorted(n for n, v in votes.items() if v > 0)
+    else:
+        threshold = heapq.nlargest(seats, positive)[-1]
+        candidates = sorted(n for n, v in votes.items() if v >= threshold)
     desc = uid != "" and (fnv1a_32(uid.encode()) & 1) == 1
     # The next seat goes to the highest votes/(2*seats+1); the heap holds (-priority, seats, name).
-    heap: list[tuple[float, int, str]] = []
-    for n in names:
-        heap.append((-(float(votes[n]) / 1.0), 0, _Desc(n) if desc else n))
+    heap: list[tuple[float, int, str]] = [
+        (-(float(votes[n]) / 1.0), 0, _Desc(n) if desc else n) for n in candidates
+    ]
     heapq.heapify(heap)
+    won: dict[str, int] = {}
     for _ in range(seats):
         _p, s, n = heapq.heappop(heap)
         s += 1
-        result[str(n)] = s
+        won[str(n)] = s
         heapq.heappush(heap, (-(float(votes[str(n)]) / float(2 * s + 1)), s, n))
-    return result
+    return {n: won[n] for n in candidates if n in won}
 
 
 def strategy_of(binding: SchedulingBinding) -> str | None:
@@ -125,8 +148,8 @@ def _int32_sum(values: Iterable[int]) -> int:
 
 def _stable_sort_desc(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
     # Go's sort.Sort is an insertion sort (stable) up to 12 elements; the recorded cases are all
-    # reproduced by a stable sort (scheduler.md §13).
-    return sorted(items, key=lambda item: -item[1])
+    # reproduced by a stable sort (scheduler.md §13). ``reverse`` keeps equal items in order.
+    return sorted(items, key=_SECOND, reverse=True)
 
 
 def _drop_zeros(targets: Iterable[TargetCluster]) -> list[TargetCluster]:
@@ -161,10 +184,14 @@ def _divide(
             if acc >= target:
                 avail = avail[: i + 1]
                 break
-    seats = webster(target, dict(avail), uid=uid)
-    # Zero-seat parties only matter when they hold replicas already (merge keeps their place).
-    held = {t.name for t in prior}
-    new = [TargetCluster(n, r) for n, r in seats.items() if r > 0 or n in held]
+    votes = dict(avail)
+    won = _webster_winners(target, votes, uid=uid)
+    # Zero-seat parties only matter when they hold replicas already (merge keeps their place), in
+    # name order among the winners.
+    held = {t.name for t in prior if t.name in votes and t.name not in won}
+    if held:
+        won = {n: won.get(n, 0) for n in sorted([*won, *held])}
+    new = [TargetCluster(n, r) for n, r in won.items()]
     return _merge(prior, new)
 
 
@@ -219,17 +246,17 @@ def _static(
     if prefs is None:
         weights = {c.name: 1 for c in selected}
     else:
+        rules = [(r.weight, compile_affinity(r.target)) for r in prefs.static_weight_list]
         for c in selected:
-            w = max(
-                (r.weight for r in prefs.static_weight_list if cluster_matches(c.cluster, r.target)),
-                default=0,
-            )
+            cluster = c.cluster
+            w = max((weight for weight, matches in rules if matches(cluster)), default=0)
             if w > 0:
                 weights[c.name] = w
     if sum(weights.values()) == 0:
         # Nothing matched: "divide evenly".
         weights = {c.name: 1 for c in selected}
-    seats = webster(replicas, weights, uid=binding.resource.uid)
+    # Zero-seat parties are dropped by every caller (``_drop_zeros``).
+    seats = _webster_winners(replicas, weights, uid=binding.resource.uid)
     return [TargetCluster(n, r) for n, r in seats.items()]
 
 

@@ -61,9 +61,17 @@ class ClusterAffinity:
             return [_PASSED if match(c) else _REJECTED for c in clusters]
         return [_PASSED if any(p(c) for p in predicates) else _REJECTED for c in clusters]
 
+    def score_key(self, ctx: FilterContext) -> Hashable:
+        """The score depends on nothing of the binding: one answer per cluster for all bindings."""
+        return ()
+
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """Always 0 in Karmada."""
         return 0
+
+    def score_clusters(self, ctx: FilterContext, clusters: Sequence[ClusterInfo]) -> list[int]:
+        """``score`` for every cluster."""
+        return [0] * len(clusters)
 
 
 def new(args: object, handle: Handle) -> ClusterAffinity:
