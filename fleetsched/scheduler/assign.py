@@ -22,6 +22,7 @@ from fleetsched.scheduler.types import (
     WEIGHTED,
     ClusterInfo,
     SchedulingBinding,
+    StaticWeightRule,
     TargetCluster,
 )
 
@@ -44,7 +45,7 @@ DYNAMIC_WEIGHT_STRATEGY = "DynamicWeight"
 _SECOND = operator.itemgetter(1)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ClusterDetail:
     """Karmada's ClusterDetailInfo: one feasible cluster with its numbers (§6.1)."""
 
@@ -53,10 +54,17 @@ class ClusterDetail:
     overflow_order: int
     allocatable: int  # int32 estimate of additional replicas
     available: int  # allocatable + replicas this binding already has there
+    name: str  # the cluster's, kept here: every stage reads it per cluster
 
-    @property
-    def name(self) -> str:
-        return self.cluster.name
+    def __init__(
+        self, cluster: ClusterInfo, score: int, overflow_order: int, allocatable: int, available: int
+    ) -> None:
+        self.cluster = cluster
+        self.score = score
+        self.overflow_order = overflow_order
+        self.allocatable = allocatable
+        self.available = available
+        self.name = cluster.name
 
 
 def fnv1a_32(data: bytes) -> int:
@@ -246,18 +254,45 @@ def _static(
     if prefs is None:
         weights = {c.name: 1 for c in selected}
     else:
-        rules = [(r.weight, compile_affinity(r.target)) for r in prefs.static_weight_list]
-        for c in selected:
-            cluster = c.cluster
-            w = max((weight for weight, matches in rules if matches(cluster)), default=0)
-            if w > 0:
-                weights[c.name] = w
+        weights = _static_weights(selected, prefs.static_weight_list)
     if sum(weights.values()) == 0:
         # Nothing matched: "divide evenly".
         weights = {c.name: 1 for c in selected}
     # Zero-seat parties are dropped by every caller (``_drop_zeros``).
     seats = _webster_winners(replicas, weights, uid=binding.resource.uid)
     return [TargetCluster(n, r) for n, r in seats.items()]
+
+
+def _static_weights(selected: Sequence[ClusterDetail], rules: Sequence[StaticWeightRule]) -> dict[str, int]:
+    """Per selected cluster name, the largest weight of the rules it matches, where positive.
+
+    A rule naming clusters only (no selector) matches exactly its names less the excluded ones, so
+    its clusters are found by name instead of by asking every cluster; other rules ask each. With
+    two selected clusters of one name, each is asked, as the literal loop did (the later wins)."""
+    names = [c.name for c in selected]
+    weights: dict[str, int] = {}
+    if len(set(names)) != len(names):
+        compiled = [(r.weight, compile_affinity(r.target)) for r in rules]
+        for c in selected:
+            w = max((weight for weight, matches in compiled if matches(c.cluster)), default=0)
+            if w > 0:
+                weights[c.name] = w
+        return weights
+    by_name = {c.name: c for c in selected}
+    for rule in rules:
+        if rule.weight <= 0:
+            continue  # a match can only lift a weight above 0
+        target = rule.target
+        if target.label_selector is None and target.field_selector is None and target.cluster_names:
+            excluded = set(target.exclude)
+            matched = [n for n in target.cluster_names if n in by_name and n not in excluded]
+        else:
+            matches = compile_affinity(target)
+            matched = [n for n in names if matches(by_name[n].cluster)]
+        for n in matched:
+            if rule.weight > weights.get(n, 0):
+                weights[n] = rule.weight
+    return weights
 
 
 def _run_strategy(

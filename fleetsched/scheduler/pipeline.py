@@ -347,7 +347,7 @@ class Scheduler:
             raise AttemptFailed(err, attempt.freeze(None, err)) from None
         finally:
             self._step(STEP_SELECT, started)
-        attempt.selected = tuple(c.name for c in selected)
+        attempt.selected = tuple([c.name for c in selected])
         fresh = reschedule_required(binding.reschedule_triggered_at, status.last_scheduled_time)
         started = time.perf_counter()
         try:

@@ -1,9 +1,10 @@
-"""The Sainte-Laguë division over its candidates only gives the literal division's seats (§9.2).
+"""Replica division shortcuts give the literal division's results (§9.2, §9.3).
 
 A differential test: ``assign._webster_winners`` (and ``webster`` built on it) heaps only the parties
 among the ``seats`` largest votes; ``_webster_reference`` below is the literal division over every
 party, as the scheduler had it. Random votes with many ties at the boundary, zeros, negative votes
-(int32 wraps), sums of zero, and both UID tie-breaker directions.
+(int32 wraps), sums of zero, and both UID tie-breaker directions. ``assign._static_weights`` finds
+the clusters of a rule that only names clusters by name; the literal loop asks every cluster.
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetsched.scheduler import assign
-from fleetsched.scheduler.assign import fnv1a_32, webster
+from fleetsched.scheduler.assign import ClusterDetail, fnv1a_32, webster
+from fleetsched.scheduler.matching import cluster_matches
+from fleetsched.scheduler.types import (
+    ClusterAffinity,
+    ClusterInfo,
+    FieldSelector,
+    LabelRequirement,
+    LabelSelector,
+    StaticWeightRule,
+)
 
 
 def _webster_reference(seats: int, votes: Mapping[str, int], *, uid: str = "") -> dict[str, int]:
@@ -75,3 +85,58 @@ def test_ties_at_the_boundary_go_by_name_and_direction() -> None:
             n: s for n, s in _webster_reference(2, votes, uid=uid).items() if s > 0
         }
     assert assign._webster_winners(2, votes) == {"a": 1, "b": 1}
+
+
+# ---- static weights: rules naming clusters are matched by name, the others by asking each --------
+
+cluster_names = st.sampled_from(["m1", "m2", "m3", "m4", "m5", "m6"])
+affinities = st.builds(
+    ClusterAffinity,
+    label_selector=st.one_of(
+        st.none(), st.builds(LabelSelector, match_labels=st.sampled_from([(), (("env", "prod"),)]))
+    ),
+    field_selector=st.one_of(
+        st.none(),
+        st.builds(
+            FieldSelector,
+            match_expressions=st.sampled_from(
+                [(), (LabelRequirement("region", "In", ("r1",)),), (LabelRequirement("provider", "Exists"),)]
+            ),
+        ),
+    ),
+    cluster_names=st.lists(cluster_names, max_size=4).map(tuple),
+    exclude=st.lists(cluster_names, max_size=2).map(tuple),
+)
+rules = st.lists(st.builds(StaticWeightRule, target=affinities, weight=st.integers(-2, 5)), max_size=5)
+
+
+def _literal_static_weights(selected: list[ClusterDetail], rules: list[StaticWeightRule]) -> dict[str, int]:
+    weights: dict[str, int] = {}
+    for c in selected:
+        w = max((r.weight for r in rules if cluster_matches(c.cluster, r.target)), default=0)
+        if w > 0:
+            weights[c.name] = w
+    return weights
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(
+    clusters=st.lists(
+        st.tuples(cluster_names, st.sampled_from(["prod", "dev"]), st.sampled_from(["", "r1", "r2"])),
+        min_size=1,
+        max_size=8,
+    ),
+    rules=rules,
+)
+def test_static_weights_match_the_literal_rule_loop(
+    clusters: list[tuple[str, str, str]], rules: list[StaticWeightRule]
+) -> None:
+    selected = [
+        ClusterDetail(
+            ClusterInfo(name, labels={"env": env}, region=region, provider="p" if region else ""), 0, 0, 1, 1
+        )
+        for name, env, region in clusters
+    ]
+    got = assign._static_weights(selected, rules)
+    expected = _literal_static_weights(selected, rules)
+    assert got == expected
