@@ -77,7 +77,7 @@ from fleetsched.scheduler.outcome import (
     PluginScore,
     SkippedPlugin,
 )
-from fleetsched.scheduler.types import ClusterInfo, TargetCluster
+from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, TargetCluster
 
 __all__ = [
     "POINT_PROTOCOLS",
@@ -1022,7 +1022,7 @@ class Framework:
             t0 = self._timer()
             try:
                 if slot.batch:
-                    asked = [clusters[i] for i in misses]
+                    asked = ClusterSelection([clusters[i] for i in misses], clusters, misses)
                     got = slot.plugin.filter_clusters(ctx, asked)  # type: ignore[attr-defined]
                     for i, status in zip(misses, got, strict=True):
                         answers[i] = status
@@ -1124,7 +1124,8 @@ class Framework:
             t0 = self._timer()
             try:
                 if slot.batch:
-                    got = slot.plugin.score_clusters(ctx, [clusters[i] for i in misses])  # type: ignore[attr-defined]
+                    asked = ClusterSelection([clusters[i] for i in misses], clusters, misses)
+                    got = slot.plugin.score_clusters(ctx, asked)  # type: ignore[attr-defined]
                     for i, score in zip(misses, got, strict=True):
                         answers[i] = int(score)
                 else:
