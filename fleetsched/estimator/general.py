@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -24,7 +25,13 @@ import numpy as np
 
 from fleetsched.api.quantity import Format, Quantity
 from fleetsched.estimator.resources import is_scalar_resource
-from fleetsched.scheduler.types import MAX_INT32, ClusterInfo, Component, ReplicaRequirements
+from fleetsched.scheduler.types import (
+    MAX_INT32,
+    ClusterInfo,
+    ClusterSelection,
+    Component,
+    ReplicaRequirements,
+)
 
 __all__ = ["GeneralEstimator", "estimate_cluster", "estimate_component_sets", "is_scalar_resource"]
 
@@ -576,13 +583,49 @@ def _table_rows(clusters: Sequence[ClusterInfo]) -> tuple[_Table, np.ndarray] | 
     return lineage.place(clusters, codes)
 
 
+# Rows of whole snapshots, found by the snapshot's cluster tuple (kept here, so compared by
+# identity): a ``ClusterSelection`` names its rows by position, so the per-cluster lookup of
+# ``_table_rows`` runs once per snapshot (a heartbeat's snapshot derives its table from the
+# lineage, one row replaced), not once per call.
+_SNAPSHOT_TABLES: OrderedDict[int, tuple[tuple[ClusterInfo, ...], tuple[_Table, np.ndarray] | None]] = (
+    OrderedDict()
+)
+_SNAPSHOT_TABLES_LIMIT = 4
+_snapshot_tables_lock = threading.Lock()
+
+
+def _snapshot_rows(selection: ClusterSelection) -> tuple[_Table, np.ndarray] | None:
+    """The table of ``selection``'s snapshot and the selection's rows in it; None where the scalar
+    path must answer (as ``_table_rows``)."""
+    snapshot = selection.snapshot
+    key = id(snapshot)
+    with _snapshot_tables_lock:
+        found = _SNAPSHOT_TABLES.get(key)
+        if found is not None and found[0] is snapshot:
+            _SNAPSHOT_TABLES.move_to_end(key)
+            whole = found[1]
+        else:
+            found = None
+    if found is None:
+        whole = _table_rows(snapshot)
+        with _snapshot_tables_lock:
+            _SNAPSHOT_TABLES[key] = (snapshot, whole)
+            _SNAPSHOT_TABLES.move_to_end(key)
+            while len(_SNAPSHOT_TABLES) > _SNAPSHOT_TABLES_LIMIT:
+                _SNAPSHOT_TABLES.popitem(last=False)
+    if whole is None:
+        return None
+    table, rows = whole
+    return table, rows[np.asarray(selection.positions, dtype=np.intp)]
+
+
 def _estimate_many(
     clusters: Sequence[ClusterInfo], request: _Request | None, resource_modeling: bool
 ) -> list[int] | None:
     """``[_estimate(c) for c in clusters]`` over arrays; ``None`` where the scalar path must answer."""
     if not _request_safe(request):
         return None
-    found = _table_rows(clusters)
+    found = _snapshot_rows(clusters) if isinstance(clusters, ClusterSelection) else _table_rows(clusters)
     if found is None:
         return None
     table, rows = found

@@ -9,11 +9,12 @@ with Karmada's texts. Pure.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fleetsched.scheduler.errors import SchedulingError, UnschedulableError
-from fleetsched.scheduler.matching import cluster_matches
+from fleetsched.scheduler.matching import compile_affinity
 from fleetsched.scheduler.types import (
     AGGREGATED,
     DIVIDED,
@@ -21,6 +22,7 @@ from fleetsched.scheduler.types import (
     WEIGHTED,
     ClusterInfo,
     SchedulingBinding,
+    StaticWeightRule,
     TargetCluster,
 )
 
@@ -40,9 +42,10 @@ DUPLICATED_STRATEGY = "Duplicated"
 AGGREGATED_STRATEGY = "Aggregated"
 STATIC_WEIGHT_STRATEGY = "StaticWeight"
 DYNAMIC_WEIGHT_STRATEGY = "DynamicWeight"
+_SECOND = operator.itemgetter(1)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ClusterDetail:
     """Karmada's ClusterDetailInfo: one feasible cluster with its numbers (§6.1)."""
 
@@ -51,10 +54,17 @@ class ClusterDetail:
     overflow_order: int
     allocatable: int  # int32 estimate of additional replicas
     available: int  # allocatable + replicas this binding already has there
+    name: str  # the cluster's, kept here: every stage reads it per cluster
 
-    @property
-    def name(self) -> str:
-        return self.cluster.name
+    def __init__(
+        self, cluster: ClusterInfo, score: int, overflow_order: int, allocatable: int, available: int
+    ) -> None:
+        self.cluster = cluster
+        self.score = score
+        self.overflow_order = overflow_order
+        self.allocatable = allocatable
+        self.available = available
+        self.name = cluster.name
 
 
 def fnv1a_32(data: bytes) -> int:
@@ -79,22 +89,43 @@ def webster(seats: int, votes: Mapping[str, int], *, uid: str = "") -> dict[str,
 
     Returns every party (0-seat ones too) in name order.
     """
-    names = sorted(votes)
-    result = dict.fromkeys(names, 0)
+    result = dict.fromkeys(sorted(votes), 0)
+    result.update(_webster_winners(seats, votes, uid=uid))
+    return result
+
+
+def _webster_winners(seats: int, votes: Mapping[str, int], *, uid: str = "") -> dict[str, int]:
+    """``webster``'s parties with at least one seat, in name order.
+
+    Only parties among the ``seats`` largest votes (ties at the boundary included) can win a seat:
+    each of those has a first quotient (its votes) above any smaller party's best quotient, so the
+    smaller one is never popped before ``seats`` seats are gone. A party with votes <= 0 never wins
+    while a positive one exists (a positive party's quotient stays above 0). The heap then holds
+    those candidates only and pops exactly as it would over every party (the literal division is
+    ``_webster_reference`` in tests/unit/scheduler/test_assign_webster.py)."""
     if seats <= 0 or sum(votes.values()) == 0:
-        return result
+        return {}
+    positive = [v for v in votes.values() if v > 0]
+    if not positive:
+        candidates: list[str] = sorted(votes)  # only non-positive votes: the literal division
+    elif len(positive) <= seats:
+        candidates = sorted(n for n, v in votes.items() if v > 0)
+    else:
+        threshold = heapq.nlargest(seats, positive)[-1]
+        candidates = sorted(n for n, v in votes.items() if v >= threshold)
     desc = uid != "" and (fnv1a_32(uid.encode()) & 1) == 1
     # The next seat goes to the highest votes/(2*seats+1); the heap holds (-priority, seats, name).
-    heap: list[tuple[float, int, str]] = []
-    for n in names:
-        heap.append((-(float(votes[n]) / 1.0), 0, _Desc(n) if desc else n))
+    heap: list[tuple[float, int, str]] = [
+        (-(float(votes[n]) / 1.0), 0, _Desc(n) if desc else n) for n in candidates
+    ]
     heapq.heapify(heap)
+    won: dict[str, int] = {}
     for _ in range(seats):
         _p, s, n = heapq.heappop(heap)
         s += 1
-        result[str(n)] = s
+        won[str(n)] = s
         heapq.heappush(heap, (-(float(votes[str(n)]) / float(2 * s + 1)), s, n))
-    return result
+    return {n: won[n] for n in candidates if n in won}
 
 
 def strategy_of(binding: SchedulingBinding) -> str | None:
@@ -125,8 +156,8 @@ def _int32_sum(values: Iterable[int]) -> int:
 
 def _stable_sort_desc(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
     # Go's sort.Sort is an insertion sort (stable) up to 12 elements; the recorded cases are all
-    # reproduced by a stable sort (scheduler.md §13).
-    return sorted(items, key=lambda item: -item[1])
+    # reproduced by a stable sort (scheduler.md §13). ``reverse`` keeps equal items in order.
+    return sorted(items, key=_SECOND, reverse=True)
 
 
 def _drop_zeros(targets: Iterable[TargetCluster]) -> list[TargetCluster]:
@@ -161,10 +192,14 @@ def _divide(
             if acc >= target:
                 avail = avail[: i + 1]
                 break
-    seats = webster(target, dict(avail), uid=uid)
-    # Zero-seat parties only matter when they hold replicas already (merge keeps their place).
-    held = {t.name for t in prior}
-    new = [TargetCluster(n, r) for n, r in seats.items() if r > 0 or n in held]
+    votes = dict(avail)
+    won = _webster_winners(target, votes, uid=uid)
+    # Zero-seat parties only matter when they hold replicas already (merge keeps their place), in
+    # name order among the winners.
+    held = {t.name for t in prior if t.name in votes and t.name not in won}
+    if held:
+        won = {n: won.get(n, 0) for n in sorted([*won, *held])}
+    new = [TargetCluster(n, r) for n, r in won.items()]
     return _merge(prior, new)
 
 
@@ -219,18 +254,45 @@ def _static(
     if prefs is None:
         weights = {c.name: 1 for c in selected}
     else:
-        for c in selected:
-            w = max(
-                (r.weight for r in prefs.static_weight_list if cluster_matches(c.cluster, r.target)),
-                default=0,
-            )
-            if w > 0:
-                weights[c.name] = w
+        weights = _static_weights(selected, prefs.static_weight_list)
     if sum(weights.values()) == 0:
         # Nothing matched: "divide evenly".
         weights = {c.name: 1 for c in selected}
-    seats = webster(replicas, weights, uid=binding.resource.uid)
+    # Zero-seat parties are dropped by every caller (``_drop_zeros``).
+    seats = _webster_winners(replicas, weights, uid=binding.resource.uid)
     return [TargetCluster(n, r) for n, r in seats.items()]
+
+
+def _static_weights(selected: Sequence[ClusterDetail], rules: Sequence[StaticWeightRule]) -> dict[str, int]:
+    """Per selected cluster name, the largest weight of the rules it matches, where positive.
+
+    A rule naming clusters only (no selector) matches exactly its names less the excluded ones, so
+    its clusters are found by name instead of by asking every cluster; other rules ask each. With
+    two selected clusters of one name, each is asked, as the literal loop did (the later wins)."""
+    names = [c.name for c in selected]
+    weights: dict[str, int] = {}
+    if len(set(names)) != len(names):
+        compiled = [(r.weight, compile_affinity(r.target)) for r in rules]
+        for c in selected:
+            w = max((weight for weight, matches in compiled if matches(c.cluster)), default=0)
+            if w > 0:
+                weights[c.name] = w
+        return weights
+    by_name = {c.name: c for c in selected}
+    for rule in rules:
+        if rule.weight <= 0:
+            continue  # a match can only lift a weight above 0
+        target = rule.target
+        if target.label_selector is None and target.field_selector is None and target.cluster_names:
+            excluded = set(target.exclude)
+            matched = [n for n in target.cluster_names if n in by_name and n not in excluded]
+        else:
+            matches = compile_affinity(target)
+            matched = [n for n in names if matches(by_name[n].cluster)]
+        for n in matched:
+            if rule.weight > weights.get(n, 0):
+                weights[n] = rule.weight
+    return weights
 
 
 def _run_strategy(

@@ -10,10 +10,12 @@ Pure functions.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeGuard
 
-from fleetsched.labels import Requirement, compile_requirement, tolerates, zones_match
+from fleetsched.labels import Requirement, compile_requirement, parse_int64, tolerates, zones_match
 from fleetsched.scheduler.types import (
     ClusterAffinity,
     ClusterInfo,
@@ -22,7 +24,10 @@ from fleetsched.scheduler.types import (
 )
 
 __all__ = [
+    "ClusterIndex",
+    "affinity_mask",
     "clear_caches",
+    "cluster_index",
     "cluster_matches",
     "compile_affinity",
     "label_selector_matches",
@@ -116,7 +121,143 @@ def compile_affinity(affinity: ClusterAffinity) -> Callable[[ClusterInfo], bool]
     return matches
 
 
+class ClusterIndex:
+    """The clusters of one snapshot by what an affinity reads, as bit masks (bit i: position i):
+    per label key its values and presence, the same for the provider and region fields (present
+    when not empty), per zone the clusters listing it, and per name its positions. An affinity is
+    then matched against every cluster with a few integer operations (``affinity_mask``)."""
+
+    __slots__ = ("all", "fields", "labels", "names", "size", "with_zones", "zones")
+
+    def __init__(self, clusters: Sequence[ClusterInfo]) -> None:
+        self.size = len(clusters)
+        self.all = (1 << self.size) - 1
+        # key -> (presence mask, value -> mask)
+        self.labels: dict[str, tuple[int, dict[str, int]]] = {}
+        self.fields: dict[str, tuple[int, dict[str, int]]] = {}
+        self.zones: dict[str, int] = {}
+        self.names: dict[str, int] = {}
+        self.with_zones = 0
+        labels: dict[str, dict[str, int]] = {}
+        fields: dict[str, dict[str, int]] = {"provider": {}, "region": {}}
+        for i, c in enumerate(clusters):
+            bit = 1 << i
+            self.names[c.name] = self.names.get(c.name, 0) | bit
+            for k, v in c.labels.items():
+                values = labels.setdefault(k, {})
+                values[v] = values.get(v, 0) | bit
+            if c.provider:
+                fields["provider"][c.provider] = fields["provider"].get(c.provider, 0) | bit
+            if c.region:
+                fields["region"][c.region] = fields["region"].get(c.region, 0) | bit
+            if c.zones:
+                self.with_zones |= bit
+                for z in c.zones:
+                    self.zones[z] = self.zones.get(z, 0) | bit
+        for source, target in ((labels, self.labels), (fields, self.fields)):
+            for k, values in source.items():
+                present = 0
+                for m in values.values():
+                    present |= m
+                target[k] = (present, values)
+
+    def names_mask(self, names: Sequence[str]) -> int:
+        m = 0
+        for n in names:
+            m |= self.names.get(n, 0)
+        return m
+
+
+def _requirement_mask(r: Requirement, keyed: dict[str, tuple[int, dict[str, int]]], full: int) -> int:
+    """``Requirement.matches`` of every cluster: those whose map (labels or fields) satisfies ``r``."""
+    present, values = keyed.get(r.key, (0, {}))
+    op = r.operator
+    if op in ("In", "NotIn"):
+        m = 0
+        for v in r.values:
+            m |= values.get(v, 0)
+        return m if op == "In" else full & ~m
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return full & ~present
+    m = 0  # Gt / Lt: present and parsing as an int64
+    for v, mask in values.items():
+        number = parse_int64(v)
+        if number is not None and (number > r.bound if op == "Gt" else number < r.bound):
+            m |= mask
+    return m
+
+
+def _zone_mask(z: LabelRequirement, index: ClusterIndex) -> int:
+    """``zones_match`` of every cluster."""
+    op = z.operator
+    if op in ("In", "NotIn"):
+        m = 0
+        for v in set(z.values):
+            m |= index.zones.get(v, 0)
+        return m if op == "In" else index.all & ~m
+    if op == "Exists":
+        return index.with_zones
+    if op == "DoesNotExist":
+        return index.all & ~index.with_zones
+    return 0
+
+
+def affinity_mask(affinity: ClusterAffinity, index: ClusterIndex) -> int:
+    """``cluster_matches(cluster, affinity)`` of every cluster of ``index``, as a bit mask."""
+    m = index.all
+    if affinity.exclude:
+        m &= ~index.names_mask(affinity.exclude)
+    if affinity.label_selector is not None:
+        sel = affinity.label_selector
+        raw = tuple(LabelRequirement(k, "In", (v,)) for k, v in sel.match_labels) + sel.match_expressions
+        compiled = tuple(_compile(r, allow_compare=False) for r in raw)
+        if not _all_valid(compiled):
+            return 0
+        for r in compiled:
+            m &= _requirement_mask(r, index.labels, index.all)
+    if affinity.field_selector is not None:
+        exprs = affinity.field_selector.match_expressions
+        fields = tuple(_compile(r, allow_compare=True) for r in exprs if r.key != "zone")
+        if not _all_valid(fields):
+            return 0
+        for z in exprs:
+            if z.key == "zone":
+                m &= _zone_mask(z, index)
+        for r in fields:
+            m &= _requirement_mask(r, index.fields, index.all)
+    if affinity.cluster_names:
+        m &= index.names_mask(affinity.cluster_names)
+    return m
+
+
+# Indexes of whole snapshots, found by the snapshot's cluster tuple (kept here, so compared by
+# identity): built once per snapshot, when an affinity is first matched against it.
+_INDEXES: OrderedDict[int, tuple[tuple[ClusterInfo, ...], ClusterIndex]] = OrderedDict()
+_INDEXES_LIMIT = 4
+_indexes_lock = threading.Lock()
+
+
+def cluster_index(snapshot: tuple[ClusterInfo, ...]) -> ClusterIndex:
+    """The ``ClusterIndex`` of a snapshot's clusters (built once per snapshot)."""
+    key = id(snapshot)
+    with _indexes_lock:
+        found = _INDEXES.get(key)
+        if found is not None and found[0] is snapshot:
+            _INDEXES.move_to_end(key)
+            return found[1]
+    index = ClusterIndex(snapshot)
+    with _indexes_lock:
+        _INDEXES[key] = (snapshot, index)
+        while len(_INDEXES) > _INDEXES_LIMIT:
+            _INDEXES.popitem(last=False)
+    return index
+
+
 def clear_caches() -> None:
     """Forget every compiled selector (benchmarks start each round cold)."""
     compile_affinity.cache_clear()
     _compile.cache_clear()
+    with _indexes_lock:
+        _INDEXES.clear()

@@ -11,12 +11,15 @@ driver overlaps them). The core itself never waits on a network.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.scheduler.assign import ClusterDetail, assign_replicas, strategy_of
@@ -43,18 +46,19 @@ from fleetsched.scheduler.framework.runtime import (
     PointObserver,
     SerialDriver,
 )
-from fleetsched.scheduler.matching import cluster_matches
+from fleetsched.scheduler.matching import compile_affinity
 from fleetsched.scheduler.outcome import (
     ClusterNumbers,
     ClusterVerdict,
     GroupAttempt,
     ScheduleResult,
 )
-from fleetsched.scheduler.select import order_key, select_clusters
+from fleetsched.scheduler.select import select_clusters
 from fleetsched.scheduler.types import (
     MAX_INT32,
     BindingStatus,
     ClusterInfo,
+    ClusterSelection,
     PeerBinding,
     SchedulingBinding,
     TargetCluster,
@@ -80,6 +84,9 @@ class Snapshot:
         "_base_verdicts",
         "_deleting",
         "_live",
+        "_position",
+        "_rank_list",
+        "_ranks",
         "clusters",
         "generation",
         "names",
@@ -97,6 +104,9 @@ class Snapshot:
         self._base_verdicts: tuple[ClusterVerdict, ...] | None = None
         self._deleting: list[int] | None = None
         self._live: list[int] | None = None
+        self._position: dict[str, int] | None = None
+        self._ranks: np.ndarray | None = None
+        self._rank_list: list[int] | None = None
 
     def replaced(self, changes: Mapping[int, ClusterInfo]) -> Snapshot:
         """This snapshot with the cluster at each position of ``changes`` replaced by a new value of
@@ -115,6 +125,8 @@ class Snapshot:
         new.peers = self.peers
         new.generation = next(_generations)
         new.parent = (self.generation, tuple(sorted(changes)))
+        # they follow from the names alone
+        new._position, new._ranks, new._rank_list = self._position, self._ranks, self._rank_list
         if deletion_changed:
             new._base_verdicts = new._deleting = new._live = None
         else:  # they follow from names and deletion only
@@ -132,6 +144,33 @@ class Snapshot:
         if self._live is None:
             self._live = [i for i, c in enumerate(self.clusters) if not c.deleting]
         return self._live
+
+    def position(self) -> dict[str, int]:
+        """Cluster name -> its (first) position."""
+        if self._position is None:
+            position: dict[str, int] = {}
+            for i, name in enumerate(self.names):
+                position.setdefault(name, i)
+            self._position = position
+        return self._position
+
+    def unique_names(self) -> bool:
+        return len(self.position()) == len(self.names)
+
+    def name_ranks(self) -> np.ndarray:
+        """Per position, the rank of the cluster's name in name order (equal names, equal ranks):
+        the name part of the global cluster order (§6.2) as an integer."""
+        if self._ranks is None:
+            rank = {name: r for r, name in enumerate(sorted(set(self.names)))}
+            self._rank_list = [rank[name] for name in self.names]
+            self._ranks = np.array(self._rank_list, dtype=np.intp)
+        return self._ranks
+
+    def name_rank_list(self) -> list[int]:
+        if self._rank_list is None:
+            self.name_ranks()
+        assert self._rank_list is not None
+        return self._rank_list
 
     def base_verdicts(self) -> tuple[ClusterVerdict, ...]:
         """Per cluster: feasible unless being deleted, before any plugin has spoken."""
@@ -298,26 +337,24 @@ class Scheduler:
             raise AttemptFailed(err, attempt.freeze(None, err))
         overflow_term = _overflow_term(binding, observed_name)
         attempt.overflow = overflow_term is not None
-        allocatable = self._allocatable_replicas(binding, fo.feasible)
-        held: dict[str, int] = {}
-        for t in binding.clusters:
-            held.setdefault(t.name, t.replicas)
-        details: list[ClusterDetail] = []
+        feasible = fo.feasible
+        allocatable = self._allocatable_replicas(binding, feasible, snapshot, fo.feasible_index)
+        available = _available(binding, allocatable, snapshot, fo.feasible_index)
         totals = fo.totals
-        for i, c in enumerate(fo.feasible):
-            order = 0 if overflow_term is None else _overflow_order(c, overflow_term)
-            details.append(
-                ClusterDetail(c, totals[i], order, allocatable[i], allocatable[i] + held.get(c.name, 0))
-            )
-        unsorted = list(details)
-        details.sort(key=order_key)
+        orders = _overflow_orders(feasible, overflow_term) if overflow_term is not None else None
+        perm = _global_order(snapshot, fo.feasible_index, orders, totals, available)
+        if orders is None:
+            details = [ClusterDetail(feasible[j], totals[j], 0, allocatable[j], available[j]) for j in perm]
+        else:
+            details = [
+                ClusterDetail(feasible[j], totals[j], orders[j], allocatable[j], available[j]) for j in perm
+            ]
 
         def numbers() -> tuple[ClusterNumbers, ...]:
             # Built only when an explanation is asked for.
-            position = {id(d.cluster): i for i, d in enumerate(unsorted)}
             out = []
-            for d in details:
-                parts = fo.plugin_scores(position[id(d.cluster)])
+            for k, d in enumerate(details):
+                parts = fo.plugin_scores(perm[k])
                 out.append(
                     ClusterNumbers(
                         d.name,
@@ -341,7 +378,7 @@ class Scheduler:
             raise AttemptFailed(err, attempt.freeze(None, err)) from None
         finally:
             self._step(STEP_SELECT, started)
-        attempt.selected = tuple(c.name for c in selected)
+        attempt.selected = tuple([c.name for c in selected])
         fresh = reschedule_required(binding.reschedule_triggered_at, status.last_scheduled_time)
         started = time.perf_counter()
         try:
@@ -372,14 +409,26 @@ class Scheduler:
             self.observe_step(step, ended - started)
         return ended
 
-    def _allocatable_replicas(self, binding: SchedulingBinding, clusters: list[ClusterInfo]) -> list[int]:
+    def _allocatable_replicas(
+        self,
+        binding: SchedulingBinding,
+        clusters: list[ClusterInfo],
+        snapshot: Snapshot | None = None,
+        positions: Sequence[int] | None = None,
+    ) -> list[int]:
         """§7.1: the minimum over estimators; -1 answers and failing estimators are ignored.
 
-        Every estimator's request goes to the driver in one batch (they are independent)."""
-        result = [MAX_INT32] * len(clusters)
-        if binding.replicas == 0 and not binding.components:
-            return result
-        targets = tuple(clusters)
+        Every estimator's request goes to the driver in one batch (they are independent). With the
+        clusters' ``positions`` in ``snapshot`` the request carries them (``ClusterSelection``), so
+        the general estimator indexes its per-snapshot table instead of finding each cluster."""
+        replicas = binding.replicas
+        if replicas == 0 and not binding.components:
+            return [MAX_INT32] * len(clusters)
+        targets: tuple[ClusterInfo, ...] = (
+            ClusterSelection(clusters, snapshot.clusters, positions)
+            if snapshot is not None and positions is not None
+            else tuple(clusters)
+        )
         if self.settings.multiple_pod_templates and multi_template_applicable(binding):
             requests = [
                 EstimateRequest(e, targets, binding.replica_requirements, binding.components)
@@ -387,13 +436,84 @@ class Scheduler:
             ]
         else:
             requests = [EstimateRequest(e, targets, binding.replica_requirements) for e in self.estimators]
-        for answer in self.driver.perform(requests):
-            if isinstance(answer, BaseException):  # the whole estimator is ignored for this attempt
-                continue
-            for i, n in enumerate(answer[: len(clusters)]):
-                if n != UNAUTHENTIC_REPLICA and n < result[i]:
-                    result[i] = n
-        return [binding.replicas if n == MAX_INT32 else n for n in result]
+        answers = [a for a in self.driver.perform(requests) if not isinstance(a, BaseException)]
+        # A failing estimator is ignored for this attempt.
+        n = len(clusters)
+        if len(answers) == 1 and len(answers[0]) == n:
+            # One answer (the general estimator alone): the minimum is the answer itself.
+            return [a if a < MAX_INT32 and a != UNAUTHENTIC_REPLICA else replicas for a in answers[0]]
+        result = [MAX_INT32] * n
+        for answer in answers:
+            for i, a in enumerate(answer[:n]):
+                if a != UNAUTHENTIC_REPLICA and a < result[i]:
+                    result[i] = a
+        return [replicas if a == MAX_INT32 else a for a in result]
+
+
+def _available(
+    binding: SchedulingBinding, allocatable: list[int], snapshot: Snapshot, positions: Sequence[int]
+) -> list[int]:
+    """Per feasible cluster: its allocatable replicas plus what the binding holds there already
+    (the first entry of a name in spec.clusters counts). ``positions`` are ascending."""
+    if not binding.clusters:
+        return allocatable
+    available = list(allocatable)
+    if not snapshot.unique_names():
+        held: dict[str, int] = {}
+        for t in binding.clusters:
+            held.setdefault(t.name, t.replicas)
+        clusters = snapshot.clusters
+        return [a + held.get(clusters[p].name, 0) for a, p in zip(allocatable, positions, strict=True)]
+    seen: set[str] = set()
+    where = snapshot.position()
+    for t in binding.clusters:
+        if t.name in seen:
+            continue
+        seen.add(t.name)
+        p = where.get(t.name)
+        if p is None:
+            continue
+        k = bisect.bisect_left(positions, p)
+        if k < len(positions) and positions[k] == p:
+            available[k] += t.replicas
+    return available
+
+
+# Below this many feasible clusters a Python sort is cheaper than numpy's setup.
+_LEXSORT_MIN = 48
+# Keys this large or larger are sorted by Python (exact for any size), not in int64.
+_LEXSORT_SAFE = 2**62
+
+
+def _global_order(
+    snapshot: Snapshot,
+    positions: Sequence[int],
+    orders: list[int] | None,
+    scores: list[int],
+    available: list[int],
+) -> list[int]:
+    """The permutation of the feasible clusters into §6.2's order (``select.order_key``: overflow
+    tier asc, score desc, available desc, name asc), stable where all four tie."""
+    n = len(positions)
+    if n >= _LEXSORT_MIN and not _too_large(scores) and not _too_large(available):
+        keys = [
+            snapshot.name_ranks()[np.asarray(positions, dtype=np.intp)],
+            -np.array(available, dtype=np.int64),
+            -np.array(scores, dtype=np.int64),
+        ]
+        if orders is not None:
+            keys.append(np.array(orders, dtype=np.int64))
+        return np.lexsort(keys).tolist()  # type: ignore[no-any-return]
+    ranks = snapshot.name_rank_list()
+    if orders is None:
+        keys_t = [(-scores[k], -available[k], ranks[p]) for k, p in enumerate(positions)]
+    else:
+        keys_t = [(orders[k], -scores[k], -available[k], ranks[p]) for k, p in enumerate(positions)]
+    return sorted(range(n), key=keys_t.__getitem__)
+
+
+def _too_large(values: list[int]) -> bool:
+    return bool(values) and (max(values) >= _LEXSORT_SAFE or min(values) <= -_LEXSORT_SAFE)
 
 
 def multi_template_applicable(binding: SchedulingBinding) -> bool:
@@ -418,10 +538,16 @@ def _overflow_term(binding: SchedulingBinding, observed_name: str) -> Any:
     return None
 
 
-def _overflow_order(cluster: ClusterInfo, term: Any) -> int:
-    if cluster_matches(cluster, term.affinity):
-        return 0
-    for i, o in enumerate(term.overflow):
-        if cluster_matches(cluster, o.affinity):
-            return i + 1
-    return 1000
+def _overflow_orders(clusters: list[ClusterInfo], term: Any) -> list[int]:
+    """Per cluster: 0 when the term's own affinity matches, i + 1 for the first overflow tier i that
+    does, else 1000 (Karmada's overflow order)."""
+    tiers = [compile_affinity(term.affinity)] + [compile_affinity(o.affinity) for o in term.overflow]
+    out = []
+    for c in clusters:
+        order = 1000
+        for i, matches in enumerate(tiers):
+            if matches(c):
+                order = i
+                break
+        out.append(order)
+    return out

@@ -8,7 +8,7 @@ pydantic models, kopf, a Kubernetes client or anything that does I/O.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NewType
@@ -21,6 +21,7 @@ __all__ = [
     "BindingStatus",
     "ClusterAffinity",
     "ClusterInfo",
+    "ClusterSelection",
     "Component",
     "FieldSelector",
     "LabelRequirement",
@@ -291,3 +292,21 @@ class ClusterInfo:
     sync_mode: str = ""  # spec.syncMode: "Push" or "Pull" (only the accurate estimator client reads it)
     # Memo of values that depend only on this (immutable) cluster, e.g. estimates per request.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+
+class ClusterSelection(tuple):  # type: ignore[type-arg]
+    """Some clusters of one snapshot, in order, with their ``positions`` in ``snapshot`` (the
+    snapshot's cluster tuple). A tuple of ``ClusterInfo`` to anyone else; a batch consumer that
+    keeps per-snapshot tables (the general estimator) indexes them by position instead of finding
+    every cluster."""
+
+    snapshot: tuple[ClusterInfo, ...]
+    positions: Sequence[int]
+
+    def __new__(
+        cls, clusters: Iterable[ClusterInfo], snapshot: tuple[ClusterInfo, ...], positions: Sequence[int]
+    ) -> ClusterSelection:
+        self = super().__new__(cls, clusters)
+        self.snapshot = snapshot
+        self.positions = positions
+        return self

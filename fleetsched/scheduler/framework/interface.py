@@ -71,7 +71,14 @@ A plugin whose verdicts or scores can be reused across bindings says so by imple
   reads nothing of the cluster but its name declares ``ClusterFacet.NONE``.
 
 The declaration covers all of the plugin's Filter, Score and NormalizeScore answers (NormalizeScore
-sees only the raw scores of the feasible clusters, which the same inputs decide).
+sees only the raw scores of the feasible clusters, which the same inputs decide). A plugin whose
+Score depends on less of the binding than its Filter may add ``score_key(ctx) -> Hashable``: the
+Score answers are then keyed by it instead (ClusterAffinity's constant score returns ``()``).
+
+Batch faces (``filter_clusters``, ``score_clusters``) are given the asked clusters as a
+``ClusterSelection``: a tuple of ``ClusterInfo`` that also carries the snapshot's cluster tuple and
+the asked clusters' positions in it, so a plugin may prepare data once per snapshot and answer by
+position (ClusterAffinity's per-snapshot ``matching.ClusterIndex``).
 
 The runtime keys memo entries by ``(plugin, binding_key)`` and stores them per cluster name together
 with the declared facets' values at the time. An entry is reused only while those facet values are
@@ -103,6 +110,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from fleetsched.scheduler.types import (
     BindingStatus,
     ClusterInfo,
+    ClusterSelection,
     Component,
     PeerBinding,
     ReplicaRequirements,
@@ -120,6 +128,7 @@ __all__ = [
     "BindingStatus",
     "ClusterFacet",
     "ClusterInfo",
+    "ClusterSelection",
     "Code",
     "ComponentSetEstimator",
     "CycleState",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import operator
 import threading
 import time
 from collections import OrderedDict
@@ -76,7 +77,7 @@ from fleetsched.scheduler.outcome import (
     PluginScore,
     SkippedPlugin,
 )
-from fleetsched.scheduler.types import ClusterInfo, TargetCluster
+from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, TargetCluster
 
 __all__ = [
     "POINT_PROTOCOLS",
@@ -511,6 +512,9 @@ class _ScoreSlot:
     normalize: bool
     batch: bool
     inputs: ClusterFacet | None
+    # The binding side of the Score answers: ``score_key`` where the plugin has one, else
+    # ``binding_key`` (named in errors by ``key_name``).
+    key_name: str = "binding_key"
 
 
 @dataclass(slots=True)
@@ -689,6 +693,7 @@ class Framework:
                     isinstance(p, NormalizeScorePlugin),  # type: ignore[arg-type]
                     isinstance(p, BatchScorePlugin),
                     _inputs(p),
+                    "score_key" if callable(getattr(p, "score_key", None)) else "binding_key",
                 )
             )
         self.scores: tuple[_ScoreSlot, ...] = tuple(scores)
@@ -837,7 +842,7 @@ class Framework:
             cached = None
             try:
                 keys = [s.plugin.binding_key(ctx) for s in self.filters]  # type: ignore[attr-defined]
-                keys += [s.plugin.binding_key(ctx) for s in self.scores]  # type: ignore[attr-defined]
+                keys += [getattr(s.plugin, s.key_name)(ctx) for s in self.scores]
                 combined = tuple(keys)
                 memo = self._outcome_memo(snapshot)
                 with self._memo_lock:
@@ -952,25 +957,26 @@ class Framework:
             raws.append(vector)
             weights.append(slot.weight)
             normalized.append(
-                self._normalize(slot, ctx, feasible, [vector[i] for i in feasible_index], skipped)
+                self._normalize(slot, ctx, feasible, _gather(vector, feasible_index), skipped)
+                if slot.normalize
+                else None
             )
         ext_scores = self._extender_prioritize(ctx, feasible, skipped)
         checkpoint()
         self._point("Score", Code.SUCCESS, point_started)
         if len(raws) == 1 and normalized[0] is None and weights[0] == 1 and not ext_scores:
-            vector = raws[0]
-            totals = [vector[i] for i in feasible_index]
+            totals = _gather(raws[0], feasible_index)
         else:
             totals = [0] * len(feasible_index)
             for k, vector in enumerate(raws):
                 weight = weights[k]
                 norm = normalized[k]
-                if norm is None:
-                    for pos, i in enumerate(feasible_index):
-                        totals[pos] += vector[i] * weight
-                else:
-                    for pos in range(len(feasible_index)):
-                        totals[pos] += norm[pos] * weight
+                part = _gather(vector, feasible_index) if norm is None else list(norm)
+                if not any(part):
+                    continue  # e.g. ClusterAffinity's constant 0
+                if weight != 1:
+                    part = [v * weight for v in part]
+                totals = list(map(operator.add, totals, part))
             for _, weight, scores in ext_scores:
                 for pos in range(len(feasible_index)):
                     totals[pos] += scores[pos] * EXTENDER_SCALE * weight
@@ -1132,7 +1138,7 @@ class Framework:
             t0 = self._timer()
             try:
                 if slot.batch:
-                    asked = [clusters[i] for i in misses]
+                    asked = ClusterSelection([clusters[i] for i in misses], clusters, misses)
                     got = slot.plugin.filter_clusters(ctx, asked)  # type: ignore[attr-defined]
                     for i, status in zip(misses, got, strict=True):
                         answers[i] = status
@@ -1165,7 +1171,7 @@ class Framework:
             self._failed(slot.name, "Filter", f"returned {status!r}, not a Status", skipped)
             return None
         if unasked is None:
-            unasked = _unasked(answers, clusters)
+            unasked = _unasked(answers, snapshot)
         if inputs is not None and tokens is not None:
             new = _Entry(snapshot.generation, snapshot.names, tokens, failed, unasked=unasked)
             with self._memo_lock:
@@ -1191,16 +1197,16 @@ class Framework:
         if inputs is not None:
             if key is None:
                 try:
-                    key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
+                    key = getattr(slot.plugin, slot.key_name)(ctx)
                     hash(key)
                 except Exception as e:
-                    self._failed(slot.name, "Score", f"binding_key: {type(e).__name__}: {e}", skipped)
+                    self._failed(slot.name, "Score", f"{slot.key_name}: {type(e).__name__}: {e}", skipped)
                     return None
             try:
                 with self._memo_lock:
                     entry = self._memo.get(("S", slot.name, key))
             except TypeError as e:
-                self._failed(slot.name, "Score", f"binding_key: TypeError: {e}", skipped)
+                self._failed(slot.name, "Score", f"{slot.key_name}: TypeError: {e}", skipped)
                 return None
             if entry is not None and entry.generation == snapshot.generation and entry.vector is not None:
                 self.memo_stats["hit"] += 1
@@ -1242,7 +1248,8 @@ class Framework:
             t0 = self._timer()
             try:
                 if slot.batch:
-                    got = slot.plugin.score_clusters(ctx, [clusters[i] for i in misses])  # type: ignore[attr-defined]
+                    asked = ClusterSelection([clusters[i] for i in misses], clusters, misses)
+                    got = slot.plugin.score_clusters(ctx, asked)  # type: ignore[attr-defined]
                     for i, score in zip(misses, got, strict=True):
                         answers[i] = int(score)
                 else:
@@ -1268,7 +1275,7 @@ class Framework:
             # ``answers`` keeps None for clusters not asked (deleting, or not feasible), so a later
             # snapshot asks them rather than reusing a 0 nobody computed.
             if unasked is None:
-                unasked = _unasked(answers, clusters)
+                unasked = _unasked(answers, snapshot)
             new = _Entry(snapshot.generation, snapshot.names, tokens, vector=tuple(vector), unasked=unasked)
             with self._memo_lock:
                 self._memo.put(("S", slot.name, key), new, len(clusters))
@@ -1636,9 +1643,18 @@ def _inputs(plugin: Any) -> ClusterFacet | None:
     return None
 
 
-def _unasked(answers: list[Any], clusters: Sequence[ClusterInfo]) -> tuple[int, ...]:
+def _unasked(answers: list[Any], snapshot: ClusterSnapshot) -> tuple[int, ...]:
     """Positions left without an answer: the clusters being deleted (never asked)."""
-    return tuple(i for i, c in enumerate(clusters) if c.deleting and answers[i] is None)
+    return tuple(i for i in snapshot.deleting_index() if answers[i] is None)
+
+
+def _gather(values: Sequence[int], positions: Sequence[int]) -> list[int]:
+    """``[values[i] for i in positions]``, gathered in C."""
+    if not positions:
+        return []
+    if len(positions) == 1:
+        return [values[positions[0]]]
+    return list(operator.itemgetter(*positions)(values))
 
 
 def _reuse(

@@ -6,14 +6,16 @@ from collections.abc import Hashable, Sequence
 from typing import ClassVar
 
 from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
-from fleetsched.scheduler.matching import compile_affinity
+from fleetsched.scheduler.matching import affinity_mask, cluster_index, compile_affinity
 from fleetsched.scheduler.types import ClusterAffinity as ClusterAffinityValue
-from fleetsched.scheduler.types import ClusterInfo
+from fleetsched.scheduler.types import ClusterInfo, ClusterSelection
 
 NAME = "ClusterAffinity"
 REASON = "cluster(s) did not match the placement cluster affinity constraint"
 _REJECTED = Result.unschedulable(REASON)
 _PASSED = Result.success()
+# From this many clusters in one call, matching them through the snapshot's index pays.
+_INDEX_MIN = 32
 
 
 def affinities_for(ctx: FilterContext) -> tuple[ClusterAffinityValue, ...]:
@@ -51,19 +53,35 @@ class ClusterAffinity:
         return _REJECTED
 
     def filter_clusters(self, ctx: FilterContext, clusters: Sequence[ClusterInfo]) -> list[Result]:
-        """``filter`` for every cluster, compiling the affinities once."""
+        """``filter`` for every cluster, compiling the affinities once. Clusters of a snapshot
+        (``ClusterSelection``) are matched all at once through the snapshot's ``ClusterIndex``."""
         affinities = affinities_for(ctx)
         if not affinities:
             return [_PASSED] * len(clusters)
+        if isinstance(clusters, ClusterSelection) and len(clusters) >= _INDEX_MIN:
+            index = cluster_index(clusters.snapshot)
+            mask = 0
+            for a in affinities:
+                mask |= affinity_mask(a, index)
+            bits = format(mask, "b").zfill(index.size)[::-1]  # bits[i] == "1": position i matches
+            return [_PASSED if bits[i] == "1" else _REJECTED for i in clusters.positions]
         predicates = [compile_affinity(a) for a in affinities]
         if len(predicates) == 1:
             match = predicates[0]
             return [_PASSED if match(c) else _REJECTED for c in clusters]
         return [_PASSED if any(p(c) for p in predicates) else _REJECTED for c in clusters]
 
+    def score_key(self, ctx: FilterContext) -> Hashable:
+        """The score depends on nothing of the binding: one answer per cluster for all bindings."""
+        return ()
+
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """Always 0 in Karmada."""
         return 0
+
+    def score_clusters(self, ctx: FilterContext, clusters: Sequence[ClusterInfo]) -> list[int]:
+        """``score`` for every cluster."""
+        return [0] * len(clusters)
 
 
 def new(args: object, handle: Handle) -> ClusterAffinity:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import ClassVar
 
 from fleetsched.plugin import ClusterFacet, FilterContext, Handle
@@ -25,6 +25,13 @@ class ClusterLocality:
     def score(self, ctx: FilterContext, cluster: ClusterInfo) -> int:
         """100 for a current target, else 0."""
         return MAX_SCORE if cluster.name in ctx.target_names else 0
+
+    def score_clusters(self, ctx: FilterContext, clusters: Sequence[ClusterInfo]) -> list[int]:
+        """``score`` for every cluster."""
+        targets = ctx.target_names
+        if not targets:
+            return [0] * len(clusters)
+        return [MAX_SCORE if c.name in targets else 0 for c in clusters]
 
 
 def new(args: object, handle: Handle) -> ClusterLocality:

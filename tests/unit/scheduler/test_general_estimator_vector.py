@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 from fleetsched.api.quantity import Quantity
 from fleetsched.estimator import general
 from fleetsched.estimator.general import GeneralEstimator
-from fleetsched.scheduler.types import ClusterInfo, ReplicaRequirements, ResourceModel, ResourceSummary
+from fleetsched.scheduler.types import (
+    ClusterInfo,
+    ClusterSelection,
+    ReplicaRequirements,
+    ResourceModel,
+    ResourceSummary,
+)
 
 settings.register_profile(
     "vector-dev",
@@ -171,6 +177,9 @@ def _vectorised_answers_equal_the_scalar_ones(data: st.DataObject, names: tuple[
             assert _needs_fallback(call, req)
         else:
             assert vector == expected
+        # The same call by snapshot positions (the pipeline's ClusterSelection): the same answers.
+        selection = ClusterSelection(call, tuple(fleet), picked)
+        assert general._estimate_many(selection, converted, modeling) == vector
         event("vectorised" if vector is not None else "scalar fallback")
         event("some answer positive" if any(n > 0 for n in expected) else "all answers <= 0")
         with pytest.MonkeyPatch.context() as mp:
@@ -232,6 +241,24 @@ def test_two_values_of_one_cluster_in_one_call_are_answered_by_the_scalar_path()
     fleet = [_plain(f"m{i}", cpu=i) for i in range(40)]
     call = [*fleet, _plain("m3", cpu=300)]
     assert GeneralEstimator().max_available_replicas(call, _cpu("1")) == [*range(40), 110]
+
+
+def test_a_snapshot_selection_is_answered_from_its_snapshot_table_by_position() -> None:
+    fleet = tuple(_plain(f"m{i}", cpu=i) for i in range(100))
+    estimator = GeneralEstimator()
+    picked = list(range(0, 100, 3))
+    selection = ClusterSelection([fleet[i] for i in picked], fleet, picked)
+    assert estimator.max_available_replicas(selection, _cpu("1")) == picked
+    table = fleet[0].memo[general._TableKey]
+    assert len(table.clusters) == 100
+    other = ClusterSelection(fleet[50:], fleet, range(50, 100))
+    assert estimator.max_available_replicas(other, _cpu("2")) == [i // 2 for i in range(50, 100)]
+    assert fleet[0].memo[general._TableKey] is table  # one table per snapshot
+    # A heartbeat makes a new snapshot: its selections get a table of their own, with the new value.
+    changed = (*fleet[:7], _plain("m7", cpu=70), *fleet[8:])
+    answer = estimator.max_available_replicas(ClusterSelection(changed, changed, range(100)), _cpu("1"))
+    assert answer == [70 if i == 7 else i for i in range(100)]
+    assert changed[7].memo[general._TableKey] is not table
 
 
 def test_a_quantity_beyond_int64_is_answered_by_the_scalar_path_exactly() -> None:
