@@ -178,7 +178,7 @@ def _vectorised_answers_equal_the_scalar_ones(data: st.DataObject, names: tuple[
         else:
             assert vector == expected
         # The same call by snapshot positions (the pipeline's ClusterSelection): the same answers.
-        selection = ClusterSelection(call, tuple(fleet), picked)
+        selection = ClusterSelection(call, tuple(seen), picked)
         assert general._estimate_many(selection, converted, modeling) == vector
         event("vectorised" if vector is not None else "scalar fallback")
         event("some answer positive" if any(n > 0 for n in expected) else "all answers <= 0")
@@ -249,16 +249,21 @@ def test_a_snapshot_selection_is_answered_from_its_snapshot_table_by_position() 
     picked = list(range(0, 100, 3))
     selection = ClusterSelection([fleet[i] for i in picked], fleet, picked)
     assert estimator.max_available_replicas(selection, _cpu("1")) == picked
-    table = fleet[0].memo[general._TableKey]
-    assert len(table.clusters) == 100
+    held = general._SNAPSHOT_TABLES[id(fleet)]
+    assert held[0] is fleet and held[1] is not None
+    table = held[1][0]
     other = ClusterSelection(fleet[50:], fleet, range(50, 100))
     assert estimator.max_available_replicas(other, _cpu("2")) == [i // 2 for i in range(50, 100)]
-    assert fleet[0].memo[general._TableKey] is table  # one table per snapshot
-    # A heartbeat makes a new snapshot: its selections get a table of their own, with the new value.
+    assert general._SNAPSHOT_TABLES[id(fleet)] is held  # rows looked up once per snapshot
+    # A heartbeat makes a new snapshot: its table is derived from the lineage with the one new row.
     changed = (*fleet[:7], _plain("m7", cpu=70), *fleet[8:])
     answer = estimator.max_available_replicas(ClusterSelection(changed, changed, range(100)), _cpu("1"))
     assert answer == [70 if i == 7 else i for i in range(100)]
-    assert changed[7].memo[general._TableKey] is not table
+    derived = general._SNAPSHOT_TABLES[id(changed)][1]
+    assert derived is not None and derived[0] is not table
+    assert changed[7].memo[general._LineageKey] is fleet[0].memo[general._LineageKey]
+    # The older snapshot's answers are unchanged (tables are never changed in place).
+    assert estimator.max_available_replicas(selection, _cpu("1")) == picked
 
 
 def test_a_quantity_beyond_int64_is_answered_by_the_scalar_path_exactly() -> None:
