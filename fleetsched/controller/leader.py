@@ -61,33 +61,57 @@ class LeaseStore(Protocol):
 
 
 @dataclass
-class ApiLeaseStore:
-    """The Lease through the API server."""
+class LeaseApi:
+    """The Leases of one namespace through the API server, each call bounded by ``timeout``."""
 
     client: KubeClient
     namespace: str
-    name: str
     timeout: float = 5.0
 
     @property
-    def _collection(self) -> str:
+    def collection(self) -> str:
         return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
 
-    async def get(self) -> dict[str, Any] | None:
+    async def get_named(self, name: str) -> dict[str, Any] | None:
+        """The Lease called ``name``; None when there is none."""
         try:
-            return await asyncio.wait_for(self.client.get(f"{self._collection}/{self.name}"), self.timeout)
+            return await asyncio.wait_for(self.client.get(f"{self.collection}/{name}"), self.timeout)
         except ApiError as exc:
             if exc.is_not_found:
                 return None
             raise
 
     async def create(self, lease: dict[str, Any]) -> dict[str, Any]:
-        return await asyncio.wait_for(self.client.create(self._collection, lease), self.timeout)
+        return await asyncio.wait_for(self.client.create(self.collection, lease), self.timeout)
 
     async def replace(self, lease: dict[str, Any]) -> dict[str, Any]:
-        return await asyncio.wait_for(
-            self.client.replace(f"{self._collection}/{self.name}", lease), self.timeout
-        )
+        """Update the Lease named in ``lease`` (conditional on its resourceVersion, if it has one)."""
+        name = lease["metadata"]["name"]
+        return await asyncio.wait_for(self.client.replace(f"{self.collection}/{name}", lease), self.timeout)
+
+
+@dataclass
+class ApiLeaseStore:
+    """The leader Lease through the API server."""
+
+    client: KubeClient
+    namespace: str
+    name: str
+    timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        self._api = LeaseApi(self.client, self.namespace, self.timeout)
+
+    async def get(self) -> dict[str, Any] | None:
+        return await self._api.get_named(self.name)
+
+    async def create(self, lease: dict[str, Any]) -> dict[str, Any]:
+        return await self._api.create(lease)
+
+    async def replace(self, lease: dict[str, Any]) -> dict[str, Any]:
+        body = dict(lease)
+        body["metadata"] = {**(lease.get("metadata") or {}), "name": self.name}
+        return await self._api.replace(body)
 
 
 def micro_time(now: datetime.datetime) -> str:

@@ -650,7 +650,7 @@ class ControllerRuntime:
         if sharding is not None:
             self.membership = ShardMembership(
                 config=sharding,
-                store=ApiMemberLeaseStore(self.client, sharding.namespace, sharding.group),
+                store=ApiMemberLeaseStore(self.client, sharding.namespace, group=sharding.group),
                 on_change=self.membership_changed,
             )
             if hasattr(self.client, "write_guard"):

@@ -40,8 +40,8 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
-from fleetsched.controller.leader import JITTER_FACTOR, micro_time
-from fleetsched.kube.client import ApiError, KubeClient
+from fleetsched.controller.leader import JITTER_FACTOR, LeaseApi, micro_time
+from fleetsched.kube.client import ApiError
 from fleetsched.scheduler.config.configuration import SHARD_MODES as SHARD_MODES
 
 log = structlog.get_logger("fleetsched.shard")
@@ -140,36 +140,17 @@ class MemberLeaseStore(Protocol):
 
 
 @dataclass
-class ApiMemberLeaseStore:
+class ApiMemberLeaseStore(LeaseApi):
     """The member Leases through the API server (LIST by the group label)."""
 
-    client: KubeClient
-    namespace: str
-    group: str
-    timeout: float = 5.0
-
-    @property
-    def _collection(self) -> str:
-        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
+    group: str = ""
 
     async def get(self, name: str) -> dict[str, Any] | None:
-        try:
-            return await asyncio.wait_for(self.client.get(f"{self._collection}/{name}"), self.timeout)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return None
-            raise
-
-    async def create(self, lease: dict[str, Any]) -> dict[str, Any]:
-        return await asyncio.wait_for(self.client.create(self._collection, lease), self.timeout)
-
-    async def replace(self, lease: dict[str, Any]) -> dict[str, Any]:
-        name = lease["metadata"]["name"]
-        return await asyncio.wait_for(self.client.replace(f"{self._collection}/{name}", lease), self.timeout)
+        return await self.get_named(name)
 
     async def list(self) -> list[dict[str, Any]]:
         page = await asyncio.wait_for(
-            self.client.get(self._collection, {"labelSelector": f"{GROUP_LABEL}={self.group}"}), self.timeout
+            self.client.get(self.collection, {"labelSelector": f"{GROUP_LABEL}={self.group}"}), self.timeout
         )
         return list(page.get("items") or [])
 
@@ -179,7 +160,7 @@ class ApiMemberLeaseStore:
             body["preconditions"] = {"resourceVersion": resource_version}
         try:
             await asyncio.wait_for(
-                self.client.request("DELETE", f"{self._collection}/{name}", body=body), self.timeout
+                self.client.request("DELETE", f"{self.collection}/{name}", body=body), self.timeout
             )
         except ApiError as exc:
             if not exc.is_not_found:
