@@ -59,6 +59,7 @@ __all__ = ["add_arguments", "merge_bindings", "run", "simulate_objects"]
 
 EXIT_BAD_INPUT = 2
 _T = TypeVar("_T")
+_A = TypeVar("_A")
 # Templates derived per call of the detector: its results (models) for one chunk at a time.
 DERIVE_CHUNK = 512
 # Most bindings per chunk sent to a --jobs worker.
@@ -684,15 +685,27 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _in_workers(function: Callable[[int], _T], arguments: Iterable[int], *, jobs: int) -> Iterator[_T]:
-    """``function(a)`` for each argument in ``jobs`` forked processes; results in order, through a
-    bounded window. A worker that dies is a ``WorkerError``."""
+def _in_workers(
+    function: Callable[[_A], _T],
+    arguments: Iterable[_A],
+    *,
+    jobs: int,
+    method: str = "fork",
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple[Any, ...] = (),
+) -> Iterator[_T]:
+    """``function(a)`` for each argument in ``jobs`` processes (started by ``method``, each first
+    running ``initializer(*initargs)``, Ctrl-C left to the parent); results in order, through a
+    bounded window so neither side runs far ahead. A worker that dies is a ``WorkerError``."""
     import concurrent.futures
     import multiprocessing
     from concurrent.futures.process import BrokenProcessPool
 
     pool = concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_interrupts
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_ignore_interrupts,
+        initargs=(initializer, initargs),
     )
     pending: collections.deque[concurrent.futures.Future[_T]] = collections.deque()
     try:
@@ -712,10 +725,14 @@ def _in_workers(function: Callable[[int], _T], arguments: Iterable[int], *, jobs
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ignore_interrupts() -> None:
+def _ignore_interrupts(
+    initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
+) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if initializer is not None:
+        initializer(*initargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -757,13 +774,6 @@ def _start(job: _Job) -> None:
     """Worker initializer (and the in-process path): the snapshot, built once per process."""
     global _STATE
     _STATE = (job, Snapshot(job.clusters, job.peers))
-
-
-def _start_worker(job: _Job) -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _start(job)
 
 
 def _schedule_chunk(chunk: Sequence[tuple[bytes, bool]]) -> list[_Rendered]:
@@ -882,35 +892,14 @@ def _schedule_all(job: _Job, work: Sequence[tuple[bytes, bool]], *, jobs: int) -
         for chunk in _chunks(work, JOB_CHUNK):
             yield _schedule_chunk(chunk)
         return
-    import concurrent.futures
     import multiprocessing
-    from concurrent.futures.process import BrokenProcessPool
 
     # Small enough that every worker gets several chunks, at most JOB_CHUNK bindings each.
     size = max(1, min(JOB_CHUNK, len(work) // (jobs * 4)))
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    pool = concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=multiprocessing.get_context(method),
-        initializer=_start_worker,
-        initargs=(job,),
+    yield from _in_workers(
+        _schedule_chunk, _chunks(work, size), jobs=jobs, method=method, initializer=_start, initargs=(job,)
     )
-    pending: collections.deque[concurrent.futures.Future[list[_Rendered]]] = collections.deque()
-    try:
-        for chunk in _chunks(work, size):
-            pending.append(pool.submit(_schedule_chunk, chunk))
-            if len(pending) >= 4 * jobs:  # a bounded window: neither side runs far ahead
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    except BrokenProcessPool:
-        raise WorkerError(
-            "a --jobs worker process died (out of memory or killed?); try fewer --jobs"
-        ) from None
-    finally:
-        for future in pending:
-            future.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # ---------------------------------------------------------------------------------------------
