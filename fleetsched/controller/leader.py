@@ -34,6 +34,14 @@ log = structlog.get_logger("fleetsched.leader")
 JITTER_FACTOR = 1.2
 
 
+def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """client-go's rules for a Lease's timings (leader and member Leases alike); ValueError if broken."""
+    if not lease_duration > renew_deadline:
+        raise ValueError("leaseDuration must be greater than renewDeadline")
+    if not renew_deadline > JITTER_FACTOR * retry_period:
+        raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
+
+
 @dataclass(frozen=True, slots=True)
 class LeaderElectionConfig:
     name: str
@@ -44,10 +52,7 @@ class LeaderElectionConfig:
     retry_period: float = 2.0
 
     def __post_init__(self) -> None:
-        if not self.lease_duration > self.renew_deadline:
-            raise ValueError("leaseDuration must be greater than renewDeadline")
-        if not self.renew_deadline > JITTER_FACTOR * self.retry_period:
-            raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
+        check_timings(self.lease_duration, self.renew_deadline, self.retry_period)
         if not self.identity:
             raise ValueError("leader election identity must not be empty")
 

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
-from fleetsched.controller.leader import JITTER_FACTOR, LeaseApi, micro_time
+from fleetsched.controller.leader import LeaseApi, check_timings, micro_time
 from fleetsched.kube.client import ApiError
 from fleetsched.scheduler.config.configuration import SHARD_MODES as SHARD_MODES
 
@@ -114,10 +114,7 @@ class ShardConfig:
             raise ValueError("member Lease namespace (--leader-elect-resource-namespace) must not be empty")
         if self.member != member_name(self.member, ""):
             raise ValueError(f"shard member name {self.member!r} is not a DNS-1123 label")
-        if not self.lease_duration > self.renew_deadline:
-            raise ValueError("leaseDuration must be greater than renewDeadline")
-        if not self.renew_deadline > JITTER_FACTOR * self.retry_period:
-            raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
+        check_timings(self.lease_duration, self.renew_deadline, self.retry_period)
 
     @classmethod
     def of(cls, group: str, namespace: str, identity: str, **timings: float) -> ShardConfig:
