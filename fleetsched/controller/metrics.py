@@ -18,6 +18,7 @@ cost stays a few label look-ups. The extender edge's own collectors
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import (
@@ -91,6 +92,60 @@ API_WRITES = Counter(
     ["part", "result"],
     registry=REGISTRY,
 )
+@dataclass(frozen=True, slots=True)
+class ShardMetrics:
+    """One controller's sharded-mode (--shard-mode=lease) metrics of the membership it sees; the
+    owned count is the controller's own gauge (its objects differ)."""
+
+    members: Gauge
+    lease_held: Gauge
+    membership_changes: Counter
+    handoffs: Counter
+    not_owner_drops: Counter
+
+    @classmethod
+    def of(cls, prefix: str, *, registry: CollectorRegistry, objects: str, noun: str) -> ShardMetrics:
+        """``<prefix>_shard_*`` and ``<prefix>_not_owner_drops_total``; ``objects`` ("Bindings")
+        and ``noun`` ("the binding") word the help texts."""
+        return cls(
+            Gauge(
+                f"{prefix}_shard_members",
+                "Live members of the shard group as this replica sees them (itself included while "
+                "it holds its member Lease).",
+                registry=registry,
+            ),
+            Gauge(
+                f"{prefix}_shard_member_lease_held",
+                "1 while this replica holds its member Lease (renewed within the renew deadline).",
+                registry=registry,
+            ),
+            Counter(
+                f"{prefix}_shard_membership_changes_total",
+                "Changes of the shard group's live members (or of this replica's own share) it has seen.",
+                registry=registry,
+            ),
+            Counter(
+                f"{prefix}_shard_handoffs_total",
+                f"{objects} whose ownership moved to (in) or away from (out) this replica on a "
+                "membership change.",
+                ["direction"],
+                registry=registry,
+            ),
+            Counter(
+                f"{prefix}_not_owner_drops_total",
+                f"Queue keys dropped because another replica owns {noun} (at pop or before a write).",
+                registry=registry,
+            ),
+        )
+
+    def membership_changed(self, members: int, *, gained: int, lost: int, held: bool) -> None:
+        self.membership_changes.inc()
+        self.members.set(members)
+        self.lease_held.set(1 if held else 0)
+        self.handoffs.labels("in").inc(gained)
+        self.handoffs.labels("out").inc(lost)
+
+
 LEADER = Gauge("fleetsched_scheduler_is_leader", "1 while this replica holds the Lease.", registry=REGISTRY)
 # Sharded mode (--shard-mode=lease): this replica's share and the membership it sees.
 OWNED_BINDINGS = Gauge(
@@ -98,36 +153,10 @@ OWNED_BINDINGS = Gauge(
     "Bindings of this scheduler's names that this replica owns now (sharded mode).",
     registry=REGISTRY,
 )
-SHARD_MEMBERS = Gauge(
-    "fleetsched_scheduler_shard_members",
-    "Live members of the shard group as this replica sees them (itself included while it holds its "
-    "member Lease).",
-    registry=REGISTRY,
-)
-SHARD_MEMBER_LEASE_HELD = Gauge(
-    "fleetsched_scheduler_shard_member_lease_held",
-    "1 while this replica holds its member Lease (renewed within the renew deadline).",
-    registry=REGISTRY,
-)
-SHARD_MEMBERSHIP_CHANGES = Counter(
-    "fleetsched_scheduler_shard_membership_changes_total",
-    "Changes of the shard group's live members (or of this replica's own share) it has seen.",
-    registry=REGISTRY,
-)
-SHARD_HANDOFFS = Counter(
-    "fleetsched_scheduler_shard_handoffs_total",
-    "Bindings whose ownership moved to (in) or away from (out) this replica on a membership change.",
-    ["direction"],
-    registry=REGISTRY,
-)
+SHARD = ShardMetrics.of("fleetsched_scheduler", registry=REGISTRY, objects="Bindings", noun="the binding")
 WRITE_CONFLICTS = Counter(
     "fleetsched_scheduler_write_conflicts_total",
     "Binding writes the API server refused with 409 Conflict (re-read, re-decided by the owner).",
-    registry=REGISTRY,
-)
-NOT_OWNER_DROPS = Counter(
-    "fleetsched_scheduler_not_owner_drops_total",
-    "Queue keys dropped because another replica owns the binding (at pop or before a write).",
     registry=REGISTRY,
 )
 # The core runs in threads of its own, within --scheduling-timeout per binding (controller/compute.py).

@@ -303,17 +303,13 @@ class SchedulerOperator(ControllerRuntime):
         self._update_queue_gauges()
 
     def on_not_owner(self, entry: QueuedBinding) -> None:
-        metrics.NOT_OWNER_DROPS.inc()
+        metrics.SHARD.not_owner_drops.inc()
 
     def on_shard_change(
         self, change: MembershipChange, *, owned: int, gained: int, lost: int, held: bool
     ) -> None:
-        metrics.SHARD_MEMBERSHIP_CHANGES.inc()
-        metrics.SHARD_MEMBERS.set(len(change.members))
-        metrics.SHARD_MEMBER_LEASE_HELD.set(1 if held else 0)
+        metrics.SHARD.membership_changed(len(change.members), gained=gained, lost=lost, held=held)
         metrics.OWNED_BINDINGS.set(owned)
-        metrics.SHARD_HANDOFFS.labels("in").inc(gained)
-        metrics.SHARD_HANDOFFS.labels("out").inc(lost)
 
     def on_owned_count(self, owned: int) -> None:
         metrics.OWNED_BINDINGS.set(owned)

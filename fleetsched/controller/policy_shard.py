@@ -29,7 +29,7 @@ from collections import Counter as Tally
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Gauge
 
 from fleetsched.controller import metrics
 from fleetsched.controller.cache import ObjectCache, object_key
@@ -54,33 +54,8 @@ OWNED_OBJECTS = Gauge(
     ["kind"],
     registry=metrics.REGISTRY,
 )
-SHARD_MEMBERS = Gauge(
-    "fleetsched_policy_controller_shard_members",
-    "Sharded mode: live members of the shard group as this replica sees them (itself included while "
-    "it holds its member Lease)",
-    registry=metrics.REGISTRY,
-)
-SHARD_MEMBER_LEASE_HELD = Gauge(
-    "fleetsched_policy_controller_shard_member_lease_held",
-    "Sharded mode: 1 while this replica holds its member Lease (renewed within the renew deadline)",
-    registry=metrics.REGISTRY,
-)
-SHARD_MEMBERSHIP_CHANGES = Counter(
-    "fleetsched_policy_controller_shard_membership_changes_total",
-    "Sharded mode: changes of the live members (or of this replica's own share) it has seen",
-    registry=metrics.REGISTRY,
-)
-SHARD_HANDOFFS = Counter(
-    "fleetsched_policy_controller_shard_handoffs_total",
-    "Sharded mode: objects whose ownership moved to (in) or away from (out) this replica on a "
-    "membership change",
-    ["direction"],
-    registry=metrics.REGISTRY,
-)
-NOT_OWNER_DROPS = Counter(
-    "fleetsched_policy_controller_not_owner_drops_total",
-    "Sharded mode: queue keys dropped because another replica owns the object (at pop or before a write)",
-    registry=metrics.REGISTRY,
+SHARD = metrics.ShardMetrics.of(
+    "fleetsched_policy_controller", registry=metrics.REGISTRY, objects="Objects", noun="the object"
 )
 TEMPLATE, POLICY, BINDING = "template", "policy", "binding"
 
@@ -147,18 +122,14 @@ class PolicySharding(ControllerRuntime):
             self.queue.push(key)
 
     def on_not_owner(self, entry: QueuedBinding) -> None:
-        NOT_OWNER_DROPS.inc()
+        SHARD.not_owner_drops.inc()
         if isinstance(entry.key, QueueKey):
             self._policy_notes.pop(entry.key, None)
 
     def on_shard_change(
         self, change: MembershipChange, *, owned: int, gained: int, lost: int, held: bool
     ) -> None:
-        SHARD_MEMBERS.set(len(change.members))
-        SHARD_MEMBER_LEASE_HELD.set(1 if held else 0)
-        SHARD_MEMBERSHIP_CHANGES.inc()
-        SHARD_HANDOFFS.labels("in").inc(gained)
-        SHARD_HANDOFFS.labels("out").inc(lost)
+        SHARD.membership_changed(len(change.members), gained=gained, lost=lost, held=held)
         self._owned_by_kind = Tally(key_kind(key) for key in self._owned or ())
         self._publish_owned()
 
