@@ -220,6 +220,15 @@ class _Refused(Exception):
         self.at = at or node  # the node whose position is reported
 
 
+def _duplicate_key(key: Any, first: Node, key_node: Node, value_node: Node) -> _Refused:
+    """The refusal of a mapping key given twice (``first`` is where it was given first)."""
+    return _Refused(
+        f"Duplicate value: {_quote(key)}: mapping key already defined at line {first.start_mark.line + 1}",
+        value_node,
+        at=key_node,
+    )
+
+
 class _Loader(_BaseLoader):
     """SafeLoader (C parser when available) that refuses duplicate keys, huge integers, bad dates."""
 
@@ -249,12 +258,7 @@ class _Loader(_BaseLoader):
                 except TypeError:
                     continue
                 if first is not key_node:
-                    raise _Refused(
-                        f"Duplicate value: {_quote(key)}: mapping key already defined at line "
-                        f"{first.start_mark.line + 1}",
-                        value_node,
-                        at=key_node,
-                    )
+                    raise _duplicate_key(key, first, key_node, value_node)
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
@@ -356,12 +360,7 @@ def _construct_plain(loader: _Loader, root: Node) -> Any:
             key = scalar(key_node)
             first = seen.setdefault(key, key_node)
             if first is not key_node:
-                raise _Refused(
-                    f"Duplicate value: {_quote(key)}: mapping key already defined at line "
-                    f"{first.start_mark.line + 1}",
-                    value_node,
-                    at=key_node,
-                )
+                raise _duplicate_key(key, first, key_node, value_node)
             keys.append(key)
         for key, (_, value_node) in zip(keys, pairs, strict=True):
             target[key] = container(value_node)
