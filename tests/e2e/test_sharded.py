@@ -388,21 +388,30 @@ def test_three_replicas_schedule_what_simulate_prints_each_binding_written_twice
         replicas.stop()
 
 
+def three_replicas_mid_backlog(
+    sharded: Sharded, namespace: str, replicas: ShardedReplicas, writer: str, who: str
+) -> tuple[list[dict[str, Any]], concurrent.futures.Future[Any]]:
+    """Start r0-r2, create FAULT_BINDINGS in the background (a backlog) and return once ``writer``
+    has written ten results, so the fault that follows comes while bindings are still arriving:
+    the bindings, and the future of what ``create_all`` returns."""
+    replicas.start("r0", "r1", "r2")
+    replicas.wait_settled()
+    backlog = fleet_bindings(sharded, namespace, FAULT_BINDINGS)
+    creating = BACKGROUND.submit(create_all, sharded.server, backlog)
+    wait_until(
+        lambda: statuses_by(sharded, namespace, replicas, writer) >= 10, timeout=120,
+        message=lambda: f"{who} never wrote\n{replicas.log_tails()}",
+    )
+    return backlog, creating
+
+
 def test_kill_9_of_a_replica_mid_backlog_its_share_is_taken_over_nothing_written_twice(
     sharded: Sharded, namespace: str
 ) -> None:
     replicas = sharded.replicas("kill")
     victim, survivors = "r1", ("r0", "r2")
     try:
-        replicas.start("r0", "r1", "r2")
-        replicas.wait_settled()
-        # Created in the background: the kill comes while bindings are still arriving (a backlog).
-        backlog = fleet_bindings(sharded, namespace, FAULT_BINDINGS)
-        creating = BACKGROUND.submit(create_all, sharded.server, backlog)
-        wait_until(
-            lambda: statuses_by(sharded, namespace, replicas, victim) >= 10, timeout=120,
-            message=lambda: f"the victim never wrote\n{replicas.log_tails()}",
-        )
+        backlog, creating = three_replicas_mid_backlog(sharded, namespace, replicas, victim, "the victim")
         replicas[victim].kill()
         killed_at = time.monotonic()
         killed_wall = now()
@@ -511,13 +520,8 @@ def test_a_replica_stopped_past_its_lease_writes_nothing_after_sigcont_until_it_
     replicas = sharded.replicas("stop")
     paused, others = "r2", ("r0", "r1")
     try:
-        replicas.start("r0", "r1", "r2")
-        replicas.wait_settled()
-        backlog = fleet_bindings(sharded, namespace, FAULT_BINDINGS)
-        creating = BACKGROUND.submit(create_all, sharded.server, backlog)
-        wait_until(
-            lambda: statuses_by(sharded, namespace, replicas, paused) >= 10, timeout=120,
-            message=lambda: f"the replica to stop never wrote\n{replicas.log_tails()}",
+        backlog, creating = three_replicas_mid_backlog(
+            sharded, namespace, replicas, paused, "the replica to stop"
         )
         replicas[paused].pause()  # mid-backlog: it has bindings in hand
         stopped_at = time.monotonic()
