@@ -156,6 +156,8 @@ class SchedulerOperator(ControllerRuntime):
     events: EventRecorder | None = None
     # generation our own spec patch gives a binding: its watch event is not a user change
     own_generation: dict[QueueKey, int] = field(default_factory=dict)
+    # path -> (resourceVersion, items) of the initial sync's LISTs, handed to the watches once
+    _listed: dict[str, tuple[str, list[dict[str, Any]]]] = field(default_factory=dict)
     # resourceVersions our own writes' answers carried (cached already): their watch events are skipped
     own_versions: dict[str, None] = field(default_factory=dict)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -255,17 +257,21 @@ class SchedulerOperator(ControllerRuntime):
 
     async def initial_sync(self) -> None:
         """LIST Clusters and bindings so caches are complete before anything is scheduled."""
-        clusters, _ = await self.client.list_all(f"/apis/{CLUSTER_GROUP}/{CLUSTER_VERSION}/clusters")
+        path = f"/apis/{CLUSTER_GROUP}/{CLUSTER_VERSION}/clusters"
+        clusters, version = await self.client.list_all(path)
+        self._listed[path] = (version, clusters)
         for obj in clusters:
             obj.setdefault("apiVersion", f"{CLUSTER_GROUP}/{CLUSTER_VERSION}")
             obj.setdefault("kind", "Cluster")
-            self.on_cluster_event(None, obj)
+            self.on_cluster_event(None, watch.strip_managed_fields(obj))
         for kind, plural in PLURALS.items():
-            items, _ = await self.client.list_all(f"/apis/{WORK_GROUP}/{WORK_VERSION}/{plural}")
+            path = f"/apis/{WORK_GROUP}/{WORK_VERSION}/{plural}"
+            items, version = await self.client.list_all(path)
+            self._listed[path] = (version, items)
             for obj in items:
                 obj.setdefault("apiVersion", f"{WORK_GROUP}/{WORK_VERSION}")
                 obj.setdefault("kind", kind)
-                self.on_binding_event(kind, None, obj)
+                self.on_binding_event(kind, None, watch.strip_managed_fields(obj))
         if self.accurate is not None:
             # Karmada dials every cluster's estimator at start; a failure is retried later.
             clusters = [o["metadata"]["name"] for o in self.clusters]
@@ -654,13 +660,17 @@ class SchedulerOperator(ControllerRuntime):
             self.on_binding_event(CRB, event_type, obj)
 
         work, clusters = f"{WORK_GROUP}/{WORK_VERSION}", f"{CLUSTER_GROUP}/{CLUSTER_VERSION}"
+        rb, crb = f"/apis/{work}/{PLURALS[RB]}", f"/apis/{work}/{PLURALS[CRB]}"
+        cl = f"/apis/{clusters}/clusters"
+        # Each watch starts where the initial sync's LIST of it ended, instead of listing again.
+        listed, self._listed = self._listed, {}
         watches = [
-            watch.Watch(self.client, f"/apis/{work}/{PLURALS[RB]}", on_rb, api_version=work, kind=RB,
+            watch.Watch(self.client, rb, on_rb, api_version=work, kind=RB, listed=listed.get(rb),
                         transform=watch.strip_managed_fields, skip_version=self._is_own_write),
-            watch.Watch(self.client, f"/apis/{work}/{PLURALS[CRB]}", on_crb, api_version=work, kind=CRB,
+            watch.Watch(self.client, crb, on_crb, api_version=work, kind=CRB, listed=listed.get(crb),
                         transform=watch.strip_managed_fields, skip_version=self._is_own_write),
-            watch.Watch(self.client, f"/apis/{clusters}/clusters", self.on_cluster_event,
-                        api_version=clusters, kind="Cluster", transform=watch.strip_managed_fields),
+            watch.Watch(self.client, cl, self.on_cluster_event, api_version=clusters, kind="Cluster",
+                        listed=listed.get(cl), transform=watch.strip_managed_fields),
         ]
         return watch.run_watches(watches, stop=stop, ready=ready)
 

@@ -116,7 +116,10 @@ class Watch:
         settings: WatchSettings | None = None,
         transform: Transform | None = None,
         skip_version: Callable[[str], bool] | None = None,
+        listed: tuple[str, Iterable[JsonObject]] | None = None,
     ) -> None:
+        """``listed``: (resourceVersion, items) of a LIST of ``path`` the caller already made and
+        handled (its initial sync): the watch starts from there instead of listing again."""
         self.client = client
         self.path = path
         self.handler = handler
@@ -129,6 +132,11 @@ class Watch:
         self.listed = asyncio.Event()  # set once the first LIST was handed over
         self._known: set[tuple[str, str]] = set()
         self._log = log.bind(resource=path)
+        if listed is not None:
+            version, items = listed
+            self._known = {_object_key(obj) for obj in items}
+            self.resource_version = version
+            self.listed.set()
 
     async def run(self) -> None:
         """Until cancelled."""

@@ -76,3 +76,19 @@ async def test_a_relist_hands_over_what_vanished_as_deleted() -> None:
         (None, "a", "Widget"), (None, "b", "Widget"), (None, "b", "Widget"), ("DELETED", "a", "Widget")
     ]
     assert w.resource_version == "100"
+
+
+async def test_a_watch_given_the_caller_s_list_starts_from_it_and_a_relist_still_says_what_vanished() -> None:
+    received: list[tuple[str | None, dict[str, Any]]] = []
+    synced = [{"metadata": {"name": "a", "namespace": "ns"}}, {"metadata": {"name": "b", "namespace": "ns"}}]
+    w = a_watch(received, listed=("90", synced))
+    assert w.resource_version == "90" and w.listed.is_set()  # run() watches from 90: no LIST first
+    assert received == []  # the caller handled those objects itself
+
+    class Lister:
+        async def list_all(self, path: str, *, page_size: int) -> tuple[list[dict[str, Any]], str]:
+            return [{"metadata": {"name": "b", "namespace": "ns"}}], "100"
+
+    w.client = Lister()  # type: ignore[assignment]
+    await w._list()  # after a 410
+    assert [(k, o["metadata"]["name"]) for k, o in received] == [(None, "b"), ("DELETED", "a")]
