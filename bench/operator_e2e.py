@@ -450,13 +450,46 @@ def baseline_tree(ref: str) -> Iterator[tuple[str, Path]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+SPY_EXTRA = tuple(os.environ.get("FLEETSCHED_PY_SPY_ARGS", "").split())
+
+
 class ProfiledSchedulerProcess(SchedulerProcess):
     """The scheduler under cProfile (``--profile FILE``), to see where its CPU goes."""
 
     profile_path = ""
 
+    spy: subprocess.Popen[bytes] | None = None
+
+    def sampled(self) -> bool:
+        return self.profile_path.endswith((".svg", ".txt"))
+
+    def start(self, *, wait_ready: bool = True, timeout: float = 60) -> ProfiledSchedulerProcess:
+        super().start(wait_ready=False)
+        if self.sampled():
+            # A sampling profile of every thread (py-spy on PATH) attached to the running process:
+            # no tracing overhead, the compute thread beside the event loop; .txt is collapsed stacks.
+            assert self.process is not None
+            fmt = "flamegraph" if self.profile_path.endswith(".svg") else "raw"
+            self.spy = subprocess.Popen(
+                ["py-spy", "record", "--threads", "--rate", "250", *SPY_EXTRA, "--format", fmt, "-o", self.profile_path,
+                 "--pid", str(self.process.pid)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        if wait_ready:
+            self.wait_ready(timeout)
+        return self
+
+    def stop(self, timeout: float = 30) -> int | None:
+        code = super().stop(timeout)
+        if self.spy is not None:
+            self.spy.wait(timeout)  # py-spy writes its file once the process it samples has exited
+        return code
+
     def argv(self) -> list[str]:
         base = super().argv()
+        if self.sampled():
+            return base
         return [base[0], "-m", "cProfile", "-o", self.profile_path, *base[1:]]
 
 
@@ -1246,7 +1279,11 @@ def main() -> int:
         help="scheduler replica counts to run each round (default 1,2,3): 1 is the single-leader operator"
         " phase, every N > 1 a phase with N replicas in --shard-mode=lease on the same bindings",
     )
-    parser.add_argument("--profile", help="run the scheduler under cProfile, writing stats to this file")
+    parser.add_argument(
+        "--profile",
+        help="run the scheduler under cProfile, writing stats to this file; a FILE ending in .svg (flame"
+        " graph) or .txt (collapsed stacks) samples every thread with py-spy instead (py-spy on PATH)",
+    )
     parser.add_argument(
         "--baseline-ref", metavar="REF",
         help="also run the operator phase with the scheduler of this git commit, interleaved round by"

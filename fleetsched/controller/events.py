@@ -97,7 +97,7 @@ def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str,
     target = event.target
     # Cluster-scoped objects get their events in "default", as client-go does.
     namespace = target.namespace or "default"
-    stamp = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = _stamp(now)
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -119,6 +119,18 @@ def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str,
         "reportingComponent": COMPONENT,
         "reportingInstance": host,
     }
+
+
+_last_stamp: tuple[int, str] = (-1, "")
+
+
+def _stamp(now: dt.datetime) -> str:
+    """RFC 3339 in UTC to the second; a burst of Events within one second formats it once."""
+    global _last_stamp
+    second = int(now.timestamp())  # a naive time is local time, as astimezone takes it
+    if _last_stamp[0] != second:
+        _last_stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return _last_stamp[1]
 
 
 class EventRecorder:
@@ -182,7 +194,8 @@ class EventRecorder:
                 pause = min(pause * 2, MAX_BUSY_PAUSE)
             body = event_body(event, now=dt.datetime.now(dt.UTC), host=self._host)
             try:
-                await self.client.create(f"/api/v1/namespaces/{body['metadata']['namespace']}/events", body)
+                path = f"/api/v1/namespaces/{body['metadata']['namespace']}/events"
+                await self.client.create(path, body, decode=False)  # the echo is not used
                 self.sent += 1
             except (ApiError, OSError, TimeoutError) as exc:
                 log.debug("event_not_recorded", reason=event.reason, error=str(exc))

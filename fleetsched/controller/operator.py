@@ -175,6 +175,11 @@ class SchedulerOperator(ControllerRuntime):
         sort = framework.queue_sort
         if sort is not None and sort.name != DEFAULT_QUEUE_SORT:
             self.queue.less = framework.less
+        # The pending gauges read the queue when scraped, not after every binding.
+        queue = self.queue
+        metrics.PENDING_BINDINGS.labels("active").set_function(lambda: queue.sizes().active)
+        metrics.PENDING_BINDINGS.labels("backoff").set_function(lambda: queue.sizes().backoff)
+        metrics.PENDING_BINDINGS.labels("unschedulable").set_function(lambda: queue.sizes().unschedulable)
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
 
@@ -184,8 +189,7 @@ class SchedulerOperator(ControllerRuntime):
         task.add_done_callback(self._in_flight_background.discard)
 
     def _busy(self) -> bool:
-        sizes = self.queue.sizes()
-        return sizes.active + sizes.processing > 0
+        return self.queue.working()
 
     # ---- events from the watch --------------------------------------------------------------
 
@@ -306,7 +310,6 @@ class SchedulerOperator(ControllerRuntime):
             obj = self.bindings[key.kind].get(key.object_key)
             if obj is not None:
                 self.queue.push(key, decision.binding_priority(obj))
-        self._update_queue_gauges()
 
     def on_not_owner(self, entry: QueuedBinding) -> None:
         metrics.SHARD.not_owner_drops.inc()
@@ -325,15 +328,6 @@ class SchedulerOperator(ControllerRuntime):
     def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
         if outcome is not Outcome.DONE:
             metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_SCHEDULE_ATTEMPT_FAILURE).inc()
-
-    def on_done(self) -> None:
-        self._update_queue_gauges()
-
-    def _update_queue_gauges(self) -> None:
-        sizes = self.queue.sizes()
-        metrics.PENDING_BINDINGS.labels("active").set(sizes.active)
-        metrics.PENDING_BINDINGS.labels("backoff").set(sizes.backoff)
-        metrics.PENDING_BINDINGS.labels("unschedulable").set(sizes.unschedulable)
 
     async def process(self, entry: QueuedBinding) -> Outcome:
         assert isinstance(entry.key, QueueKey)

@@ -285,6 +285,11 @@ class SchedulingQueue:
             processing=len(self._processing),
         )
 
+    def working(self) -> bool:
+        """Whether anything is waiting in the active queue or being processed (cheaper than
+        ``sizes``, for the Event senders' check before each Event)."""
+        return bool(self._active_index) or bool(self._processing)
+
     def __contains__(self, key: object) -> bool:
         return (
             key in self._active_index

@@ -18,14 +18,17 @@ other connection failure raises ``ConnectionError`` and a request past ``timeout
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 MAX_HEAD = 64 * 1024
+# The headers that frame a body, found in the lower-cased head in one pass.
+_FRAMING = re.compile(rb"\r\n(content-length|transfer-encoding|connection)[ \t]*:[ \t]*([^\r]*)")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Response:
     status: int
     reason: str
@@ -41,6 +44,7 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
         self.waiter: asyncio.Future[Response] | None = None
         self._buffer = bytearray()
@@ -60,6 +64,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's TLS transport is no subclass
+        self.loop = asyncio.get_running_loop()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -96,7 +101,7 @@ class _Connection(asyncio.Protocol):
                     raise ValueError("header too long")
                 return
             self._head_end = end + 4
-            self._read_head(bytes(buffer[:end]).decode("latin-1"))
+            self._read_head(bytes(buffer[:end]))
             if self._status < 200:  # 1xx: an interim answer, the real one follows
                 del buffer[: self._head_end]
                 self._reset()
@@ -110,24 +115,22 @@ class _Connection(asyncio.Protocol):
             if len(buffer) >= end:
                 self._finish(bytes(buffer[self._head_end : end]), end)
 
-    def _read_head(self, head: str) -> None:
-        lines = head.split("\r\n")
-        parts = lines[0].split(" ", 2)
+    def _read_head(self, head: bytes) -> None:
+        status_line = head.partition(b"\r\n")[0].decode("latin-1")
+        parts = status_line.split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/"):
-            raise ValueError(f"bad status line {lines[0][:80]!r}")
+            raise ValueError(f"bad status line {status_line[:80]!r}")
         self._status = int(parts[1])
         self._reason = parts[2] if len(parts) > 2 else ""
         self.keep_alive = parts[0] == "HTTP/1.1"
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            name = name.strip().lower()
-            if name == "content-length":
-                self._length = int(value.strip())
-            elif name == "transfer-encoding":
-                self._chunked = "chunked" in value.lower()
-            elif name == "connection":
-                token = value.strip().lower()
-                self.keep_alive = token == "keep-alive" or (self.keep_alive and token != "close")
+        for name, raw in _FRAMING.findall(head.lower()):
+            value = raw.strip().decode("latin-1")
+            if name == b"content-length":
+                self._length = int(value)
+            elif name == b"transfer-encoding":
+                self._chunked = "chunked" in value
+            else:
+                self.keep_alive = value == "keep-alive" or (self.keep_alive and value != "close")
         if self._chunked:
             self._length = None
         elif self._status in (204, 304):
@@ -257,7 +260,8 @@ class Http1Pool:
         return protocol, False
 
     async def _exchange(self, connection: _Connection, data: bytes) -> Response:
-        loop = asyncio.get_running_loop()
+        loop = connection.loop
+        assert loop is not None
         waiter: asyncio.Future[Response] = loop.create_future()
         connection.waiter = waiter
         assert connection.transport is not None

@@ -56,9 +56,9 @@ class FakeClient:
     def __init__(self) -> None:
         self.created: list[dict[str, Any]] = []
 
-    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, path: str, body: dict[str, Any], *, decode: bool = True) -> dict[str, Any]:
         self.created.append(body)
-        return body
+        return body if decode else {}
 
 
 async def test_repeats_are_sent_once_and_busy_defers_sending() -> None:
