@@ -450,9 +450,6 @@ def baseline_tree(ref: str) -> Iterator[tuple[str, Path]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-SPY_EXTRA = tuple(os.environ.get("FLEETSCHED_PY_SPY_ARGS", "").split())
-
-
 class ProfiledSchedulerProcess(SchedulerProcess):
     """The scheduler under cProfile (``--profile FILE``), to see where its CPU goes."""
 
@@ -470,9 +467,9 @@ class ProfiledSchedulerProcess(SchedulerProcess):
             # no tracing overhead, the compute thread beside the event loop; .txt is collapsed stacks.
             assert self.process is not None
             fmt = "flamegraph" if self.profile_path.endswith(".svg") else "raw"
+            spy = ["py-spy", "record", "--threads", "--rate", "250", "--format", fmt]
             self.spy = subprocess.Popen(
-                ["py-spy", "record", "--threads", "--rate", "250", *SPY_EXTRA, "--format", fmt, "-o", self.profile_path,
-                 "--pid", str(self.process.pid)],
+                [*spy, "-o", self.profile_path, "--pid", str(self.process.pid)],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )

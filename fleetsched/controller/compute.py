@@ -20,6 +20,16 @@ the binding. Python cannot stop a thread, so it is enforced in two places:
   written (log line ``late_result_discarded``). Until it ends it holds its thread, which
   ``fleetsched_scheduler_abandoned_computations`` shows.
 
+A computation that cannot wait on I/O (``run(..., inline=True)``: the operator passes it when the
+profile's plugins are all fleetsched's own, no extender is asked and no estimator but the general
+one: ``Scheduler.computes_only``) starts on the event loop instead, for at most ``INLINE_SLICE``:
+handing a binding to a thread and its result back cost more CPU than a typical binding's core
+(0.35-0.45 ms per binding in ``bench/operator_e2e.py``, the GIL changing hands). The first checkpoint
+past the slice stops it, and it starts again from the beginning in a core thread, under the budget
+as above (``fleetsched_scheduler_core_moved_off_loop_total`` counts these). The core is pure, so the
+second run gives what the first would have; what a stopped run observed (step timings, memo
+entries) stays. The loop is held at most the slice plus the longest stretch between two checkpoints.
+
 Knows nothing about bindings beyond a key for the log; the operator turns ``BudgetExceeded`` into the
 binding's condition and the queue's error backoff.
 """
@@ -46,6 +56,9 @@ DEFAULT_BUDGET = 30.0
 # How long past its budget a computation may take to reach a checkpoint before the worker stops
 # waiting for it (a step that does not return, e.g. one huge enumeration, never reaches one).
 HARD_STOP_GRACE = 1.0
+
+# The longest a computation runs on the event loop before it moves to a core thread (``inline``).
+INLINE_SLICE = 0.005
 
 STOP_CHECKPOINT = "checkpoint"
 STOP_ABANDONED = "abandoned"
@@ -75,6 +88,10 @@ class _Computation:
             raise BudgetExceeded(self.budget, stop=STOP_ABANDONED if self.abandoned else STOP_CHECKPOINT)
 
 
+class _MoveOff(Exception):
+    """An inline computation used up its slice: it goes on in a core thread."""
+
+
 def observe_step(step: str, seconds: float) -> None:
     """``Scheduler(observe_step=...)`` for the operator: the step's metric, then a checkpoint."""
     metrics.observe_step(step, seconds)
@@ -85,7 +102,7 @@ class CoreExecutor:
     """``threads`` threads for the core; ``budget`` seconds per call (None: unbounded)."""
 
     def __init__(self, *, threads: int, budget: float | None = DEFAULT_BUDGET,
-                 grace: float = HARD_STOP_GRACE) -> None:
+                 grace: float = HARD_STOP_GRACE, inline_slice: float = INLINE_SLICE) -> None:
         if threads < 1:
             raise ValueError(f"threads: must be at least 1, got {threads}")
         if budget is not None and budget <= 0:
@@ -93,6 +110,7 @@ class CoreExecutor:
         self.threads = threads
         self.budget = budget
         self.grace = grace
+        self.inline_slice = inline_slice
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="scheduling-core")
         metrics.CORE_THREADS.set(threads)
 
@@ -100,8 +118,21 @@ class CoreExecutor:
         """Stop taking work; running computations finish in their threads, queued ones are dropped."""
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    async def run(self, fn: Callable[..., T], /, *args: Any, key: str = "") -> T:
-        """``fn(*args)`` in a core thread; raises ``BudgetExceeded`` when over the budget."""
+    async def run(self, fn: Callable[..., T], /, *args: Any, key: str = "", inline: bool = False) -> T:
+        """``fn(*args)`` in a core thread; raises ``BudgetExceeded`` when over the budget. With
+        ``inline`` (``fn`` never waits on I/O) it starts on the loop for up to ``inline_slice``."""
+        if inline and self.inline_slice > 0:
+            limit = time.perf_counter() + self.inline_slice
+
+            def slice_check() -> None:
+                if time.perf_counter() >= limit:
+                    raise _MoveOff
+
+            try:
+                with groups.checkpointing(slice_check):
+                    return fn(*args)
+            except _MoveOff:
+                metrics.CORE_MOVED_OFF_LOOP.inc()
         budget = self.budget
         if budget is None:
             return await asyncio.wrap_future(self._pool.submit(fn, *args))

@@ -177,6 +177,11 @@ ABANDONED_COMPUTATIONS = Gauge(
     "Computations past their budget still holding a core thread; their results will be discarded.",
     registry=REGISTRY,
 )
+CORE_MOVED_OFF_LOOP = Counter(
+    "fleetsched_scheduler_core_moved_off_loop_total",
+    "Computations started on the event loop that used up their slice there and ran again in a core thread.",
+    registry=REGISTRY,
+)
 # Accurate estimator calls (--enable-scheduler-estimator), one per cluster per batch.
 ESTIMATOR_RPCS_IN_FLIGHT = Gauge(
     "fleetsched_scheduler_estimator_rpcs_in_flight",

@@ -518,7 +518,9 @@ class SchedulerOperator(ControllerRuntime):
         assert self.compute is not None
         snapshot = self.clusters.snapshot()
         scheduler = self._scheduler_for(scheduler_name)
-        return await self.compute.run(scheduler.schedule, binding, status, snapshot, key=key)
+        return await self.compute.run(
+            scheduler.schedule, binding, status, snapshot, key=key, inline=scheduler.computes_only
+        )
 
     def _scheduler_for(self, scheduler_name: str) -> Scheduler:
         """The Scheduler of the profile serving ``scheduler_name`` (``scheduler`` without profiles)."""

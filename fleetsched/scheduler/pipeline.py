@@ -306,6 +306,12 @@ class Scheduler:
             e for e in self.estimators if isinstance(e, ComponentSetEstimator)
         )
 
+    @property
+    def computes_only(self) -> bool:
+        """An attempt never waits on I/O: in-tree plugins run serially, no extender, and no
+        estimator but the general one (an accurate estimator is a gRPC call)."""
+        return self.framework.computes_only and self.estimators == (self.general,)
+
     # ---- entry point -------------------------------------------------------------------------
 
     def schedule(
@@ -338,6 +344,9 @@ class Scheduler:
         overflow_term = _overflow_term(binding, observed_name)
         attempt.overflow = overflow_term is not None
         feasible = fo.feasible
+        # The Select step starts here, as Karmada's selectClusters does: the clusters' available
+        # replicas (the estimators) and the order by score and availability are part of it.
+        started = time.perf_counter()
         allocatable = self._allocatable_replicas(binding, feasible, snapshot, fo.feasible_index)
         available = _available(binding, allocatable, snapshot, fo.feasible_index)
         totals = fo.totals
@@ -370,7 +379,6 @@ class Scheduler:
 
         attempt.numbers_factory = numbers
         multi_template = self.settings.multiple_pod_templates and multi_template_applicable(binding)
-        started = time.perf_counter()
         try:
             selected = select_clusters(details, binding, multi_template=multi_template)
         except SchedulingError as e:

@@ -212,6 +212,10 @@ class Driver(Protocol):
     def perform(self, requests: Sequence[Any]) -> list[Any]: ...
 
 
+# The package of fleetsched's own plugins (plugins/registry.py); an out-of-tree plugin lives elsewhere.
+IN_TREE_PREFIX = "fleetsched.scheduler.plugins."
+
+
 class SerialDriver:
     """Performs each request in turn, in the calling thread."""
 
@@ -705,6 +709,13 @@ class Framework:
         self.prioritize_extenders = tuple(e for e in self.extenders if e.supports_prioritize)
         self.ignorable = profile.ignorable_plugins
         self.budget = profile.plugin_timeout_seconds
+        # Whether an attempt only computes: every plugin is one of fleetsched's own (pure, no I/O),
+        # no extender is asked and the points run one after another on the caller's thread.
+        self.computes_only = (
+            not self.extenders
+            and isinstance(self.driver, SerialDriver)
+            and all(type(p).__module__.startswith(IN_TREE_PREFIX) for p in self._instances.values())
+        )
         # Whole filter+score outcomes are reused only when every answer is declared and nothing
         # per-attempt (PreFilter/PreScore state, extenders, ignorable failures) could change them.
         self._outcome_memo_ok = (

@@ -131,6 +131,8 @@ class SlowFor:
     """A scheduler whose ``schedule`` spins in pure Python for one binding until ``release`` (or 20 s),
     and is the real core for the others."""
 
+    computes_only = False  # it stands for a core that may not return: never started on the loop
+
     def __init__(self, slow: str, release: Callable[[], bool]) -> None:
         self.real = Scheduler()
         self.framework = self.real.framework  # the queue order and binding cycle of the real core

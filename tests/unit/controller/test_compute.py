@@ -154,3 +154,68 @@ def test_a_negative_budget_is_refused_naming_the_flag(capsys: pytest.CaptureFixt
         _scheduler_args("--scheduling-timeout=-5s")
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.endswith("argument --scheduling-timeout: invalid duration '-5s' (must be 0 or more)")
+
+
+async def test_an_inline_computation_runs_on_the_loop_thread_when_it_fits_its_slice() -> None:
+    executor = CoreExecutor(threads=1, budget=5, inline_slice=1.0)
+    moved = sample("fleetsched_scheduler_core_moved_off_loop_total")
+    try:
+        assert await executor.run(threading.get_ident, inline=True) == threading.get_ident()
+        assert await executor.run(threading.get_ident) != threading.get_ident()  # not inline: a core thread
+    finally:
+        executor.close()
+    assert sample("fleetsched_scheduler_core_moved_off_loop_total") == moved
+
+
+async def test_an_inline_computation_past_its_slice_starts_again_in_a_core_thread() -> None:
+    # The first checkpoint past the slice stops the run on the loop; the thread runs it from the start.
+    executor = CoreExecutor(threads=1, budget=5, inline_slice=0.02)
+    runs: list[tuple[int, int]] = []  # (thread, checkpoints passed)
+    moved = sample("fleetsched_scheduler_core_moved_off_loop_total")
+
+    def core() -> int:
+        passed = 0
+        runs.append((threading.get_ident(), passed))
+        for _ in range(10):
+            time.sleep(0.005)
+            groups.checkpoint()
+            passed += 1
+            runs[-1] = (threading.get_ident(), passed)
+        return threading.get_ident()
+
+    loop_thread = threading.get_ident()
+    started = time.perf_counter()
+    ticks = 0
+
+    async def ticker() -> None:  # the loop is free again once the computation moved off it
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.001)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    try:
+        ran_on = await executor.run(core, inline=True)
+    finally:
+        task.cancel()
+        executor.close()
+    assert ran_on != loop_thread
+    assert [t for t, _ in runs] == [loop_thread, ran_on]
+    assert 1 <= runs[0][1] < 10, runs  # stopped at a checkpoint after the slice, not at the end
+    assert runs[1][1] == 10  # the thread ran it whole
+    assert ticks > 0  # the loop ran while the thread computed
+    assert time.perf_counter() - started < 5
+    assert sample("fleetsched_scheduler_core_moved_off_loop_total") == moved + 1
+
+
+async def test_an_inline_computation_raises_as_a_threaded_one_does() -> None:
+    executor = CoreExecutor(threads=1, budget=5)
+
+    def broken() -> None:
+        raise ValueError("bad input")
+
+    try:
+        with pytest.raises(ValueError, match="bad input"):
+            await executor.run(broken, inline=True)
+    finally:
+        executor.close()

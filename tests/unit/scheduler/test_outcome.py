@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 from fleetsched.scheduler.outcome import (
     APPLIED_PLACEMENT_ANNOTATION,
@@ -155,3 +156,25 @@ def test_applied_placement_keeps_pointer_zeros_and_required_strings() -> None:
         '{"clusterTolerations":[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":0}],'
         '"workloadAffinity":{"affinity":{"groupByLabelKey":""}}}'
     )
+
+
+def test_the_annotation_text_is_memoised_by_content_and_equals_a_fresh_rendering() -> None:
+    from fleetsched.scheduler import outcome
+
+    placements: list[dict[str, Any]] = [
+        {"clusterAffinity": {"clusterNames": ["m1", "m2"]}, "zUnknown": 1, "aUnknown": [1, 2]},
+        {"aUnknown": [1, 2], "zUnknown": 1, "clusterAffinity": {"clusterNames": ["m1", "m2"]}},  # same
+        {"clusterAffinity": {"clusterNames": ["m2", "m1"]}},  # list order is content
+        {"replicaScheduling": {"weightPreference": {"staticWeightList": [{"weight": 1}]}}},
+        {"replicaScheduling": {"weightPreference": {"staticWeightList": [{"weight": True}]}}},  # not 1
+        {"replicaScheduling": {"weightPreference": {"staticWeightList": [{"weight": 1.0}]}}},  # not 1
+        {"clusterTolerations": [{"key": "<&>", "tolerationSeconds": 0}]},
+        {"x": float("nan")},  # orjson writes NaN as null: never taken from the memo
+        {"x": None},
+        {"x": 10**30},  # past orjson's integers: rendered uncached
+    ]
+    for placement in placements * 2:  # the second pass reads the memo
+        assert outcome.applied_placement_json(placement) == outcome._placement_text(placement)
+    assert outcome.applied_placement_json(placements[0]) == outcome.applied_placement_json(placements[1])
+    assert outcome.applied_placement_json({"x": float("nan")}) == '{"x":NaN}'
+    assert outcome.applied_placement_json({"x": None}) == "{}"

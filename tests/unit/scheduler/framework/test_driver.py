@@ -70,3 +70,18 @@ def test_the_concurrent_driver_answers_as_the_serial_one() -> None:
     assert serial[0] == concurrent[0] == [2, 2]
     assert isinstance(serial[1], ConnectionError) and isinstance(concurrent[1], ConnectionError)
     assert serial[2] == concurrent[2] == {"m1": 4}
+
+
+def test_only_a_profile_of_in_tree_plugins_without_extenders_or_remote_estimators_computes_only() -> None:
+    # The operator starts such an attempt on its event loop (controller/compute.py): nothing in it waits.
+    assert Scheduler().computes_only
+    assert not Scheduler(extenders=[FakeExtender("https://x", scores={"m1": 1})]).computes_only
+    assert not Scheduler(estimators=[Fixed("accurate", 3)]).computes_only
+    with ThreadPoolExecutor(2) as pool:
+        assert not Scheduler(driver=ConcurrentDriver(pool)).computes_only
+    from .test_runtime import ALL_POINTS, Recorder, profile_with, registry_of
+
+    recorder = Recorder()  # a plugin defined outside fleetsched.scheduler.plugins
+    profile = profile_with({p: ["Recorder"] for p in ALL_POINTS})
+    out_of_tree = Scheduler(profile=profile, registry=registry_of(recorder))
+    assert not out_of_tree.computes_only
