@@ -28,6 +28,7 @@ from typing import Any
 import structlog
 
 from fleetsched.kube.client import ApiError, KubeClient
+from fleetsched.scheduler.outcome import rfc3339_seconds
 
 log = structlog.get_logger("fleetsched.events")
 
@@ -97,7 +98,7 @@ def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str,
     target = event.target
     # Cluster-scoped objects get their events in "default", as client-go does.
     namespace = target.namespace or "default"
-    stamp = _stamp(now)
+    stamp = rfc3339_seconds(now)
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -119,18 +120,6 @@ def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str,
         "reportingComponent": COMPONENT,
         "reportingInstance": host,
     }
-
-
-_last_stamp: tuple[int, str] = (-1, "")
-
-
-def _stamp(now: dt.datetime) -> str:
-    """RFC 3339 in UTC to the second; a burst of Events within one second formats it once."""
-    global _last_stamp
-    second = int(now.timestamp())  # a naive time is local time, as astimezone takes it
-    if _last_stamp[0] != second:
-        _last_stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
-    return _last_stamp[1]
 
 
 class EventRecorder:

@@ -16,7 +16,6 @@ the Cluster object changes) and kept in its ``memo``, so a request for 100 clust
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 from collections.abc import Mapping
 from fractions import Fraction
@@ -25,6 +24,7 @@ from typing import Any
 import orjson
 
 from fleetsched.api.quantity import Format, Quantity, format_canonical
+from fleetsched.scheduler.outcome import rfc3339_seconds
 from fleetsched.scheduler.types import (
     ClusterAffinity,
     ClusterInfo,
@@ -162,10 +162,6 @@ def _replica_requirements(r: ReplicaRequirements) -> dict[str, Any]:
     return out
 
 
-def _rfc3339(t: dt.datetime) -> str:
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def binding_object(b: SchedulingBinding) -> dict[str, Any]:
     """The binding as a ``work.karmada.io/v1alpha2`` object with the spec fields the scheduler read,
     except the graceful eviction tasks (the core keeps only their clusters, not a valid task)."""
@@ -196,7 +192,7 @@ def binding_object(b: SchedulingBinding) -> dict[str, Any]:
         spec["clusters"] = [{"name": t.name, "replicas": t.replicas} if t.replicas else {"name": t.name}
                             for t in b.clusters]
     if b.reschedule_triggered_at is not None:
-        spec["rescheduleTriggeredAt"] = _rfc3339(b.reschedule_triggered_at)
+        spec["rescheduleTriggeredAt"] = rfc3339_seconds(b.reschedule_triggered_at)
     if b.affinity_group or b.anti_affinity_group:
         groups = {}
         if b.affinity_group:
