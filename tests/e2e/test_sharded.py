@@ -67,7 +67,7 @@ STEADY = ShardTimings(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0
 DROP_BOUND = TIMINGS.lease_duration + 2 * TIMINGS.retry_period + 8.0
 REPLICA_ARGS = ("--workers=8", "--kube-api-qps=0", "--log-level=info")
 CLUSTERS = 20
-MAIN_BINDINGS = 1000
+MAIN_BINDINGS = 3000
 FAULT_BINDINGS = 600
 EXTRA_BINDINGS = 120
 SEED = 15
