@@ -4,7 +4,8 @@ Data flow (design.md "Data flow in the operator"):
 
   watch events (bindings, Clusters; fleetsched.kube.watch) -> caches -> which keys to queue (decision.py)
   -> SchedulingQueue -> N workers: §3.4 decision, the pure core on the current cluster snapshot
-  (in a core thread within the per-binding budget, compute.py; never on the event loop),
+  (in a core thread within the per-binding budget, compute.py; a profile that cannot wait on I/O
+  starts on the event loop for a 5 ms slice first),
   the core's rendering -> at most two writes per binding (spec + annotations, then status),
   retried from a fresh read on 409 Conflict -> Events on the binding and its template.
 
@@ -513,8 +514,9 @@ class SchedulerOperator(ControllerRuntime):
         self, key: str, binding: SchedulingBinding, status: BindingStatus, *, scheduler_name: str
     ) -> ScheduleResult:
         """The core of the binding's profile on the current cluster snapshot, in a core thread
-        within the budget (``BudgetExceeded`` past it). The one step that computes; everything
-        around it is I/O."""
+        within the budget (``BudgetExceeded`` past it), or first on the loop for a slice when the
+        profile only computes (``Scheduler.computes_only``). The one step that computes;
+        everything around it is I/O."""
         assert self.compute is not None
         snapshot = self.clusters.snapshot()
         scheduler = self._scheduler_for(scheduler_name)
