@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from typing import Any
 
 from fleetsched.controller.writer import EXPLANATION_ANNOTATION, compute_patches, explanation
@@ -105,3 +106,18 @@ def test_explanation_is_compact_and_deterministic() -> None:
         explanation(result) == '{"strategy":"Duplicated","mode":"Steady","groups":[{"feasible":0,'
         '"rejected":{},"selected":["m1"]}]}'
     )
+
+
+def test_the_compact_json_of_the_explanation_is_the_stdlib_text_whatever_the_strings() -> None:
+    from fleetsched.controller.writer import _compact_json
+
+    every_ascii = "".join(chr(i) for i in range(128))
+    for value in [
+        {"groups": [{"feasible": 3, "rejected": {"TaintToleration": 2}, "selected": ["m1"]}]},
+        {"k": every_ascii + '"\\/'},  # control characters, quotes, backslash, DEL
+        {"k": "région ✓ 集群"},  # non-ASCII: json escapes it, orjson would not
+        {"big": 2**70, "neg": -(2**63)},  # past 64 bits orjson refuses
+        {1: "int key"},
+        [True, False, None, 0, -1],
+    ]:
+        assert _compact_json(value) == json.dumps(value, separators=(",", ":"))
