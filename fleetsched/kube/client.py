@@ -150,7 +150,6 @@ class KubeClient:
         self.connection = connection
         self.limiter = TokenBucket(qps, burst)
         self.field_manager = field_manager
-        self._manager_query = f"?{urlencode({'fieldManager': field_manager})}" if field_manager else ""
         # Called right before a write is sent (after any wait for the rate limiter); it may raise
         # to stop the write. Sharded controllers re-check ownership there (runtime.py).
         self.write_guard: Callable[[], None] | None = None
@@ -180,6 +179,16 @@ class KubeClient:
             timeout=aiohttp.ClientTimeout(total=60, connect=10),
             json_serialize=lambda o: orjson.dumps(o).decode(),
         )
+
+    @property
+    def field_manager(self) -> str | None:
+        return self._field_manager
+
+    @field_manager.setter
+    def field_manager(self, value: str | None) -> None:
+        # The query of a write without parameters, built once (it is the same for every write).
+        self._field_manager = value
+        self._manager_query = f"?{urlencode({'fieldManager': value})}" if value else ""
 
     async def close(self) -> None:
         await self._http.close()

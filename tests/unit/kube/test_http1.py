@@ -114,3 +114,64 @@ async def test_a_get_is_sent_again_when_its_reused_connection_was_closed_silentl
         await pool.close()
         server.close()
         await server.wait_closed()
+
+
+def test_framing_headers_are_found_whatever_their_case_and_spacing() -> None:
+    head = b"HTTP/1.1 200 OK\r\nX-Other: content-length: 99\r\ncontent-LENGTH  :  3\r\n\r\n"
+    got, reusable = answer_of(head + b"abc")
+    assert isinstance(got, http1.Response) and (got.body, reusable) == (b"abc", True)
+    got, reusable = answer_of(b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx")
+    assert isinstance(got, http1.Response) and (got.body, reusable) == (b"x", True)
+    got, reusable = answer_of(b"HTTP/1.1 200 OK\r\nTRANSFER-ENCODING: Chunked\r\n\r\n1\r\nz\r\n0\r\n\r\n")
+    assert isinstance(got, http1.Response) and (got.body, reusable) == (b"z", True)
+
+
+async def test_the_client_adds_its_field_manager_to_writes_only_and_skips_unread_answers() -> None:
+    from fleetsched.kube.client import ApiError, Connection, KubeClient
+
+    targets: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break
+            target = head.split(b" ")[1]
+            targets.append(target)
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length")), 0)
+            await reader.readexactly(length)
+            if b"missing" in target:
+                status, body = b"404 Not Found", b'{"reason":"NotFound","message":"gone"}'
+            else:
+                status, body = b"200 OK", b'{"metadata":{"name":"x"}}'
+
+            writer.write(b"HTTP/1.1 %s\r\nContent-Length: %d\r\n\r\n%s" % (status, len(body), body))
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = KubeClient(Connection(server=f"http://127.0.0.1:{port}"), field_manager="fleetsched/r 1")
+    try:
+        assert await client.get("/a") == {"metadata": {"name": "x"}}
+        assert await client.merge_patch("/b", {"x": 1}) == {"metadata": {"name": "x"}}
+        assert await client.create("/c", {"x": 1}, decode=False) == {}
+        await client.request("PUT", "/d", body={}, params={"dryRun": "All"})
+        client.field_manager = "other"
+        await client.create("/e", {})
+        with pytest.raises(ApiError) as caught:  # an error answer is read even when the answer is not
+            await client.create("/missing", {}, decode=False)
+        assert (caught.value.status, caught.value.reason, caught.value.message) == (404, "NotFound", "gone")
+    finally:
+        await client.close()
+        server.close()
+    assert targets == [
+        b"/a",
+        b"/b?fieldManager=fleetsched%2Fr+1",
+        b"/c?fieldManager=fleetsched%2Fr+1",
+        b"/d?dryRun=All&fieldManager=fleetsched%2Fr+1",
+        b"/e?fieldManager=other",
+        b"/missing?fieldManager=other",
+    ]
