@@ -201,7 +201,7 @@ async def test_an_inline_computation_past_its_slice_starts_again_in_a_core_threa
         executor.close()
     assert ran_on != loop_thread
     assert [t for t, _ in runs] == [loop_thread, ran_on]
-    assert 1 <= runs[0][1] < 10, runs  # stopped at a checkpoint after the slice, not at the end
+    assert runs[0][1] < 10, runs  # stopped at a checkpoint after the slice, not at the end
     assert runs[1][1] == 10  # the thread ran it whole
     assert ticks > 0  # the loop ran while the thread computed
     assert time.perf_counter() - started < 5
