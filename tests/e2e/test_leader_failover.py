@@ -46,7 +46,15 @@ def test_standby_takes_over_and_never_rewrites_the_leaders_bindings(
     leader = start_scheduler(server, "--leader-elect=true", name="a")
     standby = start_scheduler(server, "--leader-elect=true", name="b", wait_ready=False)
     wait_until(lambda: standby._get("/healthz")[0] == 200, timeout=30, message="standby never alive")
-    assert standby._get("/readyz") == (503, "not the leader")
+    # Alive before its caches are synced; then a synced standby: never ready while the other leads.
+    seen: list[tuple[int, str]] = []
+
+    def synced_standby() -> bool:
+        seen.append(standby._get("/readyz"))
+        return seen[-1] == (503, "not the leader")
+
+    wait_until(synced_standby, timeout=30, message=lambda: f"standby's /readyz: {seen[-3:]}")
+    assert set(seen) <= {(503, "caches not synced"), (503, "not the leader")}, seen
     holder = json.loads(
         server.kubectl("get", "lease", "-n", "karmada-system", "fleetsched-scheduler", "-o", "json")
     )
