@@ -18,6 +18,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from fleetsched.api.document import format_time
 from fleetsched.api.quantity import Quantity, pydantic_quantity
 
 INT32_MAX = 2**31 - 1
@@ -81,9 +82,6 @@ def parse_time(value: Any) -> datetime:
     return moment.astimezone(UTC)
 
 
-def format_time(moment: datetime) -> str:
-    """Kubernetes writes metav1.Time as RFC 3339 with second precision in UTC."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 Time = Annotated[

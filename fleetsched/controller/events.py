@@ -27,8 +27,8 @@ from typing import Any
 
 import structlog
 
+from fleetsched.api.document import format_time
 from fleetsched.kube.client import ApiError, KubeClient
-from fleetsched.scheduler.outcome import rfc3339_seconds
 
 log = structlog.get_logger("fleetsched.events")
 
@@ -98,7 +98,7 @@ def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str,
     target = event.target
     # Cluster-scoped objects get their events in "default", as client-go does.
     namespace = target.namespace or "default"
-    stamp = rfc3339_seconds(now)
+    stamp = format_time(now)
     return {
         "apiVersion": "v1",
         "kind": "Event",

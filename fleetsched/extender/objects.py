@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
+from fleetsched.api.document import format_time
 from fleetsched.api.quantity import Format, Quantity, format_canonical
-from fleetsched.scheduler.outcome import rfc3339_seconds
 from fleetsched.scheduler.types import (
     ClusterAffinity,
     ClusterInfo,
@@ -192,7 +192,7 @@ def binding_object(b: SchedulingBinding) -> dict[str, Any]:
         spec["clusters"] = [{"name": t.name, "replicas": t.replicas} if t.replicas else {"name": t.name}
                             for t in b.clusters]
     if b.reschedule_triggered_at is not None:
-        spec["rescheduleTriggeredAt"] = rfc3339_seconds(b.reschedule_triggered_at)
+        spec["rescheduleTriggeredAt"] = format_time(b.reschedule_triggered_at)
     if b.affinity_group or b.anti_affinity_group:
         groups = {}
         if b.affinity_group:

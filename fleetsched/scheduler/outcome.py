@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from fleetsched.api.document import format_time
 from fleetsched.scheduler.types import TargetCluster
 
 __all__ = [
@@ -329,20 +328,6 @@ def _target_json(t: TargetCluster) -> dict[str, Any]:
     return out
 
 
-_last_second: tuple[int, str] = (-1, "")
-
-
-def rfc3339_seconds(now: dt.datetime) -> str:
-    """``now`` as RFC 3339 in UTC to the second (metav1.Time's form); the text of the latest second
-    is kept, since a burst of writes and Events within one second all format it."""
-    global _last_second
-    second = math.floor(now.timestamp())  # a naive time is local time, as astimezone takes it
-    last = _last_second
-    if last[0] != second:
-        last = _last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
-    return last[1]
-
-
 def render_into_binding(
     binding: Mapping[str, Any], result: ScheduleResult, *, now: dt.datetime | None = None
 ) -> dict[str, Any]:
@@ -376,7 +361,7 @@ def render_into_binding(
     conditions = [c for c in (status.get("conditions") or []) if isinstance(c, Mapping)]
     new_status = "True" if result.condition.status else "False"
     previous = next((c for c in conditions if c.get("type") == SCHEDULED_CONDITION), None)
-    transition = rfc3339_seconds(now)
+    transition = format_time(now)
     if previous is not None and previous.get("status") == new_status and previous.get("lastTransitionTime"):
         transition = previous["lastTransitionTime"]
     condition = {
@@ -395,5 +380,5 @@ def render_into_binding(
         generation = metadata.get("generation")
         if generation is not None:
             status["schedulerObservedGeneration"] = generation
-        status["lastScheduledTime"] = rfc3339_seconds(now)
+        status["lastScheduledTime"] = format_time(now)
     return out
