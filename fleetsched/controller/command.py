@@ -49,6 +49,14 @@ def non_negative_duration(text: str) -> float:
     return value
 
 
+def positive_duration(text: str) -> float:
+    """A ``duration`` above 0."""
+    value = duration(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (must be more than 0)")
+    return value
+
+
 def feature_gates(text: str) -> dict[str, bool]:
     """argparse type of ``--feature-gates``: Karmada's gates, as Kubernetes parses them."""
     try:

@@ -182,6 +182,52 @@ CORE_MOVED_OFF_LOOP = Counter(
     "Computations started on the event loop that used up their slice there and ran again in a core thread.",
     registry=REGISTRY,
 )
+# The assume record (gate SchedulingOvercommitProtection, scheduler/assume.py).
+ASSUMED_RESOURCES = Gauge(
+    "fleetsched_scheduler_assumed_resources",
+    "Capacity decided onto a member cluster but not yet visible in its status, by resource (cpu in "
+    "cores, pods in pods, other resources in their units); deducted by the estimators.",
+    ["cluster", "resource"],
+    registry=REGISTRY,
+)
+ASSUMED_BINDINGS = Gauge(
+    "fleetsched_scheduler_assumed_bindings",
+    "ResourceBindings holding assumptions now.",
+    registry=REGISTRY,
+)
+ASSUMPTIONS_RELEASED = Counter(
+    "fleetsched_scheduler_assumptions_released_total",
+    "(binding, cluster) assumptions released, by reason: healthy (the cluster reported the workload "
+    "Healthy), rescheduled (the cluster left the placement), deleted, expired (the TTL passed), "
+    "unreserved (the decision's write failed or a plugin refused it).",
+    ["reason"],
+    registry=REGISTRY,
+)
+RESERVE_REDECISIONS = Counter(
+    "fleetsched_scheduler_reserve_redecisions_total",
+    "Decisions made again because, at Reserve, capacity they counted on had been taken by a "
+    "concurrent decision since their snapshot.",
+    registry=REGISTRY,
+)
+_assumed_labels: dict[str, set[str]] = {}
+
+
+def set_assumed(cluster: str, workloads: Any) -> None:
+    """The assumed-resources gauge of one cluster, from its assumed workloads (series of resources
+    no longer held are removed)."""
+    from fleetsched.scheduler.assume import assumed_totals
+
+    totals = assumed_totals(workloads)
+    for resource in _assumed_labels.get(cluster, set()) - set(totals):
+        ASSUMED_RESOURCES.remove(cluster, resource)
+    for resource, amount in totals.items():
+        ASSUMED_RESOURCES.labels(cluster, resource).set(float(amount))
+    if totals:
+        _assumed_labels[cluster] = set(totals)
+    else:
+        _assumed_labels.pop(cluster, None)
+
+
 # Accurate estimator calls (--enable-scheduler-estimator), one per cluster per batch.
 ESTIMATOR_RPCS_IN_FLIGHT = Gauge(
     "fleetsched_scheduler_estimator_rpcs_in_flight",

@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from fleetsched.controller import decision, metrics, runtime
+from fleetsched.controller import assumptions, decision, metrics, runtime
 from fleetsched.controller.affected import AffectedBindings, affected_index
 from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key, resource_version
 from fleetsched.controller.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
@@ -53,6 +53,15 @@ from fleetsched.controller.writer import Patches, compute_patches, explanation, 
 from fleetsched.kube import watch
 from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
+from fleetsched.scheduler.assume import (
+    DEFAULT_TTL,
+    GC_PERIOD,
+    AssumeRecord,
+    Release,
+    Reservation,
+    describe,
+    footprint,
+)
 from fleetsched.scheduler.convert import (
     ConversionError,
     cluster_from_dict,
@@ -71,6 +80,9 @@ CLUSTER_GROUP, CLUSTER_VERSION = "cluster.karmada.io", "v1alpha1"
 RB, CRB = "ResourceBinding", "ClusterResourceBinding"
 PLURALS = {RB: "resourcebindings", CRB: "clusterresourcebindings"}
 MAX_CONFLICT_RETRIES = 5
+# Decisions of one binding refused at Reserve (another decision took the capacity first) before the
+# binding goes back to the queue with backoff.
+MAX_RESERVE_ATTEMPTS = 3
 MAX_OWN_VERSIONS = 100_000
 
 
@@ -133,6 +145,13 @@ class OperatorConfig:
     scheduling_timeout: float | None = DEFAULT_BUDGET
     # --shard-mode=lease: this replica's member Lease (exclusive with ``leader_election``)
     sharding: ShardConfig | None = None
+    # gate SchedulingOvercommitProtection: the assume record, and --assumption-ttl (seconds)
+    overcommit_protection: bool = False
+    assumption_ttl: float = DEFAULT_TTL
+
+
+class ReserveConflict(Exception):
+    """Every decision of a binding was refused at Reserve: concurrent decisions took the capacity."""
 
 
 @dataclass
@@ -163,6 +182,8 @@ class SchedulerOperator(ControllerRuntime):
     own_versions: dict[str, None] = field(default_factory=dict)
     _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
+    # gate SchedulingOvercommitProtection: capacity decided but not yet in the clusters' status
+    assumptions: AssumeRecord | None = None
 
     worker_key_field = "binding"
     runtime_log = log
@@ -181,6 +202,12 @@ class SchedulerOperator(ControllerRuntime):
         metrics.PENDING_BINDINGS.labels("active").set_function(lambda: queue.sizes().active)
         metrics.PENDING_BINDINGS.labels("backoff").set_function(lambda: queue.sizes().backoff)
         metrics.PENDING_BINDINGS.labels("unschedulable").set_function(lambda: queue.sizes().unschedulable)
+        if self.config.overcommit_protection and self.assumptions is None:
+            self.assumptions = AssumeRecord(
+                self.config.assumption_ttl,
+                on_change=self._assumptions_changed,
+                on_release=self._assumptions_released,
+            )
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
 
@@ -203,6 +230,8 @@ class SchedulerOperator(ControllerRuntime):
             self.queue.forget(qkey)
             self.own_generation.pop(qkey, None)
             self.forget_owned(qkey)
+            if self.assumptions is not None:
+                assumptions.forget(self.assumptions, kind, obj)
             return
         cached = cache.get(key)
         if cached is not None and resource_version(cached) == resource_version(obj) is not None:
@@ -210,6 +239,8 @@ class SchedulerOperator(ControllerRuntime):
         stored, previous = cache.upsert(obj)
         if not stored:
             return
+        if self.assumptions is not None:  # every replica keeps every binding's in-flight capacity
+            assumptions.observe(self.assumptions, kind, previous, obj)
         names = self.config.scheduler_names
         new_passes = decision.passes_filter(obj, names)
         if self.config.sharding is not None:
@@ -373,13 +404,24 @@ class SchedulerOperator(ControllerRuntime):
             await self._write_observed_generation(kind, key, obj)
             return Outcome.DONE
         started = time.perf_counter()
-        result, over_budget = await self._attempt(key, obj, attempt.read)
+        try:
+            result, over_budget, reservation = await self._attempt(key, obj, attempt.read)
+        except ReserveConflict:
+            log.info("binding_reserve_conflict", binding=key, kind=kind, attempts=MAX_RESERVE_ATTEMPTS)
+            return Outcome.ERROR  # back with backoff; nothing written
         if result.condition is None:
+            self._unreserve(reservation)
             return Outcome.ERROR
         cycle, result = await self._binding_cycle(result, decision.effective_scheduler_name(obj))
+        if not result.scheduled:
+            self._unreserve(reservation)  # a Reserve, Permit or PreBind plugin refused it
         rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
         patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
-        await self._write(kind, key, obj, patches, result, cycle)
+        try:
+            await self._write(kind, key, obj, patches, result, cycle)
+        except BaseException:
+            self._unreserve(reservation)
+            raise
         self._report(kind, key, obj, rendered, result, attempt.decision, patches, started=started)
         return queue_outcome(result, over_budget=over_budget)
 
@@ -406,18 +448,116 @@ class SchedulerOperator(ControllerRuntime):
 
     async def _attempt(
         self, key: str, obj: Mapping[str, Any], read: decision.BindingRead | ConversionError
-    ) -> tuple[ScheduleResult, bool]:
-        """The core's result for the binding, and whether it ran past its budget. Bad input and
-        an exceeded budget become a SchedulerError result, reported like any other."""
+    ) -> tuple[ScheduleResult, bool, Reservation | None]:
+        """The core's result for the binding, whether it ran past its budget, and (gate
+        SchedulingOvercommitProtection) its footprint reserved in the assume record. Bad input and
+        an exceeded budget become a SchedulerError result, reported like any other. A decision
+        refused at Reserve is made again against the record as it is now (``ReserveConflict``
+        after ``MAX_RESERVE_ATTEMPTS``)."""
         if isinstance(read, ConversionError):
             # Bad input: report it on the binding and keep serving the others; a spec change retries.
-            return ScheduleResult(key, Condition(False, SCHEDULER_ERROR, str(read)), None, None, False), False
-        try:
-            scheduler_name = decision.effective_scheduler_name(obj)
-            return await self._compute(key, read.binding, read.status, scheduler_name=scheduler_name), False
-        except BudgetExceeded as exc:
-            # Reported like any scheduler error (condition, Event), then retried with backoff.
-            return ScheduleResult(key, Condition(False, SCHEDULER_ERROR, str(exc)), None, None, False), True
+            unreadable = ScheduleResult(key, Condition(False, SCHEDULER_ERROR, str(read)), None, None, False)
+            return unreadable, False, None
+        scheduler_name = decision.effective_scheduler_name(obj)
+        for _ in range(MAX_RESERVE_ATTEMPTS):
+            version = self.assumptions.version if self.assumptions is not None else 0
+            try:
+                result, snapshot = await self._compute(
+                    key, read.binding, read.status, scheduler_name=scheduler_name
+                )
+            except BudgetExceeded as exc:
+                # Reported like any scheduler error (condition, Event), then retried with backoff.
+                return (
+                    ScheduleResult(key, Condition(False, SCHEDULER_ERROR, str(exc)), None, None, False),
+                    True,
+                    None,
+                )
+            if self.assumptions is None:
+                return result, False, None
+            if not result.scheduled or result.clusters is None:
+                return self._name_assumptions(result, snapshot.names), False, None
+            if result.clusters == read.binding.clusters:
+                return result, False, None  # an unchanged placement assumes nothing (an empty patch)
+            reservation = self._reserve(key, read.binding, result, version, scheduler_name)
+            if reservation is not None:
+                return result, False, reservation
+            metrics.RESERVE_REDECISIONS.inc()
+        raise ReserveConflict(key)
+
+    # ---- the assume record (gate SchedulingOvercommitProtection) -------------------------------
+
+    def _reserve(
+        self, key: str, binding: SchedulingBinding, result: ScheduleResult, version: int, scheduler_name: str
+    ) -> Reservation | None:
+        """Take the result's footprint; None when a target cluster whose assumptions changed since
+        ``version`` (the record the decision saw) cannot hold its new replicas any more."""
+        record = self.assumptions
+        assert record is not None and result.clusters is not None
+        scheduler = self._scheduler_for(scheduler_name)
+        new = {t.name: t.replicas for t in result.clusters}
+        held: dict[str, int] = {}
+        for t in binding.clusters:
+            held.setdefault(t.name, t.replicas)
+        snapshot = self.clusters.snapshot()
+        position = snapshot.position()
+
+        def fits(cluster: str) -> bool:
+            if scheduler.estimators != (scheduler.general,):
+                return False  # an accurate estimator's answer cannot be re-checked here: decide again
+            at = position.get(cluster)
+            if at is None:
+                return False
+            info = record.overlaid(snapshot.clusters[at])
+            if binding.components and scheduler.settings.multiple_pod_templates:
+                sets = scheduler.general.max_available_component_sets([info], binding.components)[0]
+                return cluster in held or sets >= 1
+            if binding.replicas == 0:
+                return True
+            free = scheduler.general.max_available_replicas([info], binding.replica_requirements)[0]
+            return new.get(cluster, 0) <= free + held.get(cluster, 0)
+
+        left = [name for name in held if name not in new]
+        return record.reserve(key, footprint(binding, result.clusters), left=left, against=version, fits=fits)
+
+    def _unreserve(self, reservation: Reservation | None) -> None:
+        if reservation is not None and self.assumptions is not None:
+            self.assumptions.unreserve(reservation)
+
+    def _name_assumptions(self, result: ScheduleResult, clusters: tuple[str, ...]) -> ScheduleResult:
+        """A binding short of capacity says how much the assume record held (its condition and Event)."""
+        condition = result.condition
+        if self.assumptions is None or condition is None or condition.reason != UnschedulableError.reason:
+            return result
+        held = describe(self.assumptions, clusters)
+        if held is None:
+            return result
+        named = Condition(False, condition.reason, f"{condition.message}; {held}")
+        return dataclasses.replace(result, condition=named)
+
+    def _assumptions_changed(self, clusters: Any) -> None:
+        record = self.assumptions
+        if record is None:
+            return
+        for cluster in clusters:
+            metrics.set_assumed(cluster, record.workloads(cluster))
+        metrics.ASSUMED_BINDINGS.set(len(record))
+
+    def _assumptions_released(self, reason: Release, count: int) -> None:
+        # Released capacity does not move unschedulable bindings back to the queue: Karmada retries
+        # them on cluster changes and the periodic flush only, and so does this queue.
+        metrics.ASSUMPTIONS_RELEASED.labels(str(reason)).inc(count)
+
+    async def sweep_assumptions(self, stop: asyncio.Event) -> None:
+        """Karmada's GC of expired assumptions (reads skip them at once; this frees and reports them)."""
+        record = self.assumptions
+        if record is None:
+            return
+        period = min(GC_PERIOD, max(record.ttl / 4, 0.5))
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=period)
+            except TimeoutError:
+                record.expire()
 
     async def _write_observed_generation(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
         self._ensure_leader()
@@ -512,17 +652,21 @@ class SchedulerOperator(ControllerRuntime):
 
     async def _compute(
         self, key: str, binding: SchedulingBinding, status: BindingStatus, *, scheduler_name: str
-    ) -> ScheduleResult:
+    ) -> tuple[ScheduleResult, Any]:
         """The core of the binding's profile on the current cluster snapshot, in a core thread
         within the budget (``BudgetExceeded`` past it), or first on the loop for a slice when the
-        profile only computes (``Scheduler.computes_only``). The one step that computes;
-        everything around it is I/O."""
+        profile only computes (``Scheduler.computes_only``), with the snapshot it ran against (the
+        clusters carrying their assumptions under SchedulingOvercommitProtection). The one step that
+        computes; everything around it is I/O."""
         assert self.compute is not None
         snapshot = self.clusters.snapshot()
+        if self.assumptions is not None:
+            snapshot = self.assumptions.overlay(snapshot)
         scheduler = self._scheduler_for(scheduler_name)
-        return await self.compute.run(
+        result = await self.compute.run(
             scheduler.schedule, binding, status, snapshot, key=key, inline=scheduler.computes_only
         )
+        return result, snapshot
 
     def _scheduler_for(self, scheduler_name: str) -> Scheduler:
         """The Scheduler of the profile serving ``scheduler_name`` (``scheduler`` without profiles)."""
@@ -602,7 +746,10 @@ class SchedulerOperator(ControllerRuntime):
     def _store_response(self, kind: str, response: dict[str, Any]) -> None:
         if response.get("metadata"):
             response.setdefault("kind", kind)
-            self.bindings[kind].upsert(watch.strip_managed_fields(response))  # as the watch does
+            # as the watch does
+            stored, previous = self.bindings[kind].upsert(watch.strip_managed_fields(response))
+            if stored and self.assumptions is not None:
+                assumptions.observe(self.assumptions, kind, previous, response)
             version = response["metadata"].get("resourceVersion")
             if version:
                 self.own_versions[version] = None
@@ -670,7 +817,16 @@ class SchedulerOperator(ControllerRuntime):
             watch.Watch(self.client, cl, self.on_cluster_event, api_version=clusters, kind="Cluster",
                         listed=listed.get(cl), transform=watch.strip_managed_fields),
         ]
-        return watch.run_watches(watches, stop=stop, ready=ready)
+        if self.assumptions is None:
+            return watch.run_watches(watches, stop=stop, ready=ready)
+        return self._watching_with_sweep(watch.run_watches(watches, stop=stop, ready=ready), stop)
+
+    async def _watching_with_sweep(self, watching: Awaitable[Any], stop: asyncio.Event) -> Any:
+        sweeper = asyncio.create_task(self.sweep_assumptions(stop), name="assumption-gc")
+        try:
+            return await watching
+        finally:
+            sweeper.cancel()
 
     # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 # Gates whose scheduling behaviour the live scheduler does not have: WorkloadAffinity needs the
 # peers' placements in every snapshot, SchedulingOvercommitProtection the assumption cache (§7.5).
-UNSUPPORTED_GATES = ("SchedulingOvercommitProtection", "WorkloadAffinity")
+UNSUPPORTED_GATES = ("WorkloadAffinity",)
 
 log = structlog.get_logger("fleetsched.scheduler")
 
@@ -74,6 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=compute.DEFAULT_BUDGET,
         help="budget of one binding's scheduling; past it the binding gets Scheduled=False "
         "(SchedulerError) and is retried with backoff while the others go on; 0 disables (default 30s)",
+    )
+    parser.add_argument(
+        "--assumption-ttl",
+        type=command.positive_duration,
+        default="5m",
+        help="with --feature-gates SchedulingOvercommitProtection=true: how long a decided placement's "
+        "footprint is deducted from a cluster's capacity when its aggregatedStatus never turns Healthy "
+        "(default 5m, Karmada's)",
     )
     command.add_kube_api_arguments(parser, qps=500.0, burst=1000)
     parser.add_argument(
@@ -282,6 +290,8 @@ def operator_config(
         leader_election=command.leader_election(args),
         scheduling_timeout=args.scheduling_timeout or None,
         sharding=command.sharding(args),
+        overcommit_protection=bool(args.feature_gates.get("SchedulingOvercommitProtection", False)),
+        assumption_ttl=args.assumption_ttl,
     )
 
 

@@ -27,6 +27,7 @@ from fleetsched.api.quantity import Format, Quantity
 from fleetsched.estimator.resources import is_scalar_resource
 from fleetsched.scheduler.types import (
     MAX_INT32,
+    AssumedWorkload,
     ClusterInfo,
     ClusterSelection,
     Component,
@@ -63,7 +64,17 @@ class _ClusterBase:
     resource already rounded as the summary arithmetic rounds it, so a request costs integer
     divisions only."""
 
-    __slots__ = ("available", "available_units", "cpu_milli", "model_error", "model_nodes", "pods")
+    __slots__ = (
+        "assumed_pods",
+        "assumed_units",
+        "available",
+        "available_units",
+        "cpu_milli",
+        "model_error",
+        "model_nodes",
+        "pods",
+        "status_pods",
+    )
 
     def __init__(self, cluster: ClusterInfo) -> None:
         s = cluster.resource_summary
@@ -72,6 +83,11 @@ class _ClusterBase:
         self.available_units: dict[str, int] = {}
         self.cpu_milli = 0
         self.pods = 0
+        # The component-set path (§5.2) reads the status' pod headroom and deducts the assumptions in
+        # its own units: pods, and per resource Σ replicas × _format_int(request).
+        self.status_pods = 0
+        self.assumed_pods = 0
+        self.assumed_units: dict[str, int] = {}
         self.model_nodes: list[tuple[int, dict[str, int]]] = []  # (count, capacity) in grade order
         self.model_error = True
         if s is None:
@@ -82,20 +98,43 @@ class _ClusterBase:
             q = m.get(name)  # type: ignore[attr-defined]
             return q.value_exact if q is not None else zero
 
-        pods = (
-            _ceil(exact(s.allocatable, "pods"))
-            - _ceil(exact(s.allocated, "pods"))
-            - _ceil(exact(s.allocating, "pods"))
-        )
-        self.pods = max(pods, 0)
+        # Assumed workloads join ``allocating`` as Karmada's deductAssumedWorkloadsFromSummary adds
+        # them (estimator.md §5.1 step 1): pods += replicas; cpu += MilliValue(request) × replicas in
+        # millicores, any other resource += Value(request) × replicas; components without replicas skipped.
+        assumed_pods = 0
+        assumed: dict[str, Fraction] = {}
+        for workload in cluster.assumed:
+            for c in workload.components:
+                self.assumed_pods += c.replicas
+                if c.replica_requirements is not None:
+                    for name, q in c.replica_requirements.resource_request:
+                        units = _format_int(q) * c.replicas
+                        self.assumed_units[name] = self.assumed_units.get(name, 0) + units
+                if c.replicas <= 0:
+                    continue
+                assumed_pods += c.replicas
+                if c.replica_requirements is None:
+                    continue
+                for name, q in c.replica_requirements.resource_request:
+                    if name == "cpu":
+                        assumed[name] = assumed.get(name, zero) + Fraction(q.milli_value() * c.replicas, 1000)
+                    else:
+                        assumed[name] = assumed.get(name, zero) + q.value() * c.replicas
+        status_pods = _ceil(exact(s.allocatable, "pods")) - _ceil(exact(s.allocated, "pods"))
+        allocating_pods = _ceil(exact(s.allocating, "pods"))
+        self.status_pods = max(status_pods - allocating_pods, 0)
+        self.pods = max(status_pods - allocating_pods - assumed_pods, 0)
         for name, q in s.allocatable.items():
             avail = q.value_exact - exact(s.allocated, name) - exact(s.allocating, name)
+            avail -= assumed.get(name, zero)
             self.available[name] = avail
             self.available_units[name] = _ceil(avail)
             if name == "cpu":
                 self.cpu_milli = _ceil_milli(avail)
         if s.allocatable_modelings:
             self._build_models(cluster)
+            if not self.model_error and cluster.assumed:
+                self._preplace(cluster.assumed)
 
     def _build_models(self, cluster: ClusterInfo) -> None:
         s = cluster.resource_summary
@@ -122,6 +161,66 @@ class _ClusterBase:
             if n > 0:
                 self.model_nodes.append((n, templates[grade]))
         self.model_error = False
+
+    def _preplace(self, assumed: Sequence[AssumedWorkload]) -> None:
+        """Each assumed workload placed once, first fit, on the model nodes before any estimate
+        (Karmada's SimulateScheduling(components, 1) per workload; what a set that does not fit
+        consumed stays consumed). Identical nodes stay grouped: a group splits where placement
+        stops inside it."""
+        groups = [[count, dict(cap)] for count, cap in self.model_nodes]
+        for workload in assumed:
+            for c in workload.components:
+                requirements = c.replica_requirements
+                request = requirements.resource_request if requirements is not None else ()
+                if not _place_first_fit(groups, _model_demand(request), c.replicas):
+                    break
+        self.model_nodes = [(count, cap) for count, cap in groups if count > 0]
+
+
+def _fit(cap: dict[str, int], demand: Sequence[tuple[str, int]]) -> int:
+    fit = cap["pods"]
+    for name, need in demand:
+        fit = min(fit, cap.get(name, 0) // need)
+    return max(fit, 0)
+
+
+def _place_first_fit(groups: list[list], demand: Sequence[tuple[str, int]], replicas: int) -> bool:
+    """``replicas`` one-pod replicas of ``demand`` placed first fit over ``groups`` of identical
+    nodes ([count, capacity], in node order), in place; whether all of them found a node."""
+    remaining = replicas
+    i = 0
+    while remaining > 0 and i < len(groups):
+        count, cap = groups[i]
+        fit = _fit(cap, demand)
+        if fit <= 0 or count <= 0:
+            i += 1
+            continue
+        full, rest = divmod(remaining, fit)
+        filled = dict(cap)
+        filled["pods"] -= fit
+        for name, need in demand:
+            filled[name] = filled.get(name, 0) - fit * need
+        split: list[list] = []
+        if full >= count:
+            split.append([count, filled])
+            remaining -= count * fit
+        else:
+            if full:
+                split.append([full, filled])
+            partial = dict(cap)
+            partial["pods"] -= rest
+            for name, need in demand:
+                partial[name] = partial.get(name, 0) - rest * need
+            left = count - full
+            if rest:
+                split.append([1, partial])
+                left -= 1
+            if left:
+                split.append([left, cap])
+            remaining = 0
+        groups[i : i + 1] = split
+        i += len(split)
+    return remaining <= 0
 
 
 def _base(cluster: ClusterInfo) -> _ClusterBase:
@@ -266,7 +365,7 @@ def _row_values(
     total = 0
     worst = MODEL_NODE_PODS
     for count, cap in b.model_nodes:
-        if any(name != "pods" and name not in node_names for name in cap):
+        if any(name not in node_names for name in cap):
             return None
         total += count
         counts.append(min(count, _SAFE))
@@ -335,9 +434,8 @@ class _Table:
             for name in b.available_units:
                 resources.setdefault(name, len(resources))
             for _count, cap in b.model_nodes:
-                for name in cap:
-                    if name != "pods":
-                        node_names.setdefault(name, len(node_names))
+                for name in cap:  # "pods" too: assumptions placed on a node leave it fewer than 110
+                    node_names.setdefault(name, len(node_names))
         self.resources = resources
         self.node_names = node_names
         units = [[0] * n for _ in resources]
@@ -466,7 +564,11 @@ class _Table:
 
     def model(self, request: _Request) -> np.ndarray:
         """``_model_estimate`` for every row."""
-        fit = np.full(len(self.node_count), MODEL_NODE_PODS, dtype=np.int64)
+        pods = self.node_names.get("pods")
+        if pods is None:
+            fit = np.full(len(self.node_count), MODEL_NODE_PODS, dtype=np.int64)
+        else:
+            fit = self.node_cap[pods]
         for name, need in request.model:
             k = self.node_names.get(name)
             fit = np.minimum(fit, 0) if k is None else np.minimum(fit, self.node_cap[k] // need)
@@ -756,9 +858,14 @@ def estimate_component_sets(
     if s is None:
         return 0
     base = _base(cluster)
-    pods = base.pods
+    pods = base.status_pods
     if pods <= 0:
         return 0
+    if cluster.assumed:
+        # estimator.md §5.2 step 2: the assumptions leave the status' headroom in this path's units.
+        pods -= base.assumed_pods
+        if pods <= 0:
+            return 0
     per_set_pods = sum(c.replicas for c in components)
     if per_set_pods <= 0:
         return _to_int32(pods)
@@ -778,6 +885,7 @@ def estimate_component_sets(
                 return 0
             zero = Quantity(0)
             avail = _format_int(q - s.allocated.get(name, zero) - s.allocating.get(name, zero))
+            avail -= base.assumed_units.get(name, 0)
             if avail <= 0:
                 return 0
             sets = min(sets, avail // need)

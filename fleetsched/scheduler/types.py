@@ -18,6 +18,7 @@ from fleetsched.api.quantity import Quantity
 __all__ = [
     "MAX_INT32",
     "AffinityTerm",
+    "AssumedWorkload",
     "BindingStatus",
     "ClusterAffinity",
     "ClusterInfo",
@@ -243,6 +244,16 @@ class SchedulingBinding:
 
 
 @dataclass(frozen=True, slots=True)
+class AssumedWorkload:
+    """A footprint decided onto a cluster but not yet visible in its status (gate
+    SchedulingOvercommitProtection, scheduler.md §12a): the binding's namespace and its components,
+    a single-template binding as one synthetic component named after its resource."""
+
+    namespace: str
+    components: tuple[Component, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PeerBinding:
     """Another ResourceBinding as the workload (anti-)affinity plugins see it (scheduler.md §5.7)."""
 
@@ -290,6 +301,9 @@ class ClusterInfo:
     resource_summary: ResourceSummary | None = None
     resource_models: tuple[ResourceModel, ...] = ()
     sync_mode: str = ""  # spec.syncMode: "Push" or "Pull" (only the accurate estimator client reads it)
+    # In-flight footprints the estimators deduct (gate SchedulingOvercommitProtection; scheduler/assume.py
+    # lays them over a snapshot's clusters). Empty: the status alone counts.
+    assumed: tuple[AssumedWorkload, ...] = ()
     # Memo of values that depend only on this (immutable) cluster, e.g. estimates per request.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 

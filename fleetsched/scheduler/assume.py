@@ -1,0 +1,462 @@
+"""The assume record: capacity decided onto member clusters but not yet visible in their status.
+
+Karmada's overcommit protection (gate ``SchedulingOvercommitProtection``, scheduler.md §12a): per
+(binding, cluster) the footprint of the binding's current placement there — the binding's
+components, a single-template binding as one synthetic component named after its resource with the
+replicas on that cluster — held until that cluster's ``aggregatedStatus`` entry turns Healthy, the
+binding is deleted or rescheduled (the new footprint replaces the old; clusters that left are
+released), or the binding's TTL passes (5 minutes by default, reset by every new footprint).
+The general estimator deducts the footprints (``ClusterInfo.assumed``, laid over a snapshot by
+``overlay``); accurate estimators receive them as ``assumedWorkloads``.
+
+Beyond Karmada's per-process cache:
+
+* **Reserve** (``reserve``): a decision remembers the record's version it was computed against
+  (``version``); its footprint is taken atomically, and when another decision has since changed a
+  target cluster's assumptions, the caller's ``fits`` re-checks that cluster against the record as
+  it is now. A placement that no longer fits is refused (the caller decides again), so concurrent
+  decisions never hand out the same capacity twice. ``unreserve`` restores what a reservation
+  replaced when its write fails.
+* **Derived** (``observe_schedule``, ``release_healthy``, ``release``): every replica feeds the
+  record from the bindings it watches — other replicas' writes, a previous leader's, its own — so
+  sharding and failover share one view of in-flight capacity (the operator's ``controller/assume.py``
+  reads the objects).
+
+Pure: no Kubernetes client, no I/O. Thread-safe (one lock), although the operator only touches it
+from its event loop.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from fleetsched.scheduler.types import (
+    AssumedWorkload,
+    ClusterInfo,
+    Component,
+    ReplicaRequirements,
+    SchedulingBinding,
+    TargetCluster,
+)
+
+__all__ = [
+    "DEFAULT_TTL",
+    "AssumeRecord",
+    "Release",
+    "Reservation",
+    "assumed_totals",
+    "describe",
+    "footprint",
+    "newly_healthy",
+]
+
+DEFAULT_TTL = 300.0  # Karmada's DefaultAssumptionTTL: 5 minutes
+GC_PERIOD = 60.0  # Karmada sweeps expired entries every minute; reads skip them at once
+
+
+class Release(enum.StrEnum):
+    """Why assumptions left the record (the label of the released-assumptions metric)."""
+
+    HEALTHY = "healthy"  # the cluster's aggregatedStatus entry turned Healthy
+    RESCHEDULED = "rescheduled"  # a new placement replaced the footprint (clusters that left)
+    DELETED = "deleted"  # the binding is gone
+    EXPIRED = "expired"  # the TTL passed without a Healthy signal
+    UNRESERVED = "unreserved"  # the decision's write failed or a plugin refused it
+
+
+def footprint(binding: SchedulingBinding, targets: Sequence[TargetCluster]) -> dict[str, AssumedWorkload]:
+    """What ``targets`` hold of ``binding`` per cluster (Karmada's updateAssumptionsCache): a
+    multi-template binding's components on every target; else one synthetic component named after
+    the resource, with the replicas on that cluster and the binding's requirements. Empty for a
+    non-workload (never assumed) and for a ClusterResourceBinding (Karmada tracks RBs only)."""
+    if binding.kind != "ResourceBinding" or not binding.is_workload():
+        return {}
+    namespace = binding.resource.namespace
+    if binding.components:
+        workload = AssumedWorkload(namespace, binding.components)
+        return {t.name: workload for t in targets}
+    requirements = binding.replica_requirements
+    component_requirements = (
+        ReplicaRequirements(
+            resource_request=requirements.resource_request,
+            node_claim=requirements.node_claim,
+            priority_class_name=requirements.priority_class_name,
+        )
+        if requirements is not None
+        else None
+    )
+    return {
+        t.name: AssumedWorkload(
+            namespace, (Component(binding.resource.name, t.replicas, component_requirements),)
+        )
+        for t in targets
+    }
+
+
+def newly_healthy(old: Iterable[tuple[str, bool]], new: Iterable[tuple[str, bool]]) -> list[str]:
+    """Clusters whose aggregated status turned Healthy between two versions of a binding, from
+    (cluster, healthy) pairs (Karmada's newlyHealthyClusters)."""
+    before = {name for name, healthy in old if healthy}
+    out: list[str] = []
+    for name, healthy in new:
+        if healthy and name not in before and name not in out:
+            out.append(name)
+    return out
+
+
+def assumed_totals(workloads: Iterable[AssumedWorkload]) -> dict[str, Fraction]:
+    """Pods and requested resources the workloads hold, as the general estimator deducts them
+    (cpu in cores to the millicore, other resources in whole units)."""
+    totals: dict[str, Fraction] = {}
+    for workload in workloads:
+        for c in workload.components:
+            if c.replicas <= 0:
+                continue
+            totals["pods"] = totals.get("pods", Fraction(0)) + c.replicas
+            if c.replica_requirements is None:
+                continue
+            for name, q in c.replica_requirements.resource_request:
+                amount = (
+                    Fraction(q.milli_value() * c.replicas, 1000)
+                    if name == "cpu"
+                    else Fraction(q.value() * c.replicas)
+                )
+                totals[name] = totals.get(name, Fraction(0)) + amount
+    return totals
+
+
+@dataclass(slots=True)
+class _Binding:
+    """One binding's assumptions: per cluster its footprint, and when they all expire."""
+
+    clusters: dict[str, AssumedWorkload]
+    expires_at: float
+    # The reservation that last set the entry (None: derived from a watched binding).
+    reservation: Reservation | None = None
+
+
+@dataclass(eq=False, slots=True)
+class Reservation:
+    """A decision's footprint taken in the record, and what it replaced (for ``unreserve``)."""
+
+    key: str
+    previous: _Binding | None
+    clusters: tuple[str, ...]
+    released: bool = field(default=False)
+
+
+class AssumeRecord:
+    """Per binding key, per cluster: the assumed workloads; per cluster, the version of its set."""
+
+    def __init__(
+        self,
+        ttl: float = DEFAULT_TTL,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_change: Callable[[Iterable[str]], None] | None = None,
+        on_release: Callable[[Release, int], None] | None = None,
+    ) -> None:
+        if not ttl > 0:
+            raise ValueError(f"assumption TTL must be positive, got {ttl}")
+        self.ttl = ttl
+        self.clock = clock
+        self._on_change = on_change
+        self._on_release = on_release
+        self._lock = threading.RLock()
+        self._bindings: dict[str, _Binding] = {}
+        self._by_cluster: dict[str, dict[str, AssumedWorkload]] = {}
+        self._changed_at: dict[str, int] = {}  # cluster -> record version of its last change
+        self._version = 0
+        self._next_expiry = float("inf")
+        self._overlaid: dict[str, tuple[ClusterInfo, int, ClusterInfo]] = {}
+        self._last_overlay: tuple[object, int, object, dict[str, int]] | None = None
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """Grows with every change; a decision keeps the value it was computed against."""
+        return self._version
+
+    def changed_since(self, cluster: str, version: int) -> bool:
+        return self._changed_at.get(cluster, 0) > version
+
+    def workloads(self, cluster: str) -> tuple[AssumedWorkload, ...]:
+        """The cluster's assumed workloads of every binding (expired ones already swept)."""
+        with self._lock:
+            self._expire_due()
+            return tuple(self._by_cluster.get(cluster, {}).values())
+
+    def bindings(self) -> dict[str, dict[str, AssumedWorkload]]:
+        """binding key -> cluster -> footprint (a copy)."""
+        with self._lock:
+            self._expire_due()
+            return {key: dict(entry.clusters) for key, entry in self._bindings.items()}
+
+    def clusters(self) -> list[str]:
+        with self._lock:
+            return [name for name, held in self._by_cluster.items() if held]
+
+    def holds(self, key: str) -> bool:
+        return key in self._bindings
+
+    def __len__(self) -> int:
+        return len(self._bindings)
+
+    # ---- Karmada's operations -----------------------------------------------------------------
+
+    def observe_schedule(
+        self,
+        key: str,
+        footprints: Mapping[str, AssumedWorkload],
+        *,
+        left: Iterable[str] = (),
+        scheduled_at: float | None = None,
+    ) -> None:
+        """A placement written (by this process or any other): the clusters that ``left`` it
+        released, every cluster of ``footprints`` assumed anew, the binding's TTL restarted from
+        ``scheduled_at`` (now when unknown)."""
+        with self._lock:
+            expires_at = (self.clock() if scheduled_at is None else scheduled_at) + self.ttl
+            self._set(key, footprints, left, expires_at, None)
+
+    def release_cluster(self, key: str, cluster: str, reason: Release = Release.HEALTHY) -> bool:
+        with self._lock:
+            entry = self._bindings.get(key)
+            if entry is None or cluster not in entry.clusters:
+                return False
+            del entry.clusters[cluster]
+            self._drop(key, cluster)
+            if not entry.clusters:
+                del self._bindings[key]
+            self._bump((cluster,))
+            self._released(reason, 1)
+            return True
+
+    def release_healthy(self, key: str, clusters: Iterable[str]) -> int:
+        """Karmada's releaseHealthyClusterAssumptions for the clusters that just turned Healthy."""
+        return sum(self.release_cluster(key, c, Release.HEALTHY) for c in clusters)
+
+    def release(self, key: str, reason: Release = Release.DELETED) -> int:
+        """All of a binding's assumptions (deleted, or no longer a workload)."""
+        with self._lock:
+            entry = self._bindings.pop(key, None)
+            if entry is None:
+                return 0
+            for cluster in entry.clusters:
+                self._drop(key, cluster)
+            self._bump(entry.clusters)
+            self._released(reason, len(entry.clusters))
+            return len(entry.clusters)
+
+    def expire(self, now: float | None = None) -> int:
+        """Drop every binding whose TTL has passed (Karmada's GC); the number of bindings dropped."""
+        with self._lock:
+            now = self.clock() if now is None else now
+            expired = [key for key, entry in self._bindings.items() if entry.expires_at < now]
+            for key in expired:
+                self.release(key, Release.EXPIRED)
+            self._next_expiry = min((e.expires_at for e in self._bindings.values()), default=float("inf"))
+            return len(expired)
+
+    # ---- Reserve / Unreserve -----------------------------------------------------------------
+
+    def reserve(
+        self,
+        key: str,
+        footprints: Mapping[str, AssumedWorkload],
+        *,
+        left: Iterable[str] = (),
+        against: int,
+        fits: Callable[[str], bool],
+    ) -> Reservation | None:
+        """Take a decision's footprint, computed against the record at version ``against``.
+
+        Every cluster of ``footprints`` whose assumptions changed since then is checked with
+        ``fits`` (called under the lock, with the record as it is now); if one no longer fits,
+        nothing is taken and None is returned: the caller decides again."""
+        with self._lock:
+            self._expire_due()
+            for cluster in footprints:
+                if self.changed_since(cluster, against) and not fits(cluster):
+                    return None
+            previous = self._bindings.get(key)
+            if previous is not None:
+                previous = _Binding(dict(previous.clusters), previous.expires_at, previous.reservation)
+            reservation = Reservation(key, previous, tuple(footprints))
+            self._set(key, footprints, left, self.clock() + self.ttl, reservation)
+            return reservation
+
+    def unreserve(self, reservation: Reservation) -> None:
+        """Give back what ``reservation`` took, restoring what it replaced — unless a newer
+        placement of the binding (a watched write) replaced it already."""
+        with self._lock:
+            if reservation.released:
+                return
+            reservation.released = True
+            entry = self._bindings.get(reservation.key)
+            if entry is None or entry.reservation is not reservation:
+                return
+            previous = reservation.previous
+            touched = set(entry.clusters)
+            for cluster in entry.clusters:
+                self._drop(reservation.key, cluster)
+            del self._bindings[reservation.key]
+            if previous is not None and previous.expires_at >= self.clock():
+                self._bindings[reservation.key] = previous
+                for cluster, workload in previous.clusters.items():
+                    self._by_cluster.setdefault(cluster, {})[reservation.key] = workload
+                touched |= set(previous.clusters)
+                self._next_expiry = min(self._next_expiry, previous.expires_at)
+            self._bump(touched)
+            self._released(Release.UNRESERVED, len(reservation.clusters))
+
+    # ---- the estimators' view ----------------------------------------------------------------
+
+    def overlay(self, snapshot: object) -> object:
+        """``snapshot`` (a ``pipeline.Snapshot``) with every cluster that has assumptions replaced
+        by a value carrying them (``ClusterInfo.assumed``). Derived from the last overlay of the
+        same snapshot when there is one, so only clusters changed since are new values."""
+        from fleetsched.scheduler.pipeline import Snapshot
+
+        assert isinstance(snapshot, Snapshot)
+        with self._lock:
+            self._expire_due()
+            last = self._last_overlay
+            if last is not None and last[0] is snapshot and last[1] == self._version:
+                return last[2]
+            position = snapshot.position()
+            wanted: dict[str, int] = {
+                name: self._changed_at.get(name, 0) for name in self.clusters() if name in position
+            }
+            if last is not None and last[0] is snapshot:
+                base, shown = last[2], last[3]
+                names = {n for n in wanted if shown.get(n) != wanted[n]} | {
+                    n for n in shown if n not in wanted
+                }
+            else:
+                base, shown = snapshot, {}
+                names = set(wanted)
+            assert isinstance(base, Snapshot)
+            changes: dict[int, ClusterInfo] = {}
+            for name in names:
+                i = position[name]
+                original = snapshot.clusters[i]
+                changes[i] = self._overlaid_cluster(original) if name in wanted else original
+            result = base.replaced(changes) if changes else base
+            self._last_overlay = (snapshot, self._version, result, wanted)
+            return result
+
+    def overlaid(self, cluster: ClusterInfo) -> ClusterInfo:
+        """``cluster`` carrying its current assumptions (itself when it has none)."""
+        with self._lock:
+            self._expire_due()
+            if not self._by_cluster.get(cluster.name):
+                return cluster
+            return self._overlaid_cluster(cluster)
+
+    def _overlaid_cluster(self, cluster: ClusterInfo) -> ClusterInfo:
+        version = self._changed_at.get(cluster.name, 0)
+        cached = self._overlaid.get(cluster.name)
+        if cached is not None and cached[0] is cluster and cached[1] == version:
+            return cached[2]
+        value = _with_assumed(cluster, tuple(self._by_cluster.get(cluster.name, {}).values()))
+        self._overlaid[cluster.name] = (cluster, version, value)
+        return value
+
+    # ---- internals ---------------------------------------------------------------------------
+
+    def _set(
+        self,
+        key: str,
+        footprints: Mapping[str, AssumedWorkload],
+        left: Iterable[str],
+        expires_at: float,
+        reservation: Reservation | None,
+    ) -> None:
+        entry = self._bindings.get(key)
+        touched: set[str] = set()
+        released = 0
+        if entry is not None:
+            for cluster in left:
+                if cluster in entry.clusters and cluster not in footprints:
+                    del entry.clusters[cluster]
+                    self._drop(key, cluster)
+                    touched.add(cluster)
+                    released += 1
+        if not footprints:
+            if entry is not None and not entry.clusters:
+                del self._bindings[key]
+            if touched:
+                self._bump(touched)
+                self._released(Release.RESCHEDULED, released)
+            return
+        if entry is None:
+            entry = self._bindings[key] = _Binding({}, expires_at, reservation)
+        entry.expires_at = expires_at
+        entry.reservation = reservation
+        for cluster, workload in footprints.items():
+            if entry.clusters.get(cluster) != workload:
+                entry.clusters[cluster] = workload
+                self._by_cluster.setdefault(cluster, {})[key] = workload
+                touched.add(cluster)
+        self._next_expiry = min(self._next_expiry, expires_at)
+        if touched:
+            self._bump(touched)
+        if released:
+            self._released(Release.RESCHEDULED, released)
+
+    def _drop(self, key: str, cluster: str) -> None:
+        held = self._by_cluster.get(cluster)
+        if held is not None:
+            held.pop(key, None)
+            if not held:
+                del self._by_cluster[cluster]
+
+    def _bump(self, clusters: Iterable[str]) -> None:
+        self._version += 1
+        clusters = list(clusters)
+        for cluster in clusters:
+            self._changed_at[cluster] = self._version
+        if self._on_change is not None and clusters:
+            self._on_change(clusters)
+
+    def _released(self, reason: Release, count: int) -> None:
+        if self._on_release is not None and count:
+            self._on_release(reason, count)
+
+    def _expire_due(self) -> None:
+        if self._next_expiry < self.clock():
+            self.expire()
+
+
+def _with_assumed(cluster: ClusterInfo, assumed: tuple[AssumedWorkload, ...]) -> ClusterInfo:
+    import dataclasses
+
+    return dataclasses.replace(cluster, assumed=assumed, memo={})
+
+
+def _amount(value: Fraction) -> str:
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"{value * 1000:.0f}m" if (value * 1000).denominator == 1 else f"{float(value):g}"
+
+
+def describe(record: AssumeRecord, clusters: Iterable[str]) -> str | None:
+    """What the record holds on ``clusters``, for the message of a binding that did not fit
+    (None when it holds nothing there)."""
+    held = [name for name in dict.fromkeys(clusters) if record.workloads(name)]
+    if not held:
+        return None
+    totals = assumed_totals(w for name in held for w in record.workloads(name))
+    parts = ", ".join(f"{name} {_amount(totals[name])}" for name in sorted(totals))
+    return (
+        "capacity assumed for in-flight bindings (SchedulingOvercommitProtection) holds "
+        f"{parts or 'nothing'} "
+        f"on {len(held)} cluster(s)"
+    )
