@@ -389,10 +389,15 @@ class AccurateEstimatorClient:
         return [answers[c] for c in names]
 
     # -------------------------------------------------------------------- the three questions
+    # Without ``assumed_workloads`` each cluster's own (``ClusterInfo.assumed``, laid over the snapshot
+    # by the assume record under SchedulingOvercommitProtection) are sent: spec 4.6, every binding's
+    # non-expired assumptions on that cluster.
     def max_available_replicas(self, clusters: Sequence[Any], replica_requirements: Any,
                                *, assumed_workloads: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
                                object_ref: str = "") -> list[int]:
         requirements = requirements_json(replica_requirements)
+        if assumed_workloads is None:
+            assumed_workloads = _assumed_of(clusters)
 
         def build(cluster: str) -> Any:
             raw: dict[str, Any] = {"cluster": cluster}
@@ -414,6 +419,8 @@ class AccurateEstimatorClient:
         values or their JSON form; ``namespace`` (the workload's, request field 3) defaults to the one in
         the components' requirements."""
         parts = [component_json(c) for c in components]
+        if assumed_workloads is None:
+            assumed_workloads = _assumed_of(clusters)
         if namespace is None:
             namespace = next((ns for ns in (_requirements_namespace(c) for c in components) if ns), "")
 
@@ -434,3 +441,16 @@ class AccurateEstimatorClient:
                                                      "unschedulableThreshold": int(threshold_seconds * 1e9)})
 
         return self._fan_out(clusters, "GetUnschedulableReplicas", build, "unschedulableReplicas")
+
+
+def _assumed_of(clusters: Sequence[Any]) -> dict[str, list[dict[str, Any]]]:
+    """The assumed workloads the clusters carry, in the request's JSON form, by cluster name."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for cluster in clusters:
+        assumed = getattr(cluster, "assumed", ())
+        if assumed:
+            out[cluster.name] = [
+                {"namespace": w.namespace, "components": [component_json(c) for c in w.components]}
+                for w in assumed
+            ]
+    return out
