@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fleetsched.flags import parse_feature_gates
+from fleetsched.flags import merge_feature_gates, parse_feature_gates
 
 __all__ = ["add_arguments", "run"]
 
@@ -36,13 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--feature-gates",
         default="",
-        help="Karmada's gates, as the scheduler gets them; WorkloadAffinity=true adds the workload "
-        "(anti-)affinity filters to the defaults",
+        help="Karmada's gates, as the scheduler gets them: default prints them as featureGates; "
+        "WorkloadAffinity=true adds the workload (anti-)affinity filters to the defaults",
     )
-
-
-def _workload_affinity(text: str) -> bool:
-    return parse_feature_gates(text).get("WorkloadAffinity", False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,10 +46,11 @@ def run(args: argparse.Namespace) -> int:
 
     prog = f"fleetsched config {args.config_command}"
     try:
-        workload_affinity = _workload_affinity(args.feature_gates)
+        gates = parse_feature_gates(args.feature_gates)
     except ValueError as exc:
         print(f"{prog}: --feature-gates: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    workload_affinity = gates.get("WorkloadAffinity", False)
     if args.config_command == "default":
         if args.file is not None:
             print(f"{prog}: takes no FILE", file=sys.stderr)
@@ -63,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"{prog}: --plugins: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        configuration = config.SchedulerConfiguration(profiles=(profile,))
+        configuration = config.SchedulerConfiguration(profiles=(profile,), feature_gates=gates)
         sys.stdout.write(config.configuration_to_yaml(configuration, workload_affinity=workload_affinity))
         return 0
     if args.file is None:
@@ -74,6 +71,12 @@ def run(args: argparse.Namespace) -> int:
     except (config.ConfigError, config.PluginLoadError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    try:
+        gates = merge_feature_gates(gates, loaded.configuration.feature_gates, source=args.file)
+    except ValueError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    workload_affinity = gates.get("WorkloadAffinity", False)
     # As the scheduler does at start-up: build each profile's framework (plugin args, methods).
     from fleetsched.scheduler.pipeline import Settings
     from fleetsched.scheduler.profiles import ProfileError, profile_schedulers

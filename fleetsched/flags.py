@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "KARMADA_FEATURE_GATES",
     "explicit_flags",
+    "merge_feature_gates",
     "parse_bind_address",
     "parse_feature_gates",
     "record_explicit_flags",
@@ -75,6 +76,20 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
             raise ValueError(f"unrecognized feature gate: {name}")
         out[name] = value in ("true", "1", "t")
     return out
+
+
+def merge_feature_gates(
+    flag: Mapping[str, bool], file: Mapping[str, bool], *, source: str
+) -> dict[str, bool]:
+    """``--feature-gates`` beside a configuration file's ``featureGates`` (``source``): the union of
+    both; a gate both name with different values is a ValueError, one line naming both."""
+    for name in sorted(flag.keys() & file.keys()):
+        if flag[name] != file[name]:
+            raise ValueError(
+                f"--feature-gates={name}={str(flag[name]).lower()} contradicts {source} "
+                f"(featureGates.{name}: {str(file[name]).lower()}); set it in one place"
+            )
+    return {**file, **flag}
 
 
 _EXPLICIT = "_explicit_flags"

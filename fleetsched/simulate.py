@@ -37,7 +37,7 @@ from json.encoder import encode_basestring_ascii as _encode_string  # type: igno
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from fleetsched.api.document import BindingDocument, plain_json_default
-from fleetsched.flags import explicit_flags, parse_feature_gates, record_explicit_flags
+from fleetsched.flags import explicit_flags, merge_feature_gates, parse_feature_gates, record_explicit_flags
 from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.convert import (
     ConversionError,
@@ -108,7 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a SchedulerConfiguration file (config.fleetsched.io/v1alpha1, see `fleetsched config "
         "default`): each binding is scheduled by the profile of its spec.schedulerName; --plugins and "
-        "--enable-empty-workload-propagation, when given, must agree with it",
+        "--enable-empty-workload-propagation, when given, must agree with it; its featureGates add "
+        "to --feature-gates (a gate named in both must agree)",
     )
     parser.add_argument(
         "-j",
@@ -976,17 +977,27 @@ class _Writer:
         self.stdout.flush()
 
 
-def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> LoadedConfiguration | None:
-    """The ``--config`` file resolved and checked against the flags given beside it; None without one."""
+def _configuration(
+    args: argparse.Namespace, gates: dict[str, bool]
+) -> tuple[LoadedConfiguration | None, dict[str, bool]]:
+    """The ``--config`` file resolved and checked against the flags given beside it (None without
+    one), and the feature gates: ``gates`` (``--feature-gates``) and the file's ``featureGates``."""
     if not args.config:
-        return None
+        return None, gates
     from fleetsched.scheduler import config
 
     try:
-        loaded = config.load_configuration(args.config, workload_affinity=workload_affinity)
+        loaded = config.load_configuration(
+            args.config, workload_affinity=gates.get("WorkloadAffinity", False)
+        )
     except (config.ConfigError, config.PluginLoadError) as exc:
         raise _BadInput(str(exc)) from None
     configuration = loaded.configuration
+    try:
+        gates = merge_feature_gates(gates, configuration.feature_gates, source=args.config)
+    except ValueError as exc:
+        raise _BadInput(str(exc)) from None
+    workload_affinity = gates.get("WorkloadAffinity", False)
     explicit = explicit_flags(args)
     if "plugins" in explicit:
         try:
@@ -1005,7 +1016,7 @@ def _configuration(args: argparse.Namespace, *, workload_affinity: bool) -> Load
             f"--enable-empty-workload-propagation contradicts {args.config} "
             f"(enableEmptyWorkloadPropagation: {str(in_file).lower()}); set it in one place"
         )
-    return loaded
+    return loaded, gates
 
 
 def _profile_schedulers(loaded: LoadedConfiguration, base: Settings, **options: Any) -> dict[str, Scheduler]:
@@ -1069,7 +1080,7 @@ def run(args: argparse.Namespace) -> int:
     )
     all_extenders: Sequence[Any] = ()
     try:
-        gates = _gates(args.feature_gates)
+        configuration, gates = _configuration(args, _gates(args.feature_gates))
         settings = Settings(
             plugins=args.plugins,
             enable_empty_workload_propagation=args.enable_empty_workload_propagation,
@@ -1077,7 +1088,6 @@ def run(args: argparse.Namespace) -> int:
             workload_affinity=gates.get("WorkloadAffinity", False),
             multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
         )
-        configuration = _configuration(args, workload_affinity=settings.workload_affinity)
         extenders, all_extenders = _extenders(configuration)
         profiles = (
             None

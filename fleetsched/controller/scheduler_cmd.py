@@ -37,7 +37,7 @@ from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.http import start_endpoints, stop_endpoints
 from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
 from fleetsched.extender.metrics import count_ignored_failure
-from fleetsched.flags import explicit_flags, record_explicit_flags
+from fleetsched.flags import explicit_flags, merge_feature_gates, record_explicit_flags
 from fleetsched.kube.client import load_connection
 from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from fleetsched.scheduler.config import LoadedConfiguration, SchedulerConfiguration
 
 # Gates whose scheduling behaviour the live scheduler does not have: WorkloadAffinity needs the
-# peers' placements in every snapshot, SchedulingOvercommitProtection the assumption cache (§7.5).
+# peers' placements in every snapshot (§7.5).
 UNSUPPORTED_GATES = ("WorkloadAffinity",)
 
 log = structlog.get_logger("fleetsched.scheduler")
@@ -96,8 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default={},
         help="Karmada's gates, Gate=true|false,...; those that change results here: "
         "CustomizedClusterResourceModeling (default true), MultiplePodTemplatesScheduling (default "
-        "false). WorkloadAffinity and SchedulingOvercommitProtection are refused when on (not "
-        "implemented in the live scheduler); the others are accepted and have no effect",
+        "false), SchedulingOvercommitProtection (default false; see --assumption-ttl). WorkloadAffinity "
+        "is refused when on (not implemented in the live scheduler); the others are accepted and have "
+        "no effect. With --config, the file's featureGates are added (a gate named in both must agree)",
     )
     command.add_boolean(
         parser, "--enable-scheduler-estimator", default=False,
@@ -181,6 +182,7 @@ _FILE_FIELDS: tuple[tuple[str, str, Callable[[SchedulerConfiguration], Any], Cal
      lambda c: c.estimator.service_prefix, str),
     ("scheduler_estimator_service_namespace", "estimator.serviceNamespace",
      lambda c: c.estimator.service_namespace, str),
+    ("assumption_ttl", "assumptionTTL", lambda c: c.assumption_ttl, _seconds),
 )
 
 
@@ -197,7 +199,8 @@ def apply_configuration(
 ) -> argparse.Namespace:
     """``args`` with every setting the file carries taken from it; FlagConflict for a flag given
     beside the file with another value (a flag given with the same value is fine). A path the
-    file leaves empty (``kubeconfig``, the estimator's TLS files) is not set: the flag gives it."""
+    file leaves empty (``kubeconfig``, the estimator's TLS files) is not set: the flag gives it.
+    ``--feature-gates`` and the file's ``featureGates`` add up; a gate both name must agree."""
     from fleetsched.scheduler import config
 
     explicit = explicit_flags(args)
@@ -232,6 +235,11 @@ def apply_configuration(
                 "set it in one place"
             )
         setattr(updated, dest, value)
+    try:
+        gates = merge_feature_gates(args.feature_gates, configuration.feature_gates, source=source)
+    except ValueError as exc:
+        raise FlagConflict(str(exc)) from None
+    updated.feature_gates = gates
     return updated
 
 

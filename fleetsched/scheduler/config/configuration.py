@@ -1,5 +1,6 @@
 """The resolved ``SchedulerConfiguration``: the profiles plus the process settings the scheduler's
-flags carry (workers, leader election, API client, estimators), at today's flag defaults.
+flags carry (workers, leader election, API client, estimators, feature gates, assumption TTL), at
+today's flag defaults.
 
 Plain frozen values, like ``types.py``: no file format, no pydantic, no I/O. The defaults here are
 the defaults of ``fleetsched scheduler``'s flags; ``fleetsched config default`` prints them.
@@ -7,13 +8,17 @@ the defaults of ``fleetsched scheduler``'s flags; ``fleetsched config default`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
+from fleetsched.scheduler.assume import DEFAULT_TTL
 from fleetsched.scheduler.config.types import Profile
 from fleetsched.scheduler.framework.defaults import default_profile
 
 __all__ = [
     "API_VERSION",
+    "DEFAULT_ASSUMPTION_TTL",
     "KIND",
     "ClientConnection",
     "EstimatorSettings",
@@ -25,6 +30,7 @@ API_VERSION = "config.fleetsched.io/v1alpha1"
 KIND = "SchedulerConfiguration"
 # --shard-mode: one elected leader (none), or replicas sharing the bindings through member Leases
 SHARD_MODES = ("none", "lease")
+DEFAULT_ASSUMPTION_TTL = DEFAULT_TTL  # Karmada's DefaultAssumptionTTL, 5 minutes
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,11 @@ class SchedulerConfiguration:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
+    # Karmada's gates the file names (``--feature-gates``), by name; a gate not named keeps its
+    # default (fleetsched.flags.KARMADA_FEATURE_GATES) or the flag's value.
+    feature_gates: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    # ``--assumption-ttl`` (gate SchedulingOvercommitProtection), seconds: Karmada's 5 minutes.
+    assumption_ttl: float = DEFAULT_ASSUMPTION_TTL
 
     def scheduler_names(self) -> frozenset[str]:
         return frozenset(p.scheduler_name for p in self.profiles)

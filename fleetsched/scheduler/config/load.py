@@ -141,9 +141,13 @@ def parse_configuration(
     """The configuration a file's text means. ``entry_points``: look for out-of-tree plugins among the
     installed distributions; ``extra_catalog``: further known plugins and their points (tests, the
     runtime's registry); ``points_of``: which extension points an out-of-tree factory's plugins
-    implement (the runtime knows its interfaces best). Raises ``ConfigError`` or
+    implement (the runtime knows its interfaces best). ``workload_affinity`` is the gate as the
+    flags say it; the file's ``featureGates.WorkloadAffinity``, when written, decides instead (a
+    flag saying otherwise is the caller's conflict to report). Raises ``ConfigError`` or
     ``plugins.PluginLoadError``, one line each."""
     model = parse_model(text, source=source)
+    if model.feature_gates is not None:
+        workload_affinity = model.feature_gates.get("WorkloadAffinity", workload_affinity)
     in_tree = in_tree_points(workload_affinity=workload_affinity)
     catalog: dict[str, frozenset[ExtensionPoint] | None] = dict(in_tree)
     if extra_catalog:

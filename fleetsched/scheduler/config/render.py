@@ -105,6 +105,8 @@ def configuration_to_dict(
         "kind": KIND,
         "parallelism": config.workers,
         "enableEmptyWorkloadPropagation": config.enable_empty_workload_propagation,
+        "featureGates": dict(sorted(config.feature_gates.items())),
+        "assumptionTTL": format_duration(config.assumption_ttl),
         "leaderElection": {
             "leaderElect": le.leader_elect,
             "leaseDuration": format_duration(le.lease_duration),

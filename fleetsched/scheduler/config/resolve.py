@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from fleetsched.flags import KARMADA_FEATURE_GATES
 from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import (
+    DEFAULT_ASSUMPTION_TTL,
     SHARD_MODES,
     ClientConnection,
     EstimatorSettings,
@@ -124,6 +126,8 @@ def resolve(
         leader_election=_leader_election(model.leader_election, problems),
         client_connection=_client_connection(model.client_connection, problems),
         estimator=_estimator(model.estimator, problems),
+        feature_gates=_feature_gates(model.feature_gates, problems),
+        assumption_ttl=_assumption_ttl(model.assumption_ttl, problems),
     )
     if problems.items:
         return None, tuple(problems.items)
@@ -501,3 +505,24 @@ def _estimator(model: v1.EstimatorModel | None, problems: _Problems) -> Estimato
         missing = "keyFile" if value.cert_file else "certFile"
         problems.add(f"estimator.{missing}", "a client certificate needs both certFile and keyFile")
     return value
+
+
+# ---- feature gates and the assumption TTL -------------------------------------------------------
+
+
+def _feature_gates(gates: Mapping[str, bool] | None, problems: _Problems) -> Mapping[str, bool]:
+    """The gates the file names, each one of Karmada's (``--feature-gates``' rule and words)."""
+    if not gates:
+        return MappingProxyType({})
+    for name in gates:
+        if name not in KARMADA_FEATURE_GATES:
+            problems.add(f"featureGates.{name}", f"unrecognized feature gate: {name}")
+    return MappingProxyType(dict(sorted(gates.items())))
+
+
+def _assumption_ttl(seconds: float | None, problems: _Problems) -> float:
+    if seconds is None:
+        return DEFAULT_ASSUMPTION_TTL
+    if seconds <= 0:
+        problems.add("assumptionTTL", "must be a positive duration")
+    return seconds

@@ -151,5 +151,7 @@ class SchedulerConfigurationModel(_Model):
     leader_election: LeaderElectionModel | None = None
     client_connection: ClientConnectionModel | None = None
     estimator: EstimatorModel | None = None
+    feature_gates: dict[str, bool] | None = None
+    assumption_ttl: Duration | None = Field(default=None, alias="assumptionTTL")
     profiles: list[ProfileModel] | None = None
     extenders: list[ExtenderModel] | None = None

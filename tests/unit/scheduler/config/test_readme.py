@@ -27,3 +27,5 @@ def test_the_readme_example_loads_and_means_what_it_says() -> None:
     assert batch.enabled(ExtensionPoint.SCORE) == default.enabled(ExtensionPoint.SCORE)
     assert configuration.workers == 32 and configuration.estimator.enabled
     assert configuration.estimator.timeout_seconds == 3.0
+    assert dict(configuration.feature_gates) == {"SchedulingOvercommitProtection": True}
+    assert configuration.assumption_ttl == 300.0

@@ -77,6 +77,8 @@ CONFIGURATIONS = [
             leader_election=LeaderElection(False, 30.0, 20.0, 5.0, "lease", "ns"),
             client_connection=ClientConnection("/etc/kubeconfig", 12.5, 25),
             estimator=EstimatorSettings(True, True, 1.5, 1234, "p", "n", "ca", "cert", "key", True),
+            feature_gates=MappingProxyType({"SchedulingOvercommitProtection": True, "Failover": False}),
+            assumption_ttl=90.0,
         ),
         id="everything set",
     ),
@@ -92,6 +94,9 @@ def test_what_is_written_loads_back_equal(configuration: SchedulerConfiguration)
 def test_the_default_file_names_every_setting_at_todays_flag_defaults() -> None:
     written = yaml.safe_load(configuration_to_yaml(SchedulerConfiguration()))
     assert written["parallelism"] == 32
+    # No gate named: each keeps Karmada's default or what --feature-gates says; Karmada's 5 minutes.
+    assert written["featureGates"] == {}
+    assert written["assumptionTTL"] == "5m"
     assert written["leaderElection"] == {
         "leaderElect": True,
         "leaseDuration": "15s",
