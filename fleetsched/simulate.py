@@ -18,6 +18,15 @@ time, in input order, in this process or in ``--jobs`` worker processes that eac
 snapshot once and take bindings in chunks. ``-o json|yaml`` is written as it is produced, with the
 same bytes as one dump of the whole ``List``; only the table (its column widths need every row)
 keeps one row of text per binding.
+
+With the gate ``SchedulingOvercommitProtection`` (``--feature-gates`` or the file's
+``featureGates``) the bindings are not independent: they are scheduled one at a time, in this
+process, in the order the live queue takes them (``spec.schedulePriority.priority`` descending,
+then input order), each against one assume record (``scheduler/assume.py``, its clock standing
+still so nothing expires) that every placement before it fed, as the live scheduler does
+(``operator._attempt``). A binding short of capacity says what the record held; ``--explain``
+shows each binding's place in the queue and, per candidate cluster, the capacity deducted. The
+output keeps input order.
 """
 
 from __future__ import annotations
@@ -33,11 +42,13 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
+from fractions import Fraction
 from json.encoder import encode_basestring_ascii as _encode_string  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from fleetsched.api.document import BindingDocument, plain_json_default
 from fleetsched.flags import explicit_flags, merge_feature_gates, parse_feature_gates, record_explicit_flags
+from fleetsched.scheduler.assume import AssumeRecord, assumed_totals, describe, footprint
 from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.convert import (
     ConversionError,
@@ -46,10 +57,11 @@ from fleetsched.scheduler.convert import (
     peer_from_dict,
     status_from_dict,
 )
+from fleetsched.scheduler.errors import UnschedulableError
 from fleetsched.scheduler.framework import PluginSelectionError
-from fleetsched.scheduler.outcome import PluginScore, ScheduleResult, render_into_binding
+from fleetsched.scheduler.outcome import Condition, PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
-from fleetsched.scheduler.types import ClusterInfo, PeerBinding
+from fleetsched.scheduler.types import AssumedWorkload, ClusterInfo, PeerBinding, SchedulingBinding
 
 if TYPE_CHECKING:
     from fleetsched.api.load import LoadResult
@@ -101,7 +113,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="",
         help="Karmada's gates; those that change results here: CustomizedClusterResourceModeling "
         "(default true), WorkloadAffinity (default false; peers are the input ResourceBindings as "
-        "written), MultiplePodTemplatesScheduling (default false)",
+        "written), MultiplePodTemplatesScheduling (default false), SchedulingOvercommitProtection "
+        "(default false; when on, the bindings are scheduled one at a time in queue order, priority "
+        "then input order, each against the capacity assumed for those placed before it, so a burst "
+        "shows which would fail; --jobs then only derives, and --explain shows the capacity "
+        "deducted per cluster; the output keeps input order)",
     )
     parser.add_argument(
         "--config",
@@ -317,9 +333,17 @@ def _table(results: list[tuple[dict[str, Any], ScheduleResult]]) -> str:
     return "\n".join(_table_lines([_table_row(obj, result) for obj, result in results]))
 
 
-def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = False) -> str:
+def explain(
+    result: ScheduleResult,
+    obj: Mapping[str, Any],
+    *,
+    unserved: bool = False,
+    assumptions: _Assumptions | None = None,
+) -> str:
     """Human-readable account of one binding's attempt: per affinity group, every decision.
-    ``unserved``: no profile serves the binding's schedulerName, so it was left alone."""
+    ``unserved``: no profile serves the binding's schedulerName, so it was left alone.
+    ``assumptions`` (gate SchedulingOvercommitProtection): the binding's place in the queue and,
+    under each candidate, the capacity the bindings scheduled before it hold there."""
     kind = obj.get("kind") or "ResourceBinding"
     lines = [f"{kind} {result.key}"]
     spec = obj.get("spec") or {}
@@ -327,6 +351,13 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = 
         lines.append(f"  left alone: no profile serves schedulerName {scheduler_name_of(obj)!r}")
         return "\n".join(lines)
     lines.append(f"  replicas: {spec.get('replicas', 0)}   strategy: {result.strategy}   mode: {result.mode}")
+    if assumptions is not None:
+        n = assumptions.bindings
+        holders = "1 binding before it holds" if n == 1 else f"{n} bindings before it hold"
+        lines.append(
+            f"  queue position: {assumptions.position} of {assumptions.total} "
+            f"(SchedulingOvercommitProtection: {holders} capacity)"
+        )
     if result.profile and result.profile != DEFAULT_SCHEDULER_NAME:
         lines.append(f"  profile: {result.profile}")
     if result.condition is None:
@@ -366,6 +397,9 @@ def explain(result: ScheduleResult, obj: Mapping[str, Any], *, unserved: bool = 
                     f"      {n.cluster}: score={n.score} ({per_plugin}){tier} "
                     f"allocatable={n.allocatable} available={n.available}"
                 )
+                held = assumptions.by_cluster.get(n.cluster) if assumptions is not None else None
+                if held:
+                    lines.append(f"        assumed: {held}")
         if attempt.selected:
             lines.append(f"    selected: {', '.join(attempt.selected)}")
         if attempt.targets is not None:
@@ -752,6 +786,9 @@ class _Job:
     now: dt.datetime
     output: str
     explain: bool
+    # gate SchedulingOvercommitProtection: in queue order, in this process, each binding against
+    # the assumptions of those scheduled before it
+    overcommit_protection: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -780,28 +817,43 @@ def _start(job: _Job) -> None:
 def _schedule_chunk(chunk: Sequence[tuple[bytes, bool]]) -> list[_Rendered]:
     assert _STATE is not None, "_start() first"
     job, snapshot = _STATE
-    out = []
-    for data, unserved in chunk:
-        raw = json.loads(data)
-        try:
-            out.append(_schedule_one(job, snapshot, raw, unserved))
-        except (ConversionError, PluginSelectionError, _BadInput) as exc:
-            raise WorkerError(str(exc)) from None
-        except Exception as exc:  # a bug: one line naming the binding, not a traceback from a worker
-            key = _binding_key(raw)
-            raise WorkerError(
-                f"{key[0]} {_ref(key)}: scheduling failed: {type(exc).__name__}: {exc}"
-            ) from None
-    return out
+    return [_schedule_data(job, snapshot, data, unserved) for data, unserved in chunk]
 
 
-def _schedule_one(job: _Job, snapshot: Snapshot, raw: dict[str, Any], unserved: bool) -> _Rendered:
+def _schedule_data(
+    job: _Job, snapshot: Snapshot, data: bytes, unserved: bool, queue: _InQueue | None = None
+) -> _Rendered:
+    """One compact binding scheduled and rendered; any failure is a WorkerError naming it."""
+    raw = json.loads(data)
+    try:
+        return _schedule_one(job, snapshot, raw, unserved, queue)
+    except (ConversionError, PluginSelectionError, _BadInput) as exc:
+        raise WorkerError(str(exc)) from None
+    except Exception as exc:  # a bug: one line naming the binding, not a traceback from a worker
+        key = _binding_key(raw)
+        raise WorkerError(f"{key[0]} {_ref(key)}: scheduling failed: {type(exc).__name__}: {exc}") from None
+
+
+def _schedule_one(
+    job: _Job, snapshot: Snapshot, raw: dict[str, Any], unserved: bool, queue: _InQueue | None = None
+) -> _Rendered:
     chosen = job.scheduler if job.profiles is None else job.profiles.get(scheduler_name_of(raw))
+    seen: _Assumptions | None = None
     if unserved or chosen is None:
         obj: dict[str, Any] = raw
         result = ScheduleResult(_ref(_binding_key(raw)), None, None, None, False)
-    else:
+    elif queue is None:
         result = chosen.schedule(binding_from_dict(raw), status_from_dict(raw), snapshot)
+        obj = render_into_binding(raw, result, now=job.now)
+    else:
+        # SchedulingOvercommitProtection: against the capacity the bindings before it took.
+        binding = binding_from_dict(raw)
+        overlaid = queue.record.overlay(snapshot)
+        assert isinstance(overlaid, Snapshot)
+        if job.explain:
+            seen = queue.seen()
+        result = chosen.schedule(binding, status_from_dict(raw), overlaid)
+        result = _assume(queue.record, raw, binding, result, overlaid.names)
         obj = render_into_binding(raw, result, now=job.now)
     item = None
     if job.output == "json":
@@ -815,7 +867,11 @@ def _schedule_one(job: _Job, snapshot: Snapshot, raw: dict[str, Any], unserved: 
     return _Rendered(
         item=item,
         row=_table_row(obj, result) if job.output == "table" else None,
-        explanation=explain(result, obj, unserved=unserved or chosen is None) if job.explain else None,
+        explanation=(
+            explain(result, obj, unserved=unserved or chosen is None, assumptions=seen)
+            if job.explain
+            else None
+        ),
     )
 
 
@@ -888,6 +944,9 @@ def _chunks(work: Sequence[tuple[bytes, bool]], size: int) -> Iterator[Sequence[
 
 def _schedule_all(job: _Job, work: Sequence[tuple[bytes, bool]], *, jobs: int) -> Iterator[list[_Rendered]]:
     """Rendered bindings chunk by chunk, in input order, from ``jobs`` processes (1: this one)."""
+    if job.overcommit_protection:
+        yield from _schedule_in_queue_order(job, work)
+        return
     if jobs <= 1 or not work:
         _start(job)
         for chunk in _chunks(work, JOB_CHUNK):
@@ -901,6 +960,121 @@ def _schedule_all(job: _Job, work: Sequence[tuple[bytes, bool]], *, jobs: int) -
     yield from _in_workers(
         _schedule_chunk, _chunks(work, size), jobs=jobs, method=method, initializer=_start, initargs=(job,)
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Gate SchedulingOvercommitProtection: the queue's order, one assume record for the run
+
+OVERCOMMIT_GATE = "SchedulingOvercommitProtection"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Assumptions:
+    """What a binding was scheduled against, for ``--explain``: its place in the queue (from 1),
+    how many bindings held assumptions then, and per cluster what they held (as printed)."""
+
+    position: int
+    total: int
+    bindings: int
+    by_cluster: Mapping[str, str]
+
+
+@dataclasses.dataclass(slots=True)
+class _InQueue:
+    """The run's assume record and the place of the binding being scheduled."""
+
+    record: AssumeRecord
+    total: int
+    position: int = 0
+
+    def seen(self) -> _Assumptions:
+        record = self.record
+        held = {name: _held(record.workloads(name)) for name in record.clusters()}
+        return _Assumptions(self.position, self.total, len(record), held)
+
+
+def _amount(value: Fraction) -> str:
+    """An assumed amount as ``describe`` writes it: whole units, else millicores, else decimal."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    milli = value * 1000
+    return f"{milli.numerator}m" if milli.denominator == 1 else f"{float(value):g}"
+
+
+def _held(workloads: Sequence[AssumedWorkload]) -> str:
+    """``cpu 30, pods 30 (3 bindings)``: what the workloads assumed on one cluster hold."""
+    totals = assumed_totals(workloads)
+    parts = ", ".join(f"{name} {_amount(totals[name])}" for name in sorted(totals)) or "nothing"
+    return f"{parts} ({len(workloads)} binding{'' if len(workloads) == 1 else 's'})"
+
+
+def _priority(data: bytes) -> int:
+    """``spec.schedulePriority.priority`` of a compact binding: the live queue's first key."""
+    if b'"schedulePriority"' not in data:
+        return 0
+    spec = json.loads(data).get("spec") or {}
+    return int((spec.get("schedulePriority") or {}).get("priority") or 0)
+
+
+def queue_order(work: Sequence[tuple[bytes, bool]]) -> list[int]:
+    """The positions of ``work`` in the order the live queue takes them (controller/queue.py):
+    priority descending, then the order they entered it (here: input order)."""
+    priorities = [_priority(data) for data, _ in work]
+    return sorted(range(len(work)), key=lambda i: -priorities[i])
+
+
+def _assume(
+    record: AssumeRecord,
+    raw: Mapping[str, Any],
+    binding: SchedulingBinding,
+    result: ScheduleResult,
+    clusters: Sequence[str],
+) -> ScheduleResult:
+    """What the live scheduler does after an attempt (``operator._attempt``): a new placement's
+    footprint assumed on its clusters (clusters that left it released; non-workloads and
+    ClusterResourceBindings hold nothing); an unchanged one assumes nothing (nothing is written);
+    a binding short of capacity is told what the record held."""
+    condition = result.condition
+    if not result.scheduled or result.clusters is None:
+        if condition is None or condition.reason != UnschedulableError.reason:
+            return result
+        held = describe(record, clusters)
+        if held is None:
+            return result
+        named = Condition(False, condition.reason, f"{condition.message}; {held}")
+        return dataclasses.replace(result, condition=named)
+    if result.clusters == binding.clusters:
+        return result
+    md = raw.get("metadata") or {}
+    key = f"{md.get('namespace') or ''}/{md.get('name') or ''}"
+    placed = {t.name for t in result.clusters}
+    left = [t.name for t in binding.clusters if t.name not in placed]
+    record.observe_schedule(key, footprint(binding, result.clusters), left=left)
+    return result
+
+
+def _schedule_in_queue_order(job: _Job, work: Sequence[tuple[bytes, bool]]) -> Iterator[list[_Rendered]]:
+    """Every binding in queue order, in this process, against one assume record that the ones
+    before it fed; rendered bindings come out in input order, as soon as those before them are
+    done (at once when the queue's order is the input's)."""
+    snapshot = Snapshot(job.clusters, job.peers)
+    # A clock that stands still: no assumption expires during a simulation.
+    queue = _InQueue(AssumeRecord(clock=lambda: 0.0), len(work))
+    done: dict[int, _Rendered] = {}
+    ready: list[_Rendered] = []
+    written = 0
+    for position, i in enumerate(queue_order(work), start=1):
+        data, unserved = work[i]
+        queue.position = position
+        done[i] = _schedule_data(job, snapshot, data, unserved, queue)
+        while written in done:
+            ready.append(done.pop(written))
+            written += 1
+        if len(ready) >= JOB_CHUNK:
+            yield ready
+            ready = []
+    if ready:
+        yield ready
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1100,6 +1274,7 @@ def run(args: argparse.Namespace) -> int:
         # would not have: with extenders, one process derives and schedules.
         ignore_jobs = bool(all_extenders) and jobs > 1
         jobs = 1 if ignore_jobs else jobs
+        overcommit = gates.get(OVERCOMMIT_GATE, False)
         with _collector_paused():
             plan, clusters, scheduler, profiles = _load_and_plan(
                 args, scheduler, profiles, configuration, settings, extenders, progress, jobs=jobs
@@ -1115,12 +1290,19 @@ def run(args: argparse.Namespace) -> int:
             now=_clock(),
             output=args.output,
             explain=args.explain,
+            overcommit_protection=overcommit,
         )
         work = plan.work
         del plan
         if ignore_jobs:
             print("fleetsched simulate: note: --jobs ignored: the profiles call HTTP extenders",
                   file=sys.stderr)
+        elif overcommit and jobs > 1:
+            # Derivation used the workers; scheduling is one sequence, each binding after the last.
+            print(f"fleetsched simulate: note: --jobs ignored for scheduling: with {OVERCOMMIT_GATE} each "
+                  "binding is scheduled against the assumptions of those before it, one at a time",
+                  file=sys.stderr)
+            jobs = 1
         _write(job, work, jobs=jobs, progress=progress)
     except (LoadError, ConversionError, PluginSelectionError, _BadInput, WorkerError) as e:
         progress.clear()
