@@ -44,6 +44,7 @@ from fleetsched.controller.events import (
     success_message,
 )
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.peers import PeerIndex
 from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
 from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
@@ -184,6 +185,9 @@ class SchedulerOperator(ControllerRuntime):
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
     # gate SchedulingOvercommitProtection: capacity decided but not yet in the clusters' status
     assumptions: AssumeRecord | None = None
+    # gate WorkloadAffinity: the ResourceBindings with an affinity group and their targets
+    peers: PeerIndex | None = None
+    _with_peers: tuple[Any, int, Any] | None = None
 
     worker_key_field = "binding"
     runtime_log = log
@@ -202,6 +206,10 @@ class SchedulerOperator(ControllerRuntime):
         metrics.PENDING_BINDINGS.labels("active").set_function(lambda: queue.sizes().active)
         metrics.PENDING_BINDINGS.labels("backoff").set_function(lambda: queue.sizes().backoff)
         metrics.PENDING_BINDINGS.labels("unschedulable").set_function(lambda: queue.sizes().unschedulable)
+        if self.peers is None and any(
+            s.settings.workload_affinity for s in (self.scheduler, *self.profiles.values())
+        ):
+            self.peers = PeerIndex()
         if self.config.overcommit_protection and self.assumptions is None:
             self.assumptions = AssumeRecord(
                 self.config.assumption_ttl,
@@ -232,6 +240,8 @@ class SchedulerOperator(ControllerRuntime):
             self.forget_owned(qkey)
             if self.assumptions is not None:
                 assumptions.forget(self.assumptions, kind, obj)
+            if self.peers is not None:
+                self.peers.observe(kind, None, key)
             return
         cached = cache.get(key)
         if cached is not None and resource_version(cached) == resource_version(obj) is not None:
@@ -241,6 +251,8 @@ class SchedulerOperator(ControllerRuntime):
             return
         if self.assumptions is not None:  # every replica keeps every binding's in-flight capacity
             assumptions.observe(self.assumptions, kind, previous, obj)
+        if self.peers is not None:
+            self.peers.observe(kind, obj)
         names = self.config.scheduler_names
         new_passes = decision.passes_filter(obj, names)
         if self.config.sharding is not None:
@@ -410,17 +422,17 @@ class SchedulerOperator(ControllerRuntime):
             log.info("binding_reserve_conflict", binding=key, kind=kind, attempts=MAX_RESERVE_ATTEMPTS)
             return Outcome.ERROR  # back with backoff; nothing written
         if result.condition is None:
-            self._unreserve(reservation)
+            self._unreserve(kind, key, reservation)
             return Outcome.ERROR
         cycle, result = await self._binding_cycle(result, decision.effective_scheduler_name(obj))
         if not result.scheduled:
-            self._unreserve(reservation)  # a Reserve, Permit or PreBind plugin refused it
+            self._unreserve(kind, key, reservation)  # a Reserve, Permit or PreBind plugin refused it
         rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
         patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
         try:
             await self._write(kind, key, obj, patches, result, cycle)
         except BaseException:
-            self._unreserve(reservation)
+            self._unreserve(kind, key, reservation)
             raise
         self._report(kind, key, obj, rendered, result, attempt.decision, patches, started=started)
         return queue_outcome(result, over_budget=over_budget)
@@ -461,6 +473,7 @@ class SchedulerOperator(ControllerRuntime):
         scheduler_name = decision.effective_scheduler_name(obj)
         for _ in range(MAX_RESERVE_ATTEMPTS):
             version = self.assumptions.version if self.assumptions is not None else 0
+            peer_version = self.peers.version if self.peers is not None else 0
             try:
                 result, snapshot = await self._compute(
                     key, read.binding, read.status, scheduler_name=scheduler_name
@@ -472,16 +485,21 @@ class SchedulerOperator(ControllerRuntime):
                     True,
                     None,
                 )
-            if self.assumptions is None:
-                return result, False, None
             if not result.scheduled or result.clusters is None:
                 return self._name_assumptions(result, snapshot.names), False, None
-            if result.clusters == read.binding.clusters:
-                return result, False, None  # an unchanged placement assumes nothing (an empty patch)
-            reservation = self._reserve(key, read.binding, result, version, scheduler_name)
-            if reservation is not None:
-                return result, False, reservation
-            metrics.RESERVE_REDECISIONS.inc()
+            if self.peers is not None and self.peers.changed_since(read.binding, peer_version):
+                metrics.RESERVE_REDECISIONS.inc()  # a peer of its groups moved meanwhile
+                continue
+            reservation = None
+            if self.assumptions is not None and result.clusters != read.binding.clusters:
+                # (an unchanged placement assumes nothing: Karmada's patch is empty)
+                reservation = self._reserve(key, read.binding, result, version, scheduler_name)
+                if reservation is None:
+                    metrics.RESERVE_REDECISIONS.inc()
+                    continue
+            if self.peers is not None:
+                self.peers.place(read.binding, (t.name for t in result.clusters))
+            return result, False, reservation
         raise ReserveConflict(key)
 
     # ---- the assume record (gate SchedulingOvercommitProtection) -------------------------------
@@ -519,9 +537,12 @@ class SchedulerOperator(ControllerRuntime):
         left = [name for name in held if name not in new]
         return record.reserve(key, footprint(binding, result.clusters), left=left, against=version, fits=fits)
 
-    def _unreserve(self, reservation: Reservation | None) -> None:
+    def _unreserve(self, kind: str, key: str, reservation: Reservation | None) -> None:
+        """A decision that will not be written: its reservation given back, its peer entry as stored."""
         if reservation is not None and self.assumptions is not None:
             self.assumptions.unreserve(reservation)
+        if self.peers is not None:
+            self.peers.observe(kind, self.bindings[kind].get(key), key)
 
     def _name_assumptions(self, result: ScheduleResult, clusters: tuple[str, ...]) -> ScheduleResult:
         """A binding short of capacity says how much the assume record held (its condition and Event)."""
@@ -660,6 +681,8 @@ class SchedulerOperator(ControllerRuntime):
         computes; everything around it is I/O."""
         assert self.compute is not None
         snapshot = self.clusters.snapshot()
+        if self.peers is not None:
+            snapshot = self._snapshot_with_peers(snapshot)
         if self.assumptions is not None:
             snapshot = self.assumptions.overlay(snapshot)
         scheduler = self._scheduler_for(scheduler_name)
@@ -667,6 +690,16 @@ class SchedulerOperator(ControllerRuntime):
             scheduler.schedule, binding, status, snapshot, key=key, inline=scheduler.computes_only
         )
         return result, snapshot
+
+    def _snapshot_with_peers(self, snapshot: Any) -> Any:
+        """``snapshot`` with the peers as they are now (derived once per change of either)."""
+        assert self.peers is not None
+        cached = self._with_peers
+        if cached is not None and cached[0] is snapshot and cached[1] == self.peers.version:
+            return cached[2]
+        derived = snapshot.with_peers(self.peers.peers())
+        self._with_peers = (snapshot, self.peers.version, derived)
+        return derived
 
     def _scheduler_for(self, scheduler_name: str) -> Scheduler:
         """The Scheduler of the profile serving ``scheduler_name`` (``scheduler`` without profiles)."""
@@ -750,6 +783,8 @@ class SchedulerOperator(ControllerRuntime):
             stored, previous = self.bindings[kind].upsert(watch.strip_managed_fields(response))
             if stored and self.assumptions is not None:
                 assumptions.observe(self.assumptions, kind, previous, response)
+            if stored and self.peers is not None:
+                self.peers.observe(kind, response)
             version = response["metadata"].get("resourceVersion")
             if version:
                 self.own_versions[version] = None

@@ -45,10 +45,6 @@ from fleetsched.scheduler.framework import PluginSelectionError
 if TYPE_CHECKING:
     from fleetsched.scheduler.config import LoadedConfiguration, SchedulerConfiguration
 
-# Gates whose scheduling behaviour the live scheduler does not have: WorkloadAffinity needs the
-# peers' placements in every snapshot (§7.5).
-UNSUPPORTED_GATES = ("WorkloadAffinity",)
-
 log = structlog.get_logger("fleetsched.scheduler")
 
 
@@ -96,9 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default={},
         help="Karmada's gates, Gate=true|false,...; those that change results here: "
         "CustomizedClusterResourceModeling (default true), MultiplePodTemplatesScheduling (default "
-        "false), SchedulingOvercommitProtection (default false; see --assumption-ttl). WorkloadAffinity "
-        "is refused when on (not implemented in the live scheduler); the others are accepted and have "
-        "no effect. With --config, the file's featureGates are added (a gate named in both must agree)",
+        "false), SchedulingOvercommitProtection (default false; see --assumption-ttl), WorkloadAffinity "
+        "(default false); the others are accepted and have no effect. With --config, the file's "
+        "featureGates are added (a gate named in both must agree)",
     )
     command.add_boolean(
         parser, "--enable-scheduler-estimator", default=False,
@@ -274,16 +270,14 @@ def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, Lo
 
 
 def scheduler_settings(args: argparse.Namespace) -> Settings:
-    """The core's settings from the flags; ValueError for a gate the live scheduler cannot honour."""
+    """The core's settings from the flags (every Karmada gate is honoured or has no effect here)."""
     gates = args.feature_gates
-    unsupported = sorted(gate for gate in UNSUPPORTED_GATES if gates.get(gate))
-    if unsupported:
-        raise ValueError(f"{', '.join(unsupported)}: not implemented in fleetsched scheduler (leave off)")
     return Settings(
         plugins=args.plugins,
         enable_empty_workload_propagation=args.enable_empty_workload_propagation,
         customized_cluster_resource_modeling=gates.get("CustomizedClusterResourceModeling", True),
         multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
+        workload_affinity=gates.get("WorkloadAffinity", False),
     )
 
 

@@ -133,6 +133,13 @@ class Snapshot:
             new._base_verdicts, new._deleting, new._live = self._base_verdicts, self._deleting, self._live
         return new
 
+    def with_peers(self, peers: Iterable[PeerBinding]) -> Snapshot:
+        """This snapshot with other workload-affinity peers: the same clusters (the Framework's
+        per-cluster memos carry over), a new generation."""
+        new = self.replaced({})
+        new.peers = tuple(peers)
+        return new
+
     def deleting_index(self) -> list[int]:
         """Positions of the clusters being deleted (never offered to a plugin)."""
         if self._deleting is None:

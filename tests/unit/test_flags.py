@@ -80,7 +80,13 @@ def test_the_scheduler_maps_the_gates_that_change_results() -> None:
     assert defaults.customized_cluster_resource_modeling and not defaults.multiple_pod_templates
     on = parser.parse_args(["--feature-gates", "MultiplePodTemplatesScheduling=true"])
     assert scheduler_cmd.scheduler_settings(on).multiple_pod_templates
-    for gate in scheduler_cmd.UNSUPPORTED_GATES:
-        with pytest.raises(ValueError, match=f"{gate}: not implemented in fleetsched scheduler"):
-            scheduler_cmd.scheduler_settings(parser.parse_args(["--feature-gates", f"{gate}=true"]))
-        assert scheduler_cmd.scheduler_settings(parser.parse_args(["--feature-gates", f"{gate}=false"]))
+    assert not defaults.workload_affinity
+    affinity = parser.parse_args(["--feature-gates", "WorkloadAffinity=true"])
+    assert scheduler_cmd.scheduler_settings(affinity).workload_affinity
+    config = scheduler_cmd.operator_config(parser.parse_args([]))
+    assert not config.overcommit_protection and config.assumption_ttl == 300.0
+    protected = parser.parse_args(
+        ["--feature-gates", "SchedulingOvercommitProtection=true", "--assumption-ttl", "90s"]
+    )
+    config = scheduler_cmd.operator_config(protected)
+    assert config.overcommit_protection and config.assumption_ttl == 90.0

@@ -180,6 +180,7 @@ def test_the_files_workload_affinity_gate_reaches_the_scheduler_and_its_profiles
     )
     assert args.feature_gates == {"WorkloadAffinity": True}
     assert loaded is not None and loaded.configuration.profiles == (default_profile(workload_affinity=True),)
+    assert scheduler_cmd.scheduler_settings(args).workload_affinity  # honoured live, not refused
 
 
 # ---- fleetsched config and simulate ---------------------------------------------------------------
