@@ -49,8 +49,18 @@ the apiserver's own CPU per binding bounds every client, so that line says what 
 ``--apiserver-gogc`` and ``--apiserver-arg`` tune that apiserver (both phases alike);
 ``--apiserver-profile`` writes its Go CPU profiles.
 
+The burst phase (issue 20) runs after the rounds (``--no-burst`` leaves it out; ``--burst`` runs it
+alone): on a kube-apiserver of its own, ``--burst-clusters`` (10) Clusters whose status says
+``--burst-cpu`` (100) cpu free, then ``--burst-bindings`` (150) bindings of ``--burst-replicas`` (10)
+x 1 cpu, Divided by available replicas over all of them, created at once: demand above capacity.
+For one replica x ``--workers`` and for ``--burst-shards`` (3) replicas in ``--shard-mode=lease``,
+each with the gate ``SchedulingOvercommitProtection`` off and on in the same run, it prints cpu
+assigned / free (read from the bindings), scheduled / failed, bindings/s (decided, from the first
+request to the last Scheduled condition), the rate with the gate on as a ratio of the rate with it
+off, decisions redone at Reserve, and the load average.
+
 Prints figures; it asserts nothing about time. Exits 1 only when a binding never got a Scheduled
-condition.
+condition (or a burst run's scheduler refused to start).
 """
 
 from __future__ import annotations
@@ -85,7 +95,8 @@ from fleetsched.controller.writer import compute_patches, explanation  # noqa: E
 from fleetsched.kube.client import ApiError, KubeClient, load_connection  # noqa: E402
 from fleetsched.scheduler import Scheduler, Snapshot, render_into_binding  # noqa: E402
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict  # noqa: E402
-from tests.support.controlplane import ControlPlane  # noqa: E402
+from tests.support import overcommit  # noqa: E402
+from tests.support.controlplane import APIServer, ControlPlane  # noqa: E402
 from tests.support.karmada import as_applied  # noqa: E402
 from tests.support.processes import SchedulerProcess, ShardedReplicas, ShardTimings  # noqa: E402
 
@@ -738,6 +749,207 @@ def report_sharded(op: dict[str, Any], runs: list[dict[str, Any]], n: int) -> No
             print(f"  INCOMPLETE: only {run['done']} of {n} bindings got a Scheduled condition")
 
 
+# ---------------------------------------------------------------------------------------------
+# The burst phase (issue 20): demand above capacity, gate SchedulingOvercommitProtection off and on
+
+
+def burst_configs(args: argparse.Namespace) -> list[tuple[int, bool]]:
+    """(replicas, gate) of every burst run of one round: one replica, then the sharded replicas,
+    each with the gate off and on (the order of off/on alternates round by round)."""
+    return [(count, gate) for count in (1, args.burst_shards) for gate in (False, True)]
+
+
+def burst_label(args: argparse.Namespace, count: int, gate: bool) -> str:
+    who = f"1 replica x {args.workers} workers" if count == 1 else f"{count} sharded replicas"
+    return f"{who}, gate {'on' if gate else 'off'}"
+
+
+async def burst_tally(client: KubeClient, namespace: str, names: set[str], limit: float = 30.0) -> Any:
+    """The final tally of the burst's bindings: every one decided, and unchanged for a second."""
+    deadline = time.perf_counter() + limit
+    previous = None
+    while True:
+        items = (await client.get(RB_PATH.format(ns=namespace)))["items"]
+        current = overcommit.tally(items, names)
+        if current.undecided == set() and previous is not None and current.view() == previous.view():
+            return current
+        if time.perf_counter() > deadline:
+            return current
+        previous = current
+        await asyncio.sleep(1.0)
+
+
+async def burst_run(
+    server: APIServer, client: KubeClient, args: argparse.Namespace, count: int, gate: bool, tag: str
+) -> dict[str, Any]:
+    """One burst: ``count`` scheduler replicas (sharded when more than one), the gate ``gate``;
+    ``--burst-bindings`` bindings created all at once; bindings/s from the first request to the last
+    Scheduled condition (True or False) the observing watch saw, then what was handed out."""
+    namespace = f"burst-{tag}"
+    await client.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+    extra = (f"--workers={args.workers}", "--kube-api-qps=0", "--log-level=warning",
+             *((overcommit.GATE,) if gate else ()))
+    workdir = Path(server.workdir) / f"burst-{tag}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    procs: list[SchedulerProcess] = []
+    replicas: ShardedReplicas | None = None
+    result: dict[str, Any] = {"replicas": count, "gate": gate}
+    try:
+        try:
+            if count == 1:
+                proc = SchedulerProcess(
+                    kubeconfig=server.kubeconfig, log_path=workdir / "scheduler.log",
+                    extra_args=("--leader-elect=false", *extra),
+                )
+                procs.append(proc)
+                proc.start(timeout=120)
+            else:
+                replicas = ShardedReplicas(
+                    kubeconfig=server.kubeconfig, workdir=workdir, timings=SHARD_TIMINGS, extra_args=extra
+                )
+                procs.extend(replicas.start(*(f"r{i}" for i in range(count)), timeout=120))
+                replicas.wait_settled(timeout=120)
+        except (RuntimeError, TimeoutError) as exc:
+            lines = [line for line in str(exc).splitlines() if line.strip()]
+            result["refused"] = " / ".join(lines[-3:])[:400]
+            return result
+        pids = {f"scheduler-{i}": p.process.pid for i, p in enumerate(procs) if p.process is not None}
+        for pid in pids.values():
+            await wait_idle(pid)
+        targets = [f"burst-{c}" for c in range(args.burst_clusters)]
+        docs = [
+            overcommit.cpu_binding(f"b-{i}", namespace, args.burst_replicas, 1, targets)
+            for i in range(args.burst_bindings)
+        ]
+        names = {d["metadata"]["name"] for d in docs}
+        observer = Observer(client, namespace, names)
+        await observer.start()
+        assert server.process is not None
+        meter = CpuMeter({"kube-apiserver": server.process.pid, **pids})
+        meter.start()
+        first = time.perf_counter()
+        path = RB_PATH.format(ns=namespace)
+        await run_pool([lambda d=d: client.create(path, d, decode=False) for d in docs], len(docs))
+        last = await observer.wait(log_hint=f"; see {workdir}")
+        meter.stop()
+        result["load"] = os.getloadavg()
+        final = await burst_tally(client, namespace, names)
+
+        def total(name: str, **labels: str) -> float:
+            return sum(p.metric(name, **labels) for p in procs)
+
+        result.update(
+            rate=len(observer.seen) / (last - first),
+            done=len(observer.seen),
+            tally=final,
+            meter=meter,
+            redecisions=total(overcommit.REDECISIONS),
+            assumed=max(p.metric(overcommit.ASSUMED, resource="cpu") for p in procs),
+            writes=total("fleetsched_scheduler_binding_writes_total"),
+            by_assumptions=sum("assum" in m.lower() for m in final.failed.values()),
+        )
+        return result
+    finally:
+        if replicas is not None:
+            replicas.stop()
+        for proc in procs:
+            proc.stop()
+        await clear(client, namespace)
+
+
+async def burst_phase(plane: ControlPlane, args: argparse.Namespace) -> dict[str, Any]:
+    """Every burst run, on a kube-apiserver of its own (its own Clusters) on the plane's etcd."""
+    server = plane.add_apiserver("burst", apply_crds=True)
+    server.kubectl("create", "namespace", "karmada-system")
+    client = KubeClient(load_connection(str(server.kubeconfig)), user_agent="fleetsched-bench-burst")
+    runs: list[dict[str, Any]] = []
+    load_before = os.getloadavg()
+    try:
+        clusters = [
+            overcommit.cpu_cluster(f"burst-{c}", args.burst_cpu) for c in range(args.burst_clusters)
+        ]
+        await create_clusters(client, clusters)
+        for number in range(args.burst_rounds):
+            configs = burst_configs(args)
+            if number % 2:
+                configs = [(count, not gate) for count, gate in configs]
+            for count, gate in configs:
+                print(f"burst round {number + 1}: {burst_label(args, count, gate)} ...", file=sys.stderr)
+                tag = f"{number + 1}-{count}-{'on' if gate else 'off'}"
+                runs.append({**await burst_run(server, client, args, count, gate, tag), "round": number + 1})
+    finally:
+        await client.close()
+        plane.remove_apiserver("burst")
+    return {"runs": runs, "load_before": load_before, "load_after": os.getloadavg()}
+
+
+def report_burst(burst: dict[str, Any], args: argparse.Namespace) -> None:
+    capacity = args.burst_clusters * args.burst_cpu
+    asked = args.burst_bindings * args.burst_replicas
+    free = {f"burst-{c}": args.burst_cpu for c in range(args.burst_clusters)}
+    print(
+        f"burst (issue 20): {args.burst_clusters} Clusters x {args.burst_cpu} cpu free,"
+        f" {args.burst_bindings} bindings x {args.burst_replicas} replicas x 1 cpu created at once"
+        f" ({asked} cpu asked of {capacity}), Divided by available replicas, {args.burst_rounds} round(s);"
+        " load average before " + "/".join(f"{x:.2f}" for x in burst["load_before"])
+        + ", after " + "/".join(f"{x:.2f}" for x in burst["load_after"])
+    )
+    print("  bindings/s: decided (Scheduled True or False) from the first request to the last condition")
+    runs = burst["runs"]
+    for run in runs:
+        label = f"round {run['round']}, {burst_label(args, run['replicas'], run['gate'])}"
+        if "refused" in run:
+            print(f"  {label}: REFUSED at start: {run['refused']}")
+            continue
+        t = run["tally"]
+        n = args.burst_bindings
+        print(
+            f"  {label + ':':<46} cpu assigned {t.total} / free {capacity}"
+            f" (overcommit {t.overcommit(free)}), scheduled {len(t.scheduled)} / failed {len(t.failed)}"
+            f" ({run['by_assumptions']} naming the assumptions), {run['rate']:.1f} bindings/s;"
+            f" load average " + "/".join(f"{x:.2f}" for x in run["load"])
+        )
+        print(
+            f"    {run['writes'] / n:.2f} writes per binding, {run['redecisions']:.0f} decisions redone at"
+            f" Reserve, assumed cpu at the end {run['assumed']:g}; {run['meter'].line(n)}"
+        )
+        if run["done"] != n or t.undecided:
+            print(f"  INCOMPLETE: only {run['done']} of {n} bindings got a Scheduled condition")
+    for count in (1, args.burst_shards):
+        ratios = []
+        for number in range(1, args.burst_rounds + 1):
+            pair = {r["gate"]: r for r in runs if r["round"] == number and r["replicas"] == count}
+            if all("rate" in pair.get(g, {}) for g in (False, True)):
+                ratios.append(pair[True]["rate"] / pair[False]["rate"])
+        who = burst_label(args, count, True).rpartition(",")[0]
+        if ratios:
+            spread = f" (median of {len(ratios)}, {min(ratios):.2f}-{max(ratios):.2f})"
+            print(
+                f"  {who}: rate with the gate on / off {statistics.median(ratios):.2f}"
+                + (spread if len(ratios) > 1 else "")
+            )
+        else:
+            print(f"  {who}: rate with the gate on / off: n/a (a run did not complete)")
+
+
+def burst_failed(burst: dict[str, Any], args: argparse.Namespace) -> bool:
+    return any(
+        "refused" in r or r["done"] != args.burst_bindings or r["tally"].undecided for r in burst["runs"]
+    )
+
+
+async def burst_main(args: argparse.Namespace) -> int:
+    workdir = Path(tempfile.mkdtemp(prefix="fleetsched-bench-burst-"))
+    print(f"starting etcd + kube-apiserver in {workdir} ...", file=sys.stderr)
+    plane = ControlPlane.start(workdir=workdir / "cp")
+    try:
+        burst = await burst_phase(plane, args)
+    finally:
+        plane.stop()
+    report_burst(burst, args)
+    return 1 if burst_failed(burst, args) else 0
+
+
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/fleetsched-scheduler"
 BENCH_HOLDER = "fleetsched-bench"
 
@@ -1102,6 +1314,7 @@ async def main_async(args: argparse.Namespace) -> int:
                         print(f"round {number + 1}: {count} sharded replicas ...", file=sys.stderr)
                         op["sharded"].append(await sharded_run(setup, count, suffix))
                 rounds.append((plain, meters, op))
+            burst = None if args.no_burst else await burst_phase(plane, args)
         finally:
             await client.close()
             plane.stop()
@@ -1150,6 +1363,10 @@ async def main_async(args: argparse.Namespace) -> int:
         if o["done"] != n or o["backlog"]["done"] != n or any(r["done"] != n for r in o["sharded"])
     ]
     incomplete += [b for b in baselines if b["done"] != n]
+    if burst is not None:
+        report_burst(burst, args)
+        if burst_failed(burst, args):
+            return 1
     return 1 if incomplete else 0
 
 
@@ -1300,6 +1517,21 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=13, help="fleet_gen seed of the large fleet")
     parser.add_argument(
+        "--burst", action="store_true",
+        help="run only the burst phase (issue 20: demand above capacity, the overcommit gate off and on)",
+    )
+    parser.add_argument(
+        "--no-burst", action="store_true", help="leave the burst phase out of the rounds' run"
+    )
+    parser.add_argument("--burst-clusters", type=int, default=10)
+    parser.add_argument("--burst-cpu", type=int, default=100, help="cpu free on each burst Cluster")
+    parser.add_argument("--burst-bindings", type=int, default=150)
+    parser.add_argument("--burst-replicas", type=int, default=10, help="replicas (1 cpu each) per binding")
+    parser.add_argument(
+        "--burst-shards", type=int, default=3, help="sharded replicas of the burst phase (>1)"
+    )
+    parser.add_argument("--burst-rounds", type=int, default=1)
+    parser.add_argument(
         "--apiserver-arg", action="append", default=[], metavar="FLAG",
         help="extra kube-apiserver flag (repeatable): --apiserver-arg=--enable-priority-and-fairness=false",
     )
@@ -1315,7 +1547,9 @@ def main() -> int:
     args = parser.parse_args()
     ProfiledSchedulerProcess.profile_path = str(Path(args.profile).resolve()) if args.profile else ""
     try:
-        return asyncio.run(large_main(args) if args.large else main_async(args))
+        if args.large:
+            return asyncio.run(large_main(args))
+        return asyncio.run(burst_main(args) if args.burst else main_async(args))
     except ApiError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

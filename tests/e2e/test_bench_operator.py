@@ -1,7 +1,8 @@
 """bench/operator_e2e.py still runs end to end (a small fleet, one round): it prints every phase,
 the live operator sends exactly two writes per binding in both operator phases and in the phase
-with two sharded replicas, and every binding gets a Scheduled condition. It asserts nothing about
-time; the figures are the bench's to print."""
+with two sharded replicas, and every binding gets a Scheduled condition; its burst phase (issue 20,
+``--burst``, tested on its own at a small size) prints the overcommit with the gate off and its
+absence with the gate on. It asserts nothing about time; the figures are the bench's to print."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def test_the_operator_benchmark_runs_every_phase() -> None:
     done = subprocess.run(
         [
             sys.executable, "bench/operator_e2e.py", "--bindings", "40", "--rounds", "1", "--workers", "4",
-            "--replicas", "1,2",
+            "--replicas", "1,2", "--no-burst",
         ],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
@@ -83,7 +84,7 @@ def test_the_baseline_ref_runs_beside_the_current_scheduler() -> None:
     tree, from a detached worktree) in the same round, and both figures and their ratio are printed."""
     done = subprocess.run(
         [sys.executable, "bench/operator_e2e.py", "--bindings", "30", "--rounds", "1", "--workers", "4",
-         "--baseline-ref", "HEAD"],
+         "--baseline-ref", "HEAD", "--no-burst"],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -93,3 +94,38 @@ def test_the_baseline_ref_runs_beside_the_current_scheduler() -> None:
         figures = r"\s+\d+\.\d bindings/s; .* outside the core \d+\.\d\d ms per binding"
         assert re.search(re.escape(label) + figures, out), out
     assert re.search(r"outside the core, current / HEAD: median \d+\.\d\d", out)
+
+
+def test_the_burst_phase_prints_the_gate_off_and_on() -> None:
+    """--burst alone, small: 4 Clusters x 20 cpu and 12 bindings of 10 x 1 cpu (120 asked of 80),
+    one replica and two sharded ones, each with SchedulingOvercommitProtection off and on. Gate off:
+    all 12 land, 40 cpu beyond capacity; gate on, one replica: exactly 8 fit and 4 fail naming the
+    assumptions; every run has a rate, and each configuration the on/off ratio of its rates."""
+    done = subprocess.run(
+        [sys.executable, "bench/operator_e2e.py", "--burst", "--burst-clusters", "4", "--burst-cpu", "20",
+         "--burst-bindings", "12", "--burst-replicas", "10", "--burst-shards", "2", "--workers", "4"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert "INCOMPLETE" not in out and "REFUSED" not in out, out
+    assert re.search(r"^burst \(issue 20\): .* load average before [\d./]+, after [\d./]+$", out, re.M), out
+    rows = dict(re.findall(
+        r"round 1, (1 replica x 4 workers, gate o(?:n|ff)|2 sharded replicas, gate o(?:n|ff)):\s+"
+        r"(cpu assigned \d+ / free 80 \(overcommit \d+\), scheduled \d+ / failed \d+)"
+        r" \(\d+ naming the assumptions\), \d+\.\d bindings/s; load average [\d./]+",
+        out,
+    ))
+    assert len(rows) == 4, out
+    overcommitted = "cpu assigned 120 / free 80 (overcommit 40), scheduled 12 / failed 0"
+    for label in ("1 replica x 4 workers", "2 sharded replicas"):
+        assert rows[f"{label}, gate off"] == overcommitted
+    assert rows["1 replica x 4 workers, gate on"] == (
+        "cpu assigned 80 / free 80 (overcommit 0), scheduled 8 / failed 4"
+    )
+    sharded_on = re.search(r"scheduled (\d+) / failed (\d+)", rows["2 sharded replicas, gate on"])
+    assert sharded_on and int(sharded_on[1]) + int(sharded_on[2]) == 12
+    assert re.search(r"1 replica x 4 workers, gate on:.*\(4 naming the assumptions\)", out), out
+    ratio = r"^  (1 replica x 4 workers|2 sharded replicas): rate with the gate on / off \d+\.\d\d$"
+    ratios = re.findall(ratio, out, re.M)
+    assert sorted(ratios) == ["1 replica x 4 workers", "2 sharded replicas"], out
