@@ -42,13 +42,12 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
-from fractions import Fraction
 from json.encoder import encode_basestring_ascii as _encode_string  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from fleetsched.api.document import BindingDocument, plain_json_default
 from fleetsched.flags import explicit_flags, merge_feature_gates, parse_feature_gates, record_explicit_flags
-from fleetsched.scheduler.assume import AssumeRecord, assumed_totals, describe, footprint
+from fleetsched.scheduler.assume import AssumeRecord, describe, footprint, format_load
 from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.convert import (
     ConversionError,
@@ -61,7 +60,7 @@ from fleetsched.scheduler.errors import UnschedulableError
 from fleetsched.scheduler.framework import PluginSelectionError
 from fleetsched.scheduler.outcome import Condition, PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
-from fleetsched.scheduler.types import AssumedWorkload, ClusterInfo, PeerBinding, SchedulingBinding
+from fleetsched.scheduler.types import ClusterInfo, PeerBinding, SchedulingBinding
 
 if TYPE_CHECKING:
     from fleetsched.api.load import LoadResult
@@ -989,23 +988,14 @@ class _InQueue:
 
     def seen(self) -> _Assumptions:
         record = self.record
-        held = {name: _held(record.workloads(name)) for name in record.clusters()}
+        held = {name: _held(record, name) for name in record.clusters()}
         return _Assumptions(self.position, self.total, len(record), held)
 
 
-def _amount(value: Fraction) -> str:
-    """An assumed amount as ``describe`` writes it: whole units, else millicores, else decimal."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    milli = value * 1000
-    return f"{milli.numerator}m" if milli.denominator == 1 else f"{float(value):g}"
-
-
-def _held(workloads: Sequence[AssumedWorkload]) -> str:
-    """``cpu 30, pods 30 (3 bindings)``: what the workloads assumed on one cluster hold."""
-    totals = assumed_totals(workloads)
-    parts = ", ".join(f"{name} {_amount(totals[name])}" for name in sorted(totals)) or "nothing"
-    return f"{parts} ({len(workloads)} binding{'' if len(workloads) == 1 else 's'})"
+def _held(record: AssumeRecord, cluster: str) -> str:
+    """``cpu 30, pods 30 (3 bindings)``: what the bindings assumed on one cluster hold."""
+    count = record.count(cluster)
+    return f"{format_load(record.load(cluster))} ({count} binding{'' if count == 1 else 's'})"
 
 
 def _priority(data: bytes) -> int:

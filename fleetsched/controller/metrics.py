@@ -212,12 +212,10 @@ RESERVE_REDECISIONS = Counter(
 _assumed_labels: dict[str, set[str]] = {}
 
 
-def set_assumed(cluster: str, workloads: Any) -> None:
-    """The assumed-resources gauge of one cluster, from its assumed workloads (series of resources
-    no longer held are removed)."""
-    from fleetsched.scheduler.assume import assumed_totals
-
-    totals = assumed_totals(workloads)
+def set_assumed(cluster: str, load: Any) -> None:
+    """The assumed-resources gauge of one cluster, from what its assumed workloads add up to
+    (``AssumedLoad``; series of resources no longer held are removed)."""
+    totals = {"pods": load.pods, **load.resources} if load.pods else dict(load.resources)
     for resource in _assumed_labels.get(cluster, set()) - set(totals):
         ASSUMED_RESOURCES.remove(cluster, resource)
     for resource, amount in totals.items():

@@ -560,7 +560,7 @@ class SchedulerOperator(ControllerRuntime):
         if record is None:
             return
         for cluster in clusters:
-            metrics.set_assumed(cluster, record.workloads(cluster))
+            metrics.set_assumed(cluster, record.load(cluster))
         metrics.ASSUMED_BINDINGS.set(len(record))
 
     def _assumptions_released(self, reason: Release, count: int) -> None:

@@ -18,7 +18,7 @@ import itertools
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -27,6 +27,7 @@ from fleetsched.api.quantity import Format, Quantity
 from fleetsched.estimator.resources import is_scalar_resource
 from fleetsched.scheduler.types import (
     MAX_INT32,
+    AssumedLoad,
     AssumedWorkload,
     ClusterInfo,
     ClusterSelection,
@@ -99,27 +100,15 @@ class _ClusterBase:
             return q.value_exact if q is not None else zero
 
         # Assumed workloads join ``allocating`` as Karmada's deductAssumedWorkloadsFromSummary adds
-        # them (estimator.md §5.1 step 1): pods += replicas; cpu += MilliValue(request) × replicas in
-        # millicores, any other resource += Value(request) × replicas; components without replicas skipped.
+        # them (estimator.md §5.1 step 1); the component-set path deducts them in its own units.
+        load = cluster.assumed_load
+        if load is None and cluster.assumed:
+            load = AssumedLoad.of(cluster.assumed)
         assumed_pods = 0
-        assumed: dict[str, Fraction] = {}
-        for workload in cluster.assumed:
-            for c in workload.components:
-                self.assumed_pods += c.replicas
-                if c.replica_requirements is not None:
-                    for name, q in c.replica_requirements.resource_request:
-                        units = _format_int(q) * c.replicas
-                        self.assumed_units[name] = self.assumed_units.get(name, 0) + units
-                if c.replicas <= 0:
-                    continue
-                assumed_pods += c.replicas
-                if c.replica_requirements is None:
-                    continue
-                for name, q in c.replica_requirements.resource_request:
-                    if name == "cpu":
-                        assumed[name] = assumed.get(name, zero) + Fraction(q.milli_value() * c.replicas, 1000)
-                    else:
-                        assumed[name] = assumed.get(name, zero) + q.value() * c.replicas
+        assumed: Mapping[str, Fraction] = {}
+        if load is not None:
+            assumed_pods, assumed = load.pods, load.resources
+            self.assumed_pods, self.assumed_units = load.set_pods, dict(load.set_units)
         status_pods = _ceil(exact(s.allocatable, "pods")) - _ceil(exact(s.allocated, "pods"))
         allocating_pods = _ceil(exact(s.allocating, "pods"))
         self.status_pods = max(status_pods - allocating_pods, 0)

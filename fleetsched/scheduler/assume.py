@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from fleetsched.scheduler.types import (
+    AssumedLoad,
     AssumedWorkload,
     ClusterInfo,
     Component,
@@ -49,12 +50,14 @@ __all__ = [
     "AssumeRecord",
     "Release",
     "Reservation",
-    "assumed_totals",
     "describe",
     "footprint",
+    "format_load",
     "newly_healthy",
 ]
 
+_NO_LOAD = AssumedLoad()
+_CONTRIBUTIONS_LIMIT = 4096
 DEFAULT_TTL = 300.0  # Karmada's DefaultAssumptionTTL: 5 minutes
 GC_PERIOD = 60.0  # Karmada sweeps expired entries every minute; reads skip them at once
 
@@ -109,27 +112,6 @@ def newly_healthy(old: Iterable[tuple[str, bool]], new: Iterable[tuple[str, bool
     return out
 
 
-def assumed_totals(workloads: Iterable[AssumedWorkload]) -> dict[str, Fraction]:
-    """Pods and requested resources the workloads hold, as the general estimator deducts them
-    (cpu in cores to the millicore, other resources in whole units)."""
-    totals: dict[str, Fraction] = {}
-    for workload in workloads:
-        for c in workload.components:
-            if c.replicas <= 0:
-                continue
-            totals["pods"] = totals.get("pods", Fraction(0)) + c.replicas
-            if c.replica_requirements is None:
-                continue
-            for name, q in c.replica_requirements.resource_request:
-                amount = (
-                    Fraction(q.milli_value() * c.replicas, 1000)
-                    if name == "cpu"
-                    else Fraction(q.value() * c.replicas)
-                )
-                totals[name] = totals.get(name, Fraction(0)) + amount
-    return totals
-
-
 @dataclass(slots=True)
 class _Binding:
     """One binding's assumptions: per cluster its footprint, and when they all expire."""
@@ -170,6 +152,9 @@ class AssumeRecord:
         self._lock = threading.RLock()
         self._bindings: dict[str, _Binding] = {}
         self._by_cluster: dict[str, dict[str, AssumedWorkload]] = {}
+        # per cluster, what its assumed workloads add up to, kept as entries come and go
+        self._loads: dict[str, AssumedLoad] = {}
+        self._contributions: dict[AssumedWorkload, AssumedLoad] = {}
         self._changed_at: dict[str, int] = {}  # cluster -> record version of its last change
         self._version = 0
         self._next_expiry = float("inf")
@@ -197,6 +182,16 @@ class AssumeRecord:
         with self._lock:
             self._expire_due()
             return {key: dict(entry.clusters) for key, entry in self._bindings.items()}
+
+    def load(self, cluster: str) -> AssumedLoad:
+        """What the cluster's assumed workloads add up to (expired ones already swept)."""
+        with self._lock:
+            self._expire_due()
+            return self._loads.get(cluster, _NO_LOAD)
+
+    def count(self, cluster: str) -> int:
+        """How many bindings hold assumptions on the cluster."""
+        return len(self._by_cluster.get(cluster, ()))
 
     def clusters(self) -> list[str]:
         with self._lock:
@@ -310,7 +305,7 @@ class AssumeRecord:
             if previous is not None and previous.expires_at >= self.clock():
                 self._bindings[reservation.key] = previous
                 for cluster, workload in previous.clusters.items():
-                    self._by_cluster.setdefault(cluster, {})[reservation.key] = workload
+                    self._put(reservation.key, cluster, workload)
                 touched |= set(previous.clusters)
                 self._next_expiry = min(self._next_expiry, previous.expires_at)
             self._bump(touched)
@@ -365,7 +360,9 @@ class AssumeRecord:
         cached = self._overlaid.get(cluster.name)
         if cached is not None and cached[0] is cluster and cached[1] == version:
             return cached[2]
-        value = _with_assumed(cluster, tuple(self._by_cluster.get(cluster.name, {}).values()))
+        value = _with_assumed(
+            cluster, tuple(self._by_cluster.get(cluster.name, {}).values()), self._loads.get(cluster.name)
+        )
         self._overlaid[cluster.name] = (cluster, version, value)
         return value
 
@@ -403,7 +400,7 @@ class AssumeRecord:
         for cluster, workload in footprints.items():
             if entry.clusters.get(cluster) != workload:
                 entry.clusters[cluster] = workload
-                self._by_cluster.setdefault(cluster, {})[key] = workload
+                self._put(key, cluster, workload)
                 touched.add(cluster)
         self._next_expiry = min(self._next_expiry, expires_at)
         if touched:
@@ -411,12 +408,34 @@ class AssumeRecord:
         if released:
             self._released(Release.RESCHEDULED, released)
 
+    def _contribution(self, workload: AssumedWorkload) -> AssumedLoad:
+        found = self._contributions.get(workload)
+        if found is None:
+            if len(self._contributions) >= _CONTRIBUTIONS_LIMIT:
+                for old in list(self._contributions)[: _CONTRIBUTIONS_LIMIT // 4]:
+                    del self._contributions[old]
+            found = self._contributions[workload] = AssumedLoad.of((workload,))
+        return found
+
+    def _put(self, key: str, cluster: str, workload: AssumedWorkload) -> None:
+        held = self._by_cluster.setdefault(cluster, {})
+        old = held.get(key)
+        load = self._loads.get(cluster, _NO_LOAD)
+        if old is not None:
+            load = load.plus(self._contribution(old), -1)
+        held[key] = workload
+        self._loads[cluster] = load.plus(self._contribution(workload))
+
     def _drop(self, key: str, cluster: str) -> None:
         held = self._by_cluster.get(cluster)
-        if held is not None:
-            held.pop(key, None)
-            if not held:
-                del self._by_cluster[cluster]
+        if held is None or key not in held:
+            return
+        old = held.pop(key)
+        if not held:
+            del self._by_cluster[cluster]
+            del self._loads[cluster]  # exactly nothing, whatever rounding the sums went through
+        else:
+            self._loads[cluster] = self._loads[cluster].plus(self._contribution(old), -1)
 
     def _bump(self, clusters: Iterable[str]) -> None:
         self._version += 1
@@ -435,28 +454,37 @@ class AssumeRecord:
             self.expire()
 
 
-def _with_assumed(cluster: ClusterInfo, assumed: tuple[AssumedWorkload, ...]) -> ClusterInfo:
+def _with_assumed(
+    cluster: ClusterInfo, assumed: tuple[AssumedWorkload, ...], load: AssumedLoad | None
+) -> ClusterInfo:
     import dataclasses
 
-    return dataclasses.replace(cluster, assumed=assumed, memo={})
+    return dataclasses.replace(cluster, assumed=assumed, assumed_load=load, memo={})
 
 
 def _amount(value: Fraction) -> str:
     if value.denominator == 1:
         return str(value.numerator)
-    return f"{value * 1000:.0f}m" if (value * 1000).denominator == 1 else f"{float(value):g}"
+    milli = value * 1000
+    return f"{milli.numerator}m" if milli.denominator == 1 else f"{float(value):g}"
+
+
+def format_load(load: AssumedLoad) -> str:
+    """``cpu 30, pods 30``: what a load holds, as the estimators deduct it (cpu to the millicore)."""
+    totals = {"pods": Fraction(load.pods), **load.resources} if load.pods else dict(load.resources)
+    return ", ".join(f"{name} {_amount(totals[name])}" for name in sorted(totals)) or "nothing"
 
 
 def describe(record: AssumeRecord, clusters: Iterable[str]) -> str | None:
     """What the record holds on ``clusters``, for the message of a binding that did not fit
     (None when it holds nothing there)."""
-    held = [name for name in dict.fromkeys(clusters) if record.workloads(name)]
+    held = [name for name in dict.fromkeys(clusters) if record.count(name)]
     if not held:
         return None
-    totals = assumed_totals(w for name in held for w in record.workloads(name))
-    parts = ", ".join(f"{name} {_amount(totals[name])}" for name in sorted(totals))
+    total = _NO_LOAD
+    for name in held:
+        total = total.plus(record.load(name))
     return (
         "capacity assumed for in-flight bindings (SchedulingOvercommitProtection) holds "
-        f"{parts or 'nothing'} "
-        f"on {len(held)} cluster(s)"
+        f"{format_load(total)} on {len(held)} cluster(s)"
     )

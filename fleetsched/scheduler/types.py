@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NewType
 
-from fleetsched.api.quantity import Quantity
+from fleetsched.api.quantity import Format, Quantity
 
 __all__ = [
     "MAX_INT32",
     "AffinityTerm",
+    "AssumedLoad",
     "AssumedWorkload",
     "BindingStatus",
     "ClusterAffinity",
@@ -254,6 +255,58 @@ class AssumedWorkload:
 
 
 @dataclass(frozen=True, slots=True)
+class AssumedLoad:
+    """What assumed workloads add up to, counted as the general estimator counts them (estimator.md
+    §5.1 step 1 and §5.2 step 2): ``pods`` and ``resources`` join ``allocating`` on the replica path
+    (components with replicas > 0; cpu as MilliValue × replicas in cores, other resources as
+    Value() × replicas); ``set_pods`` and ``set_units`` are deducted on the component-set path (every
+    component; each request converted by its format, milli-units for decimal ones)."""
+
+    pods: int = 0
+    resources: Mapping[str, Fraction] = field(default_factory=dict)
+    set_pods: int = 0
+    set_units: Mapping[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def of(workloads: Iterable[AssumedWorkload]) -> AssumedLoad:
+        pods = set_pods = 0
+        resources: dict[str, Fraction] = {}
+        set_units: dict[str, int] = {}
+        for workload in workloads:
+            for c in workload.components:
+                r = c.replicas
+                set_pods += r
+                requirements = c.replica_requirements
+                request = requirements.resource_request if requirements is not None else ()
+                for name, q in request:
+                    units = q.value() if q.format is Format.BINARY_SI else q.milli_value()
+                    set_units[name] = set_units.get(name, 0) + units * r
+                if r <= 0:
+                    continue
+                pods += r
+                for name, q in request:
+                    amount = Fraction(q.milli_value() * r, 1000) if name == "cpu" else Fraction(q.value() * r)
+                    resources[name] = resources.get(name, Fraction(0)) + amount
+        return AssumedLoad(pods, resources, set_pods, set_units)
+
+    def plus(self, other: AssumedLoad, sign: int = 1) -> AssumedLoad:
+        """This load with ``other`` added (``sign`` -1: taken away)."""
+        resources = dict(self.resources)
+        for name, amount in other.resources.items():
+            resources[name] = resources.get(name, Fraction(0)) + sign * amount
+            if not resources[name]:
+                del resources[name]
+        set_units = dict(self.set_units)
+        for name, units in other.set_units.items():
+            set_units[name] = set_units.get(name, 0) + sign * units
+            if not set_units[name]:
+                del set_units[name]
+        return AssumedLoad(
+            self.pods + sign * other.pods, resources, self.set_pods + sign * other.set_pods, set_units
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PeerBinding:
     """Another ResourceBinding as the workload (anti-)affinity plugins see it (scheduler.md §5.7)."""
 
@@ -304,6 +357,9 @@ class ClusterInfo:
     # In-flight footprints the estimators deduct (gate SchedulingOvercommitProtection; scheduler/assume.py
     # lays them over a snapshot's clusters). Empty: the status alone counts.
     assumed: tuple[AssumedWorkload, ...] = ()
+    # Their sum (``AssumedLoad.of(assumed)``), kept by the assume record as they change; None: summed
+    # from ``assumed`` when needed.
+    assumed_load: AssumedLoad | None = None
     # Memo of values that depend only on this (immutable) cluster, e.g. estimates per request.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 

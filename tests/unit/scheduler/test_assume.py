@@ -18,6 +18,7 @@ from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.scheduler.assume import AssumeRecord, Release, describe, footprint, newly_healthy
 from fleetsched.scheduler.pipeline import Snapshot
 from fleetsched.scheduler.types import (
+    AssumedLoad,
     AssumedWorkload,
     ClusterInfo,
     Component,
@@ -67,6 +68,14 @@ def _cluster(name: str, cpu: int = 100) -> ClusterInfo:
         allocating={},
     )
     return ClusterInfo(name=name, resource_summary=summary)
+
+
+def assert_load_is_the_sum(record: AssumeRecord, cluster: str) -> None:
+    """The running per-cluster sum the estimators read equals the sum of the workloads held."""
+    kept, summed = record.load(cluster), AssumedLoad.of(record.workloads(cluster))
+    assert kept.pods == summed.pods and kept.set_pods == summed.set_pods
+    assert {k: v for k, v in kept.resources.items() if v} == {k: v for k, v in summed.resources.items() if v}
+    assert {k: v for k, v in kept.set_units.items() if v} == {k: v for k, v in summed.set_units.items() if v}
 
 
 # ---- Karmada's semantics ----------------------------------------------------------------------------
@@ -181,6 +190,7 @@ def test_no_interleaving_of_decisions_overcommits(plan: list[tuple[int, str, int
         for c in clusters:
             held = sum(w.components[0].replicas for w in record.workloads(c.name))
             assert held <= 20, f"{c.name} holds {held} of 20"
+            assert_load_is_the_sum(record, c.name)
 
 
 def test_unreserve_restores_what_the_reservation_replaced_unless_a_write_replaced_it() -> None:
@@ -324,6 +334,8 @@ def test_the_derived_record_equals_karmadas_in_memory_record(sequence: list[Any]
             assumptions.observe(derived, "ResourceBinding", old, new)
             objects[name] = new
         assert derived.bindings() == karmada.bindings()
+        for cluster in CLUSTERS:
+            assert_load_is_the_sum(derived, cluster)
 
 
 def test_a_new_replica_derives_in_flight_placements_from_what_it_lists() -> None:
