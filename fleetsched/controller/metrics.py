@@ -209,6 +209,14 @@ RESERVE_REDECISIONS = Counter(
     "concurrent decision since their snapshot.",
     registry=REGISTRY,
 )
+LEDGER_WRITES = Counter(
+    "fleetsched_scheduler_ledger_writes_total",
+    "Group commits of decisions to the shard group's reservation ledger (sharded mode with "
+    "SchedulingOvercommitProtection), by result: success, conflict (another replica committed first: "
+    "re-read, decisions taken again), error.",
+    ["result"],
+    registry=REGISTRY,
+)
 _assumed_labels: dict[str, set[str]] = {}
 
 

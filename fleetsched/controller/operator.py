@@ -23,7 +23,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Awaitable, Hashable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ from fleetsched.controller.events import (
     success_message,
 )
 from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.ledger import Ledger
 from fleetsched.controller.peers import PeerIndex
 from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime import ControllerRuntime
@@ -187,6 +188,8 @@ class SchedulerOperator(ControllerRuntime):
     assumptions: AssumeRecord | None = None
     # gate WorkloadAffinity: the ResourceBindings with an affinity group and their targets
     peers: PeerIndex | None = None
+    # sharded mode with the assume record: the shard group's reservation ledger (controller/ledger.py)
+    ledger: Ledger | None = None
     _with_peers: tuple[Any, int, Any] | None = None
 
     worker_key_field = "binding"
@@ -215,6 +218,12 @@ class SchedulerOperator(ControllerRuntime):
                 self.config.assumption_ttl,
                 on_change=self._assumptions_changed,
                 on_release=self._assumptions_released,
+            )
+        sharding = self.config.sharding
+        if self.assumptions is not None and sharding is not None and self.ledger is None:
+            self.ledger = Ledger(
+                self.client, self.assumptions, namespace=sharding.namespace, group=sharding.group,
+                member=sharding.member, seen_version=self._cached_version,
             )
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
@@ -416,24 +425,30 @@ class SchedulerOperator(ControllerRuntime):
             await self._write_observed_generation(kind, key, obj)
             return Outcome.DONE
         started = time.perf_counter()
+        written = False
         try:
             result, over_budget, reservation = await self._attempt(key, obj, attempt.read)
         except ReserveConflict:
             log.info("binding_reserve_conflict", binding=key, kind=kind, attempts=MAX_RESERVE_ATTEMPTS)
             return Outcome.ERROR  # back with backoff; nothing written
-        if result.condition is None:
-            self._unreserve(kind, key, reservation)
-            return Outcome.ERROR
-        cycle, result = await self._binding_cycle(result, decision.effective_scheduler_name(obj))
-        if not result.scheduled:
-            self._unreserve(kind, key, reservation)  # a Reserve, Permit or PreBind plugin refused it
-        rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
-        patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
         try:
-            await self._write(kind, key, obj, patches, result, cycle)
-        except BaseException:
-            self._unreserve(kind, key, reservation)
-            raise
+            if result.condition is None:
+                self._unreserve(kind, key, reservation)
+                return Outcome.ERROR
+            cycle, result = await self._binding_cycle(result, decision.effective_scheduler_name(obj))
+            if not result.scheduled:
+                self._unreserve(kind, key, reservation)  # a Reserve, Permit or PreBind plugin refused it
+            rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
+            patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
+            try:
+                await self._write(kind, key, obj, patches, result, cycle)
+            except BaseException:
+                self._unreserve(kind, key, reservation)
+                raise
+            written = result.scheduled
+        finally:
+            if reservation is not None and self.ledger is not None:
+                self.ledger.written(key, failed=not written)
         self._report(kind, key, obj, rendered, result, attempt.decision, patches, started=started)
         return queue_outcome(result, over_budget=over_budget)
 
@@ -493,7 +508,12 @@ class SchedulerOperator(ControllerRuntime):
             reservation = None
             if self.assumptions is not None and result.clusters != read.binding.clusters:
                 # (an unchanged placement assumes nothing: Karmada's patch is empty)
-                reservation = self._reserve(key, read.binding, result, version, scheduler_name)
+                footprints, take = self._reservation(key, read.binding, result, scheduler_name)
+                reservation = take(version)
+                if reservation is not None and self.ledger is not None:
+                    # sharded: agreed with the other replicas before the write (controller/ledger.py)
+                    base = str(resource_version(obj) or "")
+                    reservation = await self.ledger.commit(key, footprints, reservation, take, base=base)
                 if reservation is None:
                     metrics.RESERVE_REDECISIONS.inc()
                     continue
@@ -504,11 +524,12 @@ class SchedulerOperator(ControllerRuntime):
 
     # ---- the assume record (gate SchedulingOvercommitProtection) -------------------------------
 
-    def _reserve(
-        self, key: str, binding: SchedulingBinding, result: ScheduleResult, version: int, scheduler_name: str
-    ) -> Reservation | None:
-        """Take the result's footprint; None when a target cluster whose assumptions changed since
-        ``version`` (the record the decision saw) cannot hold its new replicas any more."""
+    def _reservation(
+        self, key: str, binding: SchedulingBinding, result: ScheduleResult, scheduler_name: str
+    ) -> tuple[dict[str, Any], Callable[[int], Reservation | None]]:
+        """The result's footprint, and how to take it: ``take(version)`` reserves it, or gives None
+        when a target cluster whose assumptions changed since ``version`` (the record the decision
+        saw) cannot hold its new replicas any more."""
         record = self.assumptions
         assert record is not None and result.clusters is not None
         scheduler = self._scheduler_for(scheduler_name)
@@ -535,7 +556,16 @@ class SchedulerOperator(ControllerRuntime):
             return new.get(cluster, 0) <= free + held.get(cluster, 0)
 
         left = [name for name in held if name not in new]
-        return record.reserve(key, footprint(binding, result.clusters), left=left, against=version, fits=fits)
+        footprints = footprint(binding, result.clusters)
+
+        def take(version: int) -> Reservation | None:
+            return record.reserve(key, footprints, left=left, against=version, fits=fits)
+
+        return footprints, take
+
+    def _cached_version(self, key: str) -> int | None:
+        """The resourceVersion of the ResourceBinding ``key`` as cached (None: not cached)."""
+        return resource_version(self.bindings[RB].get(key))
 
     def _unreserve(self, kind: str, key: str, reservation: Reservation | None) -> None:
         """A decision that will not be written: its reservation given back, its peer entry as stored."""
@@ -857,11 +887,14 @@ class SchedulerOperator(ControllerRuntime):
         return self._watching_with_sweep(watch.run_watches(watches, stop=stop, ready=ready), stop)
 
     async def _watching_with_sweep(self, watching: Awaitable[Any], stop: asyncio.Event) -> Any:
-        sweeper = asyncio.create_task(self.sweep_assumptions(stop), name="assumption-gc")
+        helpers = [asyncio.create_task(self.sweep_assumptions(stop), name="assumption-gc")]
+        if self.ledger is not None:
+            helpers.append(asyncio.create_task(self.ledger.run(stop), name="assumption-ledger"))
         try:
             return await watching
         finally:
-            sweeper.cancel()
+            for task in helpers:
+                task.cancel()
 
     # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 

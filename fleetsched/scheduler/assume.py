@@ -120,6 +120,8 @@ class _Binding:
     expires_at: float
     # The reservation that last set the entry (None: derived from a watched binding).
     reservation: Reservation | None = None
+    # Another replica's decision, read from the shard group's ledger before its write arrived.
+    remote: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -220,6 +222,41 @@ class AssumeRecord:
             expires_at = (self.clock() if scheduled_at is None else scheduled_at) + self.ttl
             self._set(key, footprints, left, expires_at, None)
 
+    def observe_remote(
+        self, key: str, footprints: Mapping[str, AssumedWorkload], *, expires_at: float
+    ) -> bool:
+        """Another replica's decision, committed to the shard group's ledger before its write: held
+        (replacing whatever the binding held) until its write arrives through the watch (then
+        ``observe_schedule`` takes over) or ``expires_at`` (the replica died before writing). A
+        placement already written the same way, or a decision of this process, is left alone."""
+        with self._lock:
+            entry = self._bindings.get(key)
+            if entry is not None:
+                if entry.reservation is not None:
+                    return False
+                if entry.clusters == dict(footprints) and (
+                    not entry.remote or entry.expires_at >= expires_at
+                ):
+                    return False
+                left = [c for c in entry.clusters if c not in footprints]
+            else:
+                left = []
+            self._set(key, footprints, left, expires_at, None, remote=True)
+            return True
+
+    def release_remote(self, key: str) -> int:
+        """Another replica dropped a decision from the ledger: released here unless its write
+        arrived meanwhile (then the derived assumption stands)."""
+        with self._lock:
+            entry = self._bindings.get(key)
+            if entry is None or not entry.remote:
+                return 0
+            return self.release(key, Release.UNRESERVED)
+
+    def remote_keys(self) -> list[str]:
+        with self._lock:
+            return [key for key, entry in self._bindings.items() if entry.remote]
+
     def release_cluster(self, key: str, cluster: str, reason: Release = Release.HEALTHY) -> bool:
         with self._lock:
             entry = self._bindings.get(key)
@@ -282,7 +319,9 @@ class AssumeRecord:
                     return None
             previous = self._bindings.get(key)
             if previous is not None:
-                previous = _Binding(dict(previous.clusters), previous.expires_at, previous.reservation)
+                previous = _Binding(
+                    dict(previous.clusters), previous.expires_at, previous.reservation, previous.remote
+                )
             reservation = Reservation(key, previous, tuple(footprints))
             self._set(key, footprints, left, self.clock() + self.ttl, reservation)
             return reservation
@@ -375,6 +414,8 @@ class AssumeRecord:
         left: Iterable[str],
         expires_at: float,
         reservation: Reservation | None,
+        *,
+        remote: bool = False,
     ) -> None:
         entry = self._bindings.get(key)
         touched: set[str] = set()
@@ -397,6 +438,7 @@ class AssumeRecord:
             entry = self._bindings[key] = _Binding({}, expires_at, reservation)
         entry.expires_at = expires_at
         entry.reservation = reservation
+        entry.remote = remote
         for cluster, workload in footprints.items():
             if entry.clusters.get(cluster) != workload:
                 entry.clusters[cluster] = workload
