@@ -846,6 +846,8 @@ async def burst_run(
             redecisions=total(overcommit.REDECISIONS),
             assumed=max(p.metric(overcommit.ASSUMED, resource="cpu") for p in procs),
             writes=total("fleetsched_scheduler_binding_writes_total"),
+            ledger=total("fleetsched_scheduler_ledger_writes_total", result="success"),
+            ledger_conflicts=total("fleetsched_scheduler_ledger_writes_total", result="conflict"),
             by_assumptions=sum("assum" in m.lower() for m in final.failed.values()),
         )
         return result
@@ -913,6 +915,11 @@ def report_burst(burst: dict[str, Any], args: argparse.Namespace) -> None:
             f"    {run['writes'] / n:.2f} writes per binding, {run['redecisions']:.0f} decisions redone at"
             f" Reserve, assumed cpu at the end {run['assumed']:g}; {run['meter'].line(n)}"
         )
+        if run["ledger"] or run["ledger_conflicts"]:
+            print(
+                f"    reservation ledger: {run['ledger'] / n:.2f} commits per binding"
+                f" ({run['ledger_conflicts']:.0f} refused with 409 and retried)"
+            )
         if run["done"] != n or t.undecided:
             print(f"  INCOMPLETE: only {run['done']} of {n} bindings got a Scheduled condition")
     for count in (1, args.burst_shards):

@@ -10,8 +10,8 @@ offers, optimistic concurrency on one object:
   RBAC already covers it; the name has a dot, which no member Lease name has), whose annotation
   ``ledger.fleetsched.io/<member>`` lists that member's decisions not yet written;
 * a decision that passed Reserve is committed there **before** its binding is written: the
-  replica's pending decisions of a few milliseconds go in one merge patch conditional on the
-  resourceVersion it last saw (group commit). Each answer carries the others' entries, which join
+  replica's pending decisions of a few milliseconds go in one replace of the Lease, conditional on
+  the resourceVersion it last saw (group commit). Each answer carries the others' entries, which join
   the record as remote assumptions (``AssumeRecord.observe_remote``);
 * on 409 the replica reads the ledger again, takes in what the others committed meanwhile, and
   takes each of its pending decisions again against the record as it is now: those that no longer
@@ -39,7 +39,7 @@ import structlog
 from fleetsched.api.quantity import format_canonical, parse_quantity
 from fleetsched.controller import metrics
 from fleetsched.kube.client import ApiError, KubeClient
-from fleetsched.scheduler.assume import AssumeRecord, Reservation
+from fleetsched.scheduler.assume import AssumeRecord, Release, Reservation
 from fleetsched.scheduler.types import AssumedWorkload, Component, ReplicaRequirements
 
 log = structlog.get_logger("fleetsched.ledger")
@@ -54,7 +54,7 @@ FLUSH_SECONDS = 0.5  # how often a replica with entries to drop writes the ledge
 # write through the watch before the entry goes (an entry that goes while still only in the ledger
 # for another replica is released there).
 WRITTEN_GRACE = 3.0
-MAX_ATTEMPTS = 20  # conflicts in a row before the batch is let through unchecked (counted, logged)
+MAX_ATTEMPTS = 20  # conflicts in a row before the batch is refused (its workers decide again)
 
 Take = Callable[[int], Reservation | None]
 
@@ -152,6 +152,7 @@ class Ledger:
         self._written: dict[str, float] = {}  # key -> when its write ended (kept WRITTEN_GRACE longer)
         self._pending: list[_Pending] = []
         self._version: str | None = None
+        self._lease: dict[str, Any] | None = None  # the Lease as last read or written
         self._seen: dict[str, dict[str, Any]] = {}  # another member -> its entries as last taken in
         self._wake = asyncio.Event()
         self._dirty = False
@@ -203,6 +204,13 @@ class Ledger:
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("assume_ledger_started", ledger=f"{self.namespace}/{self.name}", member=self.member)
+        try:
+            await self._run(stop)
+        finally:  # stopped or cancelled: nobody waits forever; what was not committed is decided again
+            self._refuse(self._pending)
+            self._pending = []
+
+    async def _run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=FLUSH_SECONDS)
@@ -221,15 +229,21 @@ class Ledger:
                 continue
             try:
                 await self._commit(batch)
-            except Exception as exc:  # never lose a worker: let the batch through, counted
+            except Exception as exc:
+                # Never unchecked: the batch is refused (its workers decide again, then back off).
                 log.warning("ledger_commit_failed", ledger=self.name, error=str(exc) or repr(exc))
                 metrics.LEDGER_WRITES.labels("error").inc()
-                for item in batch:
-                    if not item.done.done():
-                        item.done.set_result(item.reservation)
-        for item in self._pending:
+                self._version = None  # read afresh next time
+                self._refuse(batch)
+            except BaseException:
+                self._refuse(batch)
+                raise
+
+    def _refuse(self, batch: list[_Pending]) -> None:
+        for item in batch:
             if not item.done.done():
-                item.done.set_result(item.reservation)
+                self.record.unreserve(item.reservation)
+                item.done.set_result(None)
 
     async def _commit(self, batch: list[_Pending]) -> None:
         for _ in range(MAX_ATTEMPTS):
@@ -239,13 +253,23 @@ class Ledger:
             # it is conditional on: decisions taken before the last take-in are taken again.
             batch = self._take_again(batch)
             entries = {**self._own, **{item.key: item.entry for item in batch}}
-            annotations: dict[str, str | None] = {
-                self.annotation: json.dumps(entries, separators=(",", ":")) if entries else None
+            # A replace (PUT) of the whole Lease as last seen: conditional on its resourceVersion by
+            # nature, and covered by the members' "update" on Leases (no "patch" needed).
+            assert self._lease is not None
+            body = json.loads(json.dumps(self._lease))
+            meta = body.setdefault("metadata", {})
+            stale = self._stale_members()
+            annotations = {
+                name: text for name, text in (meta.get("annotations") or {}).items() if name not in stale
             }
-            annotations.update(self._stale_members())
-            patch = {"metadata": {"resourceVersion": self._version, "annotations": annotations}}
+            if entries:
+                annotations[self.annotation] = json.dumps(entries, separators=(",", ":"))
+            else:
+                annotations.pop(self.annotation, None)
+            meta["annotations"] = annotations
+            meta["resourceVersion"] = self._version
             try:
-                answer = await self.client.merge_patch(self.path, patch)
+                answer = await self.client.replace(self.path, body)
             except ApiError as exc:
                 if exc.is_conflict:
                     metrics.LEDGER_WRITES.labels("conflict").inc()
@@ -263,8 +287,7 @@ class Ledger:
                 item.done.set_result(item.reservation)
             return
         log.warning("ledger_conflicts_exhausted", ledger=self.name, attempts=MAX_ATTEMPTS, batch=len(batch))
-        for item in batch:
-            item.done.set_result(item.reservation)
+        self._refuse(batch)
 
     def _take_again(self, batch: list[_Pending]) -> list[_Pending]:
         """Each pending decision whose clusters changed since it was taken (others' commits taken
@@ -275,9 +298,10 @@ class Ledger:
             if not any(self.record.changed_since(c, item.version) for c in item.reservation.clusters):
                 kept.append(item)
                 continue
-            self.record.unreserve(item.reservation)
+            self.record.unreserve(item.reservation, counted=False)
             again = item.take(item.version)
             if again is None:
+                self.record.count_release(Release.UNRESERVED, len(item.reservation.clusters))
                 item.done.set_result(None)
                 continue
             item.reservation = again
@@ -317,6 +341,12 @@ class Ledger:
         """The others' entries of ``lease``: new or changed ones join the record as remote."""
         meta = lease.get("metadata") or {}
         self._version = meta.get("resourceVersion")
+        self._lease = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {k: v for k, v in meta.items() if k != "managedFields"},
+            "spec": lease.get("spec") or {},
+        }
         now = self.clock()
         annotations = meta.get("annotations") or {}
         for name in [n for n in self._seen if n not in annotations]:

@@ -326,9 +326,10 @@ class AssumeRecord:
             self._set(key, footprints, left, self.clock() + self.ttl, reservation)
             return reservation
 
-    def unreserve(self, reservation: Reservation) -> None:
+    def unreserve(self, reservation: Reservation, *, counted: bool = True) -> None:
         """Give back what ``reservation`` took, restoring what it replaced — unless a newer
-        placement of the binding (a watched write) replaced it already."""
+        placement of the binding (a watched write) replaced it already. ``counted`` False: the
+        caller takes it again at once (not a release to report)."""
         with self._lock:
             if reservation.released:
                 return
@@ -348,7 +349,12 @@ class AssumeRecord:
                 touched |= set(previous.clusters)
                 self._next_expiry = min(self._next_expiry, previous.expires_at)
             self._bump(touched)
-            self._released(Release.UNRESERVED, len(reservation.clusters))
+            if counted:
+                self._released(Release.UNRESERVED, len(reservation.clusters))
+
+    def count_release(self, reason: Release, count: int) -> None:
+        """Report releases the record did not count itself (an uncounted unreserve not taken again)."""
+        self._released(reason, count)
 
     # ---- the estimators' view ----------------------------------------------------------------
 

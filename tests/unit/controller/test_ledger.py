@@ -1,7 +1,7 @@
 """The shard group's reservation ledger (controller/ledger.py), without a server: its entry format,
 and the commit protocol between several replicas over a store with the apiserver's optimistic
-concurrency (a merge patch carrying ``metadata.resourceVersion`` is refused with 409 when the object
-moved on). The real kube-apiserver runs it in tests/e2e/test_overcommit.py."""
+concurrency (a replace carrying an older ``metadata.resourceVersion`` is refused with 409). The
+real kube-apiserver runs it in tests/e2e/test_overcommit.py."""
 
 from __future__ import annotations
 
@@ -77,23 +77,17 @@ class CasStore:
         self.lease["metadata"]["resourceVersion"] = str(self.version)
         return copy.deepcopy(self.lease)
 
-    async def merge_patch(self, path: str, patch: dict[str, Any]) -> dict[str, Any]:
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         await self._pause()
         if self.lease is None:
             raise ApiError(404, "NotFound", "not found")
-        meta = patch.get("metadata") or {}
-        if meta.get("resourceVersion") not in (None, self.lease["metadata"]["resourceVersion"]):
+        if body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
             raise ApiError(409, "Conflict", "the object has been modified")
-        annotations = dict(self.lease["metadata"].get("annotations") or {})
-        for name, value in (meta.get("annotations") or {}).items():
-            if value is None:
-                annotations.pop(name, None)
-            else:
-                annotations[name] = value
+        annotations = body["metadata"].get("annotations") or {}
         if annotations != (self.lease["metadata"].get("annotations") or {}):
-            self.version += 1
+            self.version += 1  # an update that changes nothing keeps its resourceVersion
             self.writes += 1
-            self.lease["metadata"]["annotations"] = annotations
+            self.lease["metadata"]["annotations"] = dict(annotations)
             self.lease["metadata"]["resourceVersion"] = str(self.version)
         return copy.deepcopy(self.lease)
 
