@@ -209,8 +209,9 @@ class SchedulerOperator(ControllerRuntime):
         metrics.PENDING_BINDINGS.labels("active").set_function(lambda: queue.sizes().active)
         metrics.PENDING_BINDINGS.labels("backoff").set_function(lambda: queue.sizes().backoff)
         metrics.PENDING_BINDINGS.labels("unschedulable").set_function(lambda: queue.sizes().unschedulable)
-        if self.peers is None and any(
-            s.settings.workload_affinity for s in (self.scheduler, *self.profiles.values())
+        if self.peers is None and any(  # a duck-typed core without settings has no such gate
+            getattr(getattr(s, "settings", None), "workload_affinity", False)
+            for s in (self.scheduler, *self.profiles.values())
         ):
             self.peers = PeerIndex()
         if self.config.overcommit_protection and self.assumptions is None:

@@ -15,27 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.support.controlplane import APIServer, wait_until
-from tests.support.karmada import apply_with_status, as_applied, binding_state, get_json
+from tests.support.karmada import apply_with_status, as_applied, binding_state, get_json, ready_cluster
 from tests.support.processes import SchedulerProcess
 
 NAMESPACE = "groups"
 
 
 def cluster(name: str, pods: int) -> dict[str, Any]:
-    return as_applied(
-        {
-            "apiVersion": "cluster.karmada.io/v1alpha1",
-            "kind": "Cluster",
-            "metadata": {"name": name},
-            "spec": {},
-            "status": {
-                "apiEnablements": [
-                    {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]}
-                ],
-                "resourceSummary": {"allocatable": {"pods": str(pods)}},
-            },
-        }
-    )
+    return ready_cluster(name, pods)
 
 
 def binding(name: str, replicas: int) -> dict[str, Any]:

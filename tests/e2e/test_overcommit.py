@@ -432,15 +432,23 @@ def test_ttl_expiry_frees_the_capacity_of_bindings_never_reported(
     assert released([proc], "healthy") == 0
 
 
-def test_a_deleted_binding_gives_its_capacity_back(
-    fleet: Fleet, namespace: str, start_scheduler: Callable[..., SchedulerProcess]
-) -> None:
-    proc = start_scheduler(fleet.server, *ARGS, GATE, name="deleted")
-    docs = burst(namespace, 11, prefix="d", cpu=10)
+def eleven_of_a_tenth(
+    fleet: Fleet, namespace: str, proc: SchedulerProcess, prefix: str
+) -> tuple[list[dict[str, Any]], Tally]:
+    """11 bindings of 10 x 10 cpu, each a tenth of the fleet: ten fit, one fails on assumptions."""
+    docs = burst(namespace, 11, prefix=prefix, cpu=10)
     create_all(fleet.kubeconfig, docs)
     t = settle(fleet, namespace, names_of(docs), logs=proc.log_tail)
     assert (len(t.scheduled), len(t.failed), t.overcommit(FREE)) == (10, 1, 0), t.summary(FREE)
     assert_failed_by_assumptions(t)
+    return docs, t
+
+
+def test_a_deleted_binding_gives_its_capacity_back(
+    fleet: Fleet, namespace: str, start_scheduler: Callable[..., SchedulerProcess]
+) -> None:
+    proc = start_scheduler(fleet.server, *ARGS, GATE, name="deleted")
+    docs, t = eleven_of_a_tenth(fleet, namespace, proc, "d")
 
     gone = sorted(t.scheduled)[0]
     fleet.server.request("DELETE", fleet.binding_path(namespace, gone))
@@ -468,10 +476,7 @@ def test_a_rescheduled_binding_replaces_its_assumption(
     fleet: Fleet, namespace: str, start_scheduler: Callable[..., SchedulerProcess]
 ) -> None:
     proc = start_scheduler(fleet.server, *ARGS, GATE, name="rescheduled")
-    docs = burst(namespace, 11, prefix="r", cpu=10)
-    create_all(fleet.kubeconfig, docs)
-    t = settle(fleet, namespace, names_of(docs), logs=proc.log_tail)
-    assert (len(t.scheduled), len(t.failed), t.overcommit(FREE)) == (10, 1, 0), t.summary(FREE)
+    docs, t = eleven_of_a_tenth(fleet, namespace, proc, "r")
 
     # Scale one binding from 10 to 5 replicas: the new result (50 cpu) replaces the old (100 cpu).
     scaled = sorted(t.scheduled)[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -127,36 +127,48 @@ def create_objects(server: APIServer, docs: Iterable[Mapping[str, Any]]) -> None
         server.request("POST", collection_path(doc), body)
 
 
-def divided_binding(name: str, namespace: str, replicas: int, clusters: list[str]) -> dict[str, Any]:
-    """A Deployment's binding spread over ``clusters`` by available replicas (a common policy)."""
+def divided_binding(
+    name: str, namespace: str, replicas: int, clusters: Sequence[str], *, cpu: int | None = None
+) -> dict[str, Any]:
+    """A Deployment's binding spread over ``clusters`` by available replicas (a common policy);
+    with ``cpu``, each replica asks for that many cores."""
+    spec: dict[str, Any] = {
+        "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": name},
+        "replicas": replicas,
+        "placement": {
+            "clusterAffinity": {"clusterNames": list(clusters)},
+            "replicaScheduling": {
+                "replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "Weighted",
+                "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+            },
+        },
+    }
+    if cpu is not None:
+        spec["replicaRequirements"] = {"resourceRequest": {"cpu": str(cpu)}}
     return as_applied(
         {
             "apiVersion": "work.karmada.io/v1alpha2",
             "kind": "ResourceBinding",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {
-                "resource": {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "namespace": namespace,
-                    "name": name,
-                },
-                "replicas": replicas,
-                "placement": {
-                    "clusterAffinity": {"clusterNames": clusters},
-                    "replicaScheduling": {
-                        "replicaSchedulingType": "Divided",
-                        "replicaDivisionPreference": "Weighted",
-                        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-                    },
-                },
-            },
+            "spec": spec,
         }
     )
 
 
-def ready_cluster(name: str, free_pods: int, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A Cluster that serves Deployments and has ``free_pods`` pods of room."""
+def ready_cluster(
+    name: str,
+    free_pods: int,
+    labels: Mapping[str, str] | None = None,
+    *,
+    allocatable: Mapping[str, str] | None = None,
+    allocated: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Cluster that serves Deployments and has ``free_pods`` pods of room (plus any other
+    ``allocatable`` resources, and what is ``allocated`` of them, as a member's status would say)."""
+    summary: dict[str, Any] = {"allocatable": {**dict(allocatable or {}), "pods": str(free_pods)}}
+    if allocated:
+        summary["allocated"] = dict(allocated)
     return as_applied(
         {
             "apiVersion": "cluster.karmada.io/v1alpha1",
@@ -167,7 +179,7 @@ def ready_cluster(name: str, free_pods: int, labels: Mapping[str, str] | None = 
                 "apiEnablements": [
                     {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]}
                 ],
-                "resourceSummary": {"allocatable": {"pods": str(free_pods)}},
+                "resourceSummary": summary,
             },
         }
     )

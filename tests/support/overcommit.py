@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetsched.kube.client import KubeClient, load_connection
-from tests.support.karmada import as_applied, scheduled_condition
+from tests.support.karmada import divided_binding, ready_cluster, scheduled_condition
 
 GATE = "--feature-gates=SchedulingOvercommitProtection=true"
 RB_ALL = "/apis/work.karmada.io/v1alpha2/resourcebindings"
@@ -32,23 +32,8 @@ REDECISIONS = "fleetsched_scheduler_reserve_redecisions_total"
 def cpu_cluster(name: str, cpu: int, *, pods: int = 1000, allocated_cpu: int = 0) -> dict[str, Any]:
     """A Cluster that serves Deployments, with ``cpu`` cores and ``pods`` pods allocatable and
     ``allocated_cpu`` cores (and as many pods) allocated, as a member's status would say."""
-    return as_applied(
-        {
-            "apiVersion": "cluster.karmada.io/v1alpha1",
-            "kind": "Cluster",
-            "metadata": {"name": name},
-            "spec": {},
-            "status": {
-                "apiEnablements": [
-                    {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]}
-                ],
-                "resourceSummary": {
-                    "allocatable": {"cpu": str(cpu), "pods": str(pods)},
-                    "allocated": {"cpu": str(allocated_cpu), "pods": str(allocated_cpu)},
-                },
-            },
-        }
-    )
+    allocated = {"cpu": str(allocated_cpu), "pods": str(allocated_cpu)}
+    return ready_cluster(name, pods, allocatable={"cpu": str(cpu)}, allocated=allocated)
 
 
 def cpu_binding(
@@ -56,28 +41,7 @@ def cpu_binding(
 ) -> dict[str, Any]:
     """A Deployment's binding: ``replicas`` x ``cpu`` cores, Divided by available replicas over
     ``clusters`` (the burst of issue 20)."""
-    return as_applied(
-        {
-            "apiVersion": "work.karmada.io/v1alpha2",
-            "kind": "ResourceBinding",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {
-                "resource": {
-                    "apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": name
-                },
-                "replicas": replicas,
-                "replicaRequirements": {"resourceRequest": {"cpu": str(cpu)}},
-                "placement": {
-                    "clusterAffinity": {"clusterNames": list(clusters)},
-                    "replicaScheduling": {
-                        "replicaSchedulingType": "Divided",
-                        "replicaDivisionPreference": "Weighted",
-                        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-                    },
-                },
-            },
-        }
-    )
+    return divided_binding(name, namespace, replicas, clusters, cpu=cpu)
 
 
 def cpu_of(binding: Mapping[str, Any]) -> int:
