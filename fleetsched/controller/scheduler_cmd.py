@@ -324,9 +324,6 @@ async def _serve(args: argparse.Namespace) -> int:
         except (ConfigError, PluginLoadError, FlagConflict, ProfileError, ExtenderConfigError) as exc:
             log.error("invalid_flag", flag="--config", error=str(exc))
             return 2
-        except ValueError as exc:  # a gate the live scheduler cannot honour
-            log.error("invalid_flag", flag="--feature-gates", error=str(exc))
-            return 2
     try:
         command.sharding(args)
     except ValueError as exc:  # a group name or timings a member Lease cannot have
@@ -369,12 +366,7 @@ async def _run(
                 error="not above --scheduler-estimator-timeout: a binding whose estimator hangs "
                 "runs out of budget before the general estimate can be used",
             )
-    try:
-        settings = scheduler_settings(args)
-    except ValueError as exc:
-        log.error("invalid_flag", flag="--feature-gates", error=str(exc))
-        await client.close()
-        return 2
+    settings = scheduler_settings(args)
     try:
         observers: dict[str, Any] = {
             "estimators": estimators,
