@@ -398,19 +398,26 @@ def test_three_sharded_replicas_share_one_record(fleet: Fleet, namespace: str, t
         replicas.stop()
 
 
+def eleven_of_a_tenth(
+    fleet: Fleet, namespace: str, proc: SchedulerProcess, prefix: str, *, quiet: float = 1.5
+) -> tuple[list[dict[str, Any]], Tally]:
+    """11 bindings of 10 x 10 cpu, each a tenth of the fleet: ten fit, one fails on assumptions."""
+    docs = burst(namespace, 11, prefix=prefix, cpu=10)
+    create_all(fleet.kubeconfig, docs)
+    t = settle(fleet, namespace, names_of(docs), quiet=quiet, logs=proc.log_tail)
+    assert (len(t.scheduled), len(t.failed), t.overcommit(FREE)) == (10, 1, 0), t.summary(FREE)
+    assert_failed_by_assumptions(t)
+    return docs, t
+
+
 def test_ttl_expiry_frees_the_capacity_of_bindings_never_reported(
     fleet: Fleet, namespace: str, start_scheduler: Callable[..., SchedulerProcess]
 ) -> None:
     ttl = 3.0
     proc = start_scheduler(fleet.server, *ARGS, GATE, f"--assumption-ttl={ttl:g}s", name="ttl")
-    # 11 bindings of 10 x 10 cpu: each takes a tenth of the fleet, ten fit.
-    first = burst(namespace, 11, prefix="w1", cpu=10)
-    create_all(fleet.kubeconfig, first)
     # Taken as soon as all are decided (no quiet period): the TTL is short.
-    t1 = settle(fleet, namespace, names_of(first), quiet=0, logs=proc.log_tail)
+    _, t1 = eleven_of_a_tenth(fleet, namespace, proc, "w1", quiet=0)
     print(f"TTL {ttl:g}s, first wave: {t1.summary(FREE)}")
-    assert (len(t1.scheduled), len(t1.failed), t1.overcommit(FREE)) == (10, 1, 0), t1.summary(FREE)
-    assert_failed_by_assumptions(t1)
     for name in t1.failed:  # out of the way: only new bindings compete below
         fleet.server.request("DELETE", fleet.binding_path(namespace, name))
 
@@ -418,30 +425,14 @@ def test_ttl_expiry_frees_the_capacity_of_bindings_never_reported(
     wait_assumed([proc], {}, f"everything expired after {ttl:g}s", timeout=ttl + 15, logs=proc.log_tail)
     # ... and the capacity is usable: a second wave fits exactly as the first did (its own
     # assumptions counted again), though the clusters' status still says nothing is allocated.
-    second = burst(namespace, 11, prefix="w2", cpu=10)
-    create_all(fleet.kubeconfig, second)
-    t2 = settle(fleet, namespace, names_of(second), quiet=0, logs=proc.log_tail)
+    _, t2 = eleven_of_a_tenth(fleet, namespace, proc, "w2", quiet=0)
     print(f"TTL {ttl:g}s, second wave after expiry: {t2.summary(FREE)}")
-    assert (len(t2.scheduled), len(t2.failed), t2.overcommit(FREE)) == (10, 1, 0), t2.summary(FREE)
-    assert_failed_by_assumptions(t2)
     # Released by expiry: the first wave's ten (Karmada sweeps expired entries every minute).
     wait_until(
         lambda: released([proc], "expired") >= 10, timeout=70, interval=1.0,
         message=lambda: f"released(expired) {released([proc], 'expired')} < 10",
     )
     assert released([proc], "healthy") == 0
-
-
-def eleven_of_a_tenth(
-    fleet: Fleet, namespace: str, proc: SchedulerProcess, prefix: str
-) -> tuple[list[dict[str, Any]], Tally]:
-    """11 bindings of 10 x 10 cpu, each a tenth of the fleet: ten fit, one fails on assumptions."""
-    docs = burst(namespace, 11, prefix=prefix, cpu=10)
-    create_all(fleet.kubeconfig, docs)
-    t = settle(fleet, namespace, names_of(docs), logs=proc.log_tail)
-    assert (len(t.scheduled), len(t.failed), t.overcommit(FREE)) == (10, 1, 0), t.summary(FREE)
-    assert_failed_by_assumptions(t)
-    return docs, t
 
 
 def test_a_deleted_binding_gives_its_capacity_back(
