@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from fleetsched.api.document import BindingDocument, plain_json_default
 from fleetsched.flags import explicit_flags, merge_feature_gates, parse_feature_gates, record_explicit_flags
-from fleetsched.scheduler.assume import AssumeRecord, describe, footprint, format_load
+from fleetsched.scheduler.assume import AssumeRecord, footprint, format_load, left_clusters, name_shortfall
 from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.convert import (
     ConversionError,
@@ -56,9 +56,8 @@ from fleetsched.scheduler.convert import (
     peer_from_dict,
     status_from_dict,
 )
-from fleetsched.scheduler.errors import UnschedulableError
 from fleetsched.scheduler.framework import PluginSelectionError
-from fleetsched.scheduler.outcome import Condition, PluginScore, ScheduleResult, render_into_binding
+from fleetsched.scheduler.outcome import PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding, SchedulingBinding
 
@@ -1024,22 +1023,11 @@ def _assume(
     footprint assumed on its clusters (clusters that left it released; non-workloads and
     ClusterResourceBindings hold nothing); an unchanged one assumes nothing (nothing is written);
     a binding short of capacity is told what the record held."""
-    condition = result.condition
     if not result.scheduled or result.clusters is None:
-        if condition is None or condition.reason != UnschedulableError.reason:
-            return result
-        held = describe(record, clusters)
-        if held is None:
-            return result
-        named = Condition(False, condition.reason, f"{condition.message}; {held}")
-        return dataclasses.replace(result, condition=named)
-    if result.clusters == binding.clusters:
-        return result
-    md = raw.get("metadata") or {}
-    key = f"{md.get('namespace') or ''}/{md.get('name') or ''}"
-    placed = {t.name for t in result.clusters}
-    left = [t.name for t in binding.clusters if t.name not in placed]
-    record.observe_schedule(key, footprint(binding, result.clusters), left=left)
+        return name_shortfall(record, result, clusters)
+    if result.clusters != binding.clusters:
+        footprints = footprint(binding, result.clusters)
+        record.observe_schedule(binding.key, footprints, left=left_clusters(binding, result.clusters))
     return result
 
 

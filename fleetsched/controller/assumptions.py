@@ -17,11 +17,11 @@ ClusterResourceBindings and non-workloads are never assumed (Karmada tracks work
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
 from fleetsched.controller import decision
+from fleetsched.controller.cache import object_key
 from fleetsched.scheduler.assume import AssumeRecord, Release, footprint, newly_healthy
 from fleetsched.scheduler.convert import ConversionError
 
@@ -49,31 +49,12 @@ def _targets(obj: Mapping[str, Any]) -> list[Any]:
     return clusters if isinstance(clusters, list) else []
 
 
-def _scheduled_at(obj: Mapping[str, Any]) -> float | None:
-    text = (obj.get("status") or {}).get("lastScheduledTime")
-    if not isinstance(text, str) or not text:
-        return None
+def _read(obj: Mapping[str, Any]) -> decision.BindingRead | None:
+    """The binding as the core reads it; None when it cannot be read (it holds nothing then)."""
     try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.timestamp()
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-
-def _footprints(obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The binding's placement as footprints per cluster; None when it cannot be read."""
-    try:
-        read = decision.read_binding(obj)
+        return decision.read_binding(obj)
     except ConversionError:
         return None
-    return footprint(read.binding, read.binding.clusters)
 
 
 def observe(
@@ -82,7 +63,7 @@ def observe(
     """One stored version of a binding (watched, listed, or the answer to our own write)."""
     if kind != RB:
         return
-    key = _key(obj)
+    key = object_key(obj)
     if previous is None:
         _derive(record, key, obj)
         return
@@ -99,21 +80,25 @@ def observe(
     if evicted:
         record.observe_schedule(key, {}, left=left)
         return
-    footprints = _footprints(obj)
-    if footprints is None:
+    read = _read(obj)
+    if read is None:
         record.release(key, Release.RESCHEDULED)
         return
-    record.observe_schedule(key, footprints, left=left)
+    record.observe_schedule(key, footprint(read.binding, read.binding.clusters), left=left)
 
 
 def _derive(record: AssumeRecord, key: str, obj: Mapping[str, Any]) -> None:
     """A binding seen for the first time: its targets not yet Healthy, if scheduled within the TTL."""
     if not _targets(obj):
         return
-    scheduled_at = _scheduled_at(obj)
-    if scheduled_at is None or scheduled_at + record.ttl < record.clock():
+    read = _read(obj)
+    scheduled = read.status.last_scheduled_time if read is not None else None
+    if read is None or scheduled is None:
         return
-    footprints = _footprints(obj)
+    scheduled_at = scheduled.timestamp()
+    if scheduled_at + record.ttl < record.clock():
+        return
+    footprints = footprint(read.binding, read.binding.clusters)
     if not footprints:
         return
     healthy = {name for name, ok in _health(obj) if ok}
@@ -125,4 +110,4 @@ def _derive(record: AssumeRecord, key: str, obj: Mapping[str, Any]) -> None:
 def forget(record: AssumeRecord, kind: str, obj: Mapping[str, Any]) -> None:
     """A binding deleted."""
     if kind == RB:
-        record.release(_key(obj), Release.DELETED)
+        record.release(object_key(obj), Release.DELETED)

@@ -38,6 +38,7 @@ import structlog
 
 from fleetsched.api.quantity import format_canonical, parse_quantity
 from fleetsched.controller import metrics
+from fleetsched.controller.shard import member_name
 from fleetsched.kube.client import ApiError, KubeClient
 from fleetsched.scheduler.assume import AssumeRecord, Release, Reservation
 from fleetsched.scheduler.types import AssumedWorkload, Component, ReplicaRequirements
@@ -60,11 +61,9 @@ Take = Callable[[int], Reservation | None]
 
 
 def ledger_name(group: str) -> str:
-    """The ledger Lease's name: the group as a DNS-1123 subdomain plus ``.assume-ledger``."""
-    import re
-
-    base = re.sub(r"[^a-z0-9-]", "-", group.lower()).strip("-")[:200] or "group"
-    return f"{base}.assume-ledger"
+    """The ledger Lease's name: the group's member-name form plus ``.assume-ledger`` (a dot, which
+    no member Lease name has)."""
+    return f"{member_name(group, '')}.assume-ledger"
 
 
 def encode_entry(footprints: Mapping[str, AssumedWorkload], at: float, base: str = "") -> dict[str, Any]:

@@ -223,7 +223,7 @@ _assumed_labels: dict[str, set[str]] = {}
 def set_assumed(cluster: str, load: Any) -> None:
     """The assumed-resources gauge of one cluster, from what its assumed workloads add up to
     (``AssumedLoad``; series of resources no longer held are removed)."""
-    totals = {"pods": load.pods, **load.resources} if load.pods else dict(load.resources)
+    totals = load.totals()
     for resource in _assumed_labels.get(cluster, set()) - set(totals):
         ASSUMED_RESOURCES.remove(cluster, resource)
     for resource, amount in totals.items():

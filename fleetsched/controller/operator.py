@@ -61,8 +61,9 @@ from fleetsched.scheduler.assume import (
     AssumeRecord,
     Release,
     Reservation,
-    describe,
     footprint,
+    left_clusters,
+    name_shortfall,
 )
 from fleetsched.scheduler.convert import (
     ConversionError,
@@ -502,7 +503,9 @@ class SchedulerOperator(ControllerRuntime):
                     None,
                 )
             if not result.scheduled or result.clusters is None:
-                return self._name_assumptions(result, snapshot.names), False, None
+                if self.assumptions is not None:
+                    result = name_shortfall(self.assumptions, result, snapshot.names)
+                return result, False, None
             if self.peers is not None and self.peers.changed_since(read.binding, peer_version):
                 metrics.RESERVE_REDECISIONS.inc()  # a peer of its groups moved meanwhile
                 continue
@@ -556,7 +559,7 @@ class SchedulerOperator(ControllerRuntime):
             free = scheduler.general.max_available_replicas([info], binding.replica_requirements)[0]
             return new.get(cluster, 0) <= free + held.get(cluster, 0)
 
-        left = [name for name in held if name not in new]
+        left = left_clusters(binding, result.clusters)
         footprints = footprint(binding, result.clusters)
 
         def take(version: int) -> Reservation | None:
@@ -574,17 +577,6 @@ class SchedulerOperator(ControllerRuntime):
             self.assumptions.unreserve(reservation)
         if self.peers is not None:
             self.peers.observe(kind, self.bindings[kind].get(key), key)
-
-    def _name_assumptions(self, result: ScheduleResult, clusters: tuple[str, ...]) -> ScheduleResult:
-        """A binding short of capacity says how much the assume record held (its condition and Event)."""
-        condition = result.condition
-        if self.assumptions is None or condition is None or condition.reason != UnschedulableError.reason:
-            return result
-        held = describe(self.assumptions, clusters)
-        if held is None:
-            return result
-        named = Condition(False, condition.reason, f"{condition.message}; {held}")
-        return dataclasses.replace(result, condition=named)
 
     def _assumptions_changed(self, clusters: Any) -> None:
         record = self.assumptions

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fleetsched.controller.cache import object_key
 from fleetsched.scheduler.convert import ConversionError, peer_from_dict
 from fleetsched.scheduler.types import PeerBinding, SchedulingBinding
 
@@ -29,11 +30,6 @@ def _groups(namespace: str, affinity: str, anti: str) -> list[tuple[str, str, st
     if anti:
         out.append((namespace, "anti", anti))
     return out
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
 
 class PeerIndex:
@@ -80,7 +76,7 @@ class PeerIndex:
             peer: PeerBinding | None = peer_from_dict(obj)
         except ConversionError:
             peer = None
-        self.set(_key(obj), peer)
+        self.set(object_key(obj), peer)
 
     def place(self, binding: SchedulingBinding, targets: Iterable[str]) -> None:
         """A decision that passed Reserve, before its write."""

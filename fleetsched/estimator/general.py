@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from fleetsched.api.quantity import Format, Quantity
+from fleetsched.api.quantity import Quantity
 from fleetsched.estimator.resources import is_scalar_resource
 from fleetsched.scheduler.types import (
     MAX_INT32,
@@ -85,7 +85,7 @@ class _ClusterBase:
         self.cpu_milli = 0
         self.pods = 0
         # The component-set path (§5.2) reads the status' pod headroom and deducts the assumptions in
-        # its own units: pods, and per resource Σ replicas × _format_int(request).
+        # its own units: pods, and per resource Σ replicas × Quantity.format_units(request).
         self.status_pods = 0
         self.assumed_pods = 0
         self.assumed_units: dict[str, int] = {}
@@ -780,12 +780,6 @@ class GeneralEstimator:
 # ---- component sets (gate MultiplePodTemplatesScheduling, alpha; estimator.md §5.2, §5.3) ----------
 
 
-def _format_int(q: Quantity) -> int:
-    # estimator.md §5.2: decimal formats compare in milli-units, binary ones in whole units (a quirk
-    # kept for result compatibility: "2G" against "Ki" compares milli-bytes with bytes).
-    return q.value() if q.format is Format.BINARY_SI else q.milli_value()
-
-
 def _model_demand(request: tuple[tuple[str, Quantity], ...]) -> list[tuple[str, int]]:
     demand: list[tuple[str, int]] = []
     for name, q in request:
@@ -864,7 +858,7 @@ def estimate_component_sets(
         if c.replica_requirements is None:
             continue
         for name, q in c.replica_requirements.resource_request:
-            per_set[name] = per_set.get(name, 0) + c.replicas * _format_int(q)
+            per_set[name] = per_set.get(name, 0) + c.replicas * q.format_units()
     if any(v > 0 for v in per_set.values()):
         for name, need in per_set.items():
             if need <= 0:
@@ -873,7 +867,7 @@ def estimate_component_sets(
             if q is None:
                 return 0
             zero = Quantity(0)
-            avail = _format_int(q - s.allocated.get(name, zero) - s.allocating.get(name, zero))
+            avail = (q - s.allocated.get(name, zero) - s.allocating.get(name, zero)).format_units()
             avail -= base.assumed_units.get(name, 0)
             if avail <= 0:
                 return 0

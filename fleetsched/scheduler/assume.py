@@ -29,6 +29,7 @@ from its event loop.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import threading
 import time
@@ -36,6 +37,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from fleetsched.scheduler.errors import UnschedulableError
+from fleetsched.scheduler.outcome import Condition, ScheduleResult
 from fleetsched.scheduler.types import (
     AssumedLoad,
     AssumedWorkload,
@@ -54,6 +57,8 @@ __all__ = [
     "describe",
     "footprint",
     "format_load",
+    "left_clusters",
+    "name_shortfall",
     "newly_healthy",
 ]
 
@@ -100,6 +105,12 @@ def footprint(binding: SchedulingBinding, targets: Sequence[TargetCluster]) -> d
         )
         for t in targets
     }
+
+
+def left_clusters(binding: SchedulingBinding, targets: Sequence[TargetCluster]) -> list[str]:
+    """The binding's current clusters that a new placement (``targets``) no longer has."""
+    placed = {t.name for t in targets}
+    return list(dict.fromkeys(t.name for t in binding.clusters if t.name not in placed))
 
 
 def newly_healthy(old: Iterable[tuple[str, bool]], new: Iterable[tuple[str, bool]]) -> list[str]:
@@ -162,7 +173,8 @@ class AssumeRecord:
         self._version = 0
         self._next_expiry = float("inf")
         self._overlaid: dict[str, tuple[ClusterInfo, int, ClusterInfo]] = {}
-        self._last_overlay: tuple[object, int, object, dict[str, int]] | None = None
+        self._last_overlay: tuple[object, int, object] | None = None
+        self._overlay_dirty: set[str] = set()  # clusters changed since the last overlay
 
     # ---- reading -----------------------------------------------------------------------------
 
@@ -372,25 +384,21 @@ class AssumeRecord:
             if last is not None and last[0] is snapshot and last[1] == self._version:
                 return last[2]
             position = snapshot.position()
-            wanted: dict[str, int] = {
-                name: self._changed_at.get(name, 0) for name in self.clusters() if name in position
-            }
             if last is not None and last[0] is snapshot:
-                base, shown = last[2], last[3]
-                names = {n for n in wanted if shown.get(n) != wanted[n]} | {
-                    n for n in shown if n not in wanted
-                }
+                base, names = last[2], self._overlay_dirty  # only what changed since
             else:
-                base, shown = snapshot, {}
-                names = set(wanted)
+                base, names = snapshot, set(self._by_cluster)
             assert isinstance(base, Snapshot)
             changes: dict[int, ClusterInfo] = {}
             for name in names:
-                i = position[name]
+                i = position.get(name)
+                if i is None:
+                    continue
                 original = snapshot.clusters[i]
-                changes[i] = self._overlaid_cluster(original) if name in wanted else original
+                changes[i] = self._overlaid_cluster(original) if self._by_cluster.get(name) else original
             result = base.replaced(changes) if changes else base
-            self._last_overlay = (snapshot, self._version, result, wanted)
+            self._last_overlay = (snapshot, self._version, result)
+            self._overlay_dirty = set()
             return result
 
     def overlaid(self, cluster: ClusterInfo) -> ClusterInfo:
@@ -491,6 +499,7 @@ class AssumeRecord:
         clusters = list(clusters)
         for cluster in clusters:
             self._changed_at[cluster] = self._version
+        self._overlay_dirty.update(clusters)
         if self._on_change is not None and clusters:
             self._on_change(clusters)
 
@@ -506,8 +515,6 @@ class AssumeRecord:
 def _with_assumed(
     cluster: ClusterInfo, assumed: tuple[AssumedWorkload, ...], load: AssumedLoad | None
 ) -> ClusterInfo:
-    import dataclasses
-
     return dataclasses.replace(cluster, assumed=assumed, assumed_load=load, memo={})
 
 
@@ -520,7 +527,7 @@ def _amount(value: Fraction) -> str:
 
 def format_load(load: AssumedLoad) -> str:
     """``cpu 30, pods 30``: what a load holds, as the estimators deduct it (cpu to the millicore)."""
-    totals = {"pods": Fraction(load.pods), **load.resources} if load.pods else dict(load.resources)
+    totals = load.totals()
     return ", ".join(f"{name} {_amount(totals[name])}" for name in sorted(totals)) or "nothing"
 
 
@@ -537,3 +544,16 @@ def describe(record: AssumeRecord, clusters: Iterable[str]) -> str | None:
         "capacity assumed for in-flight bindings (SchedulingOvercommitProtection) holds "
         f"{format_load(total)} on {len(held)} cluster(s)"
     )
+
+
+def name_shortfall(record: AssumeRecord, result: ScheduleResult, clusters: Iterable[str]) -> ScheduleResult:
+    """A binding short of capacity (Unschedulable) says how much the record held on ``clusters``
+    in its condition (so in its Event too); any other result as it is."""
+    condition = result.condition
+    if result.scheduled or condition is None or condition.reason != UnschedulableError.reason:
+        return result
+    held = describe(record, clusters)
+    if held is None:
+        return result
+    named = Condition(False, condition.reason, f"{condition.message}; {held}")
+    return dataclasses.replace(result, condition=named)

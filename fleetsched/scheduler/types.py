@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NewType
 
-from fleetsched.api.quantity import Format, Quantity
+from fleetsched.api.quantity import Quantity
 
 __all__ = [
     "MAX_INT32",
@@ -279,8 +279,7 @@ class AssumedLoad:
                 requirements = c.replica_requirements
                 request = requirements.resource_request if requirements is not None else ()
                 for name, q in request:
-                    units = q.value() if q.format is Format.BINARY_SI else q.milli_value()
-                    set_units[name] = set_units.get(name, 0) + units * r
+                    set_units[name] = set_units.get(name, 0) + q.format_units() * r
                 if r <= 0:
                     continue
                 pods += r
@@ -288,6 +287,10 @@ class AssumedLoad:
                     amount = Fraction(q.milli_value() * r, 1000) if name == "cpu" else Fraction(q.value() * r)
                     resources[name] = resources.get(name, Fraction(0)) + amount
         return AssumedLoad(pods, resources, set_pods, set_units)
+
+    def totals(self) -> dict[str, Fraction]:
+        """Pods (when any) and each resource, as the replica path deducts them."""
+        return {"pods": Fraction(self.pods), **self.resources} if self.pods else dict(self.resources)
 
     def plus(self, other: AssumedLoad, sign: int = 1) -> AssumedLoad:
         """This load with ``other`` added (``sign`` -1: taken away)."""
