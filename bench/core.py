@@ -70,7 +70,7 @@ SCHEDULER_OPTIONS: dict[str, Any] = {}
 
 
 def live_observers() -> dict[str, Any]:
-    from fleetsched.controller import metrics
+    from fleetsched.controller.runtime import metrics
 
     return {
         "observe_step": metrics.observe_step,

@@ -91,7 +91,7 @@ import fleet_gen  # noqa: E402
 import orjson  # noqa: E402
 import yaml  # noqa: E402
 
-from fleetsched.controller.writer import compute_patches, explanation  # noqa: E402
+from fleetsched.controller.scheduler.writer import compute_patches, explanation  # noqa: E402
 from fleetsched.kube.client import ApiError, KubeClient, load_connection  # noqa: E402
 from fleetsched.scheduler import Scheduler, Snapshot, render_into_binding  # noqa: E402
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict  # noqa: E402

@@ -17,10 +17,10 @@ from fleetsched import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("fleetsched.simulate", "schedule bindings offline from YAML files and print the result"),
     "scheduler": (
-        "fleetsched.controller.scheduler_cmd",
+        "fleetsched.controller.scheduler.command",
         "run the scheduler operator against a control plane",
     ),
-    "controller": ("fleetsched.controller.policy_cmd", "run the policy controller that creates bindings"),
+    "controller": ("fleetsched.controller.policy.command", "run the policy controller that creates bindings"),
     "estimator": (
         "fleetsched.estimator.server_cmd",
         "serve the accurate replica estimator for one member cluster",

@@ -1006,7 +1006,7 @@ def _priority(data: bytes) -> int:
 
 
 def queue_order(work: Sequence[tuple[bytes, bool]]) -> list[int]:
-    """The positions of ``work`` in the order the live queue takes them (controller/queue.py):
+    """The positions of ``work`` in the order the live queue takes them (controller/runtime/queue.py):
     priority descending, then the order they entered it (here: input order)."""
     priorities = [_priority(data) for data, _ in work]
     return sorted(range(len(work)), key=lambda i: -priorities[i])

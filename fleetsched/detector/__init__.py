@@ -6,7 +6,7 @@
 * ``interpret_replicas``: replicas and replicaRequirements from a workload's pod template (§7.7);
 * ``choose_policy``, ``implicit_priority``: policy matching and priority (§7.3-§7.4).
 
-No Kubernetes client, no I/O: the policy controller (``fleetsched.controller.policy*``) and
+No Kubernetes client, no I/O: the policy controller (``fleetsched.controller.policy.decisions*``) and
 ``fleetsched simulate`` call these unchanged.
 """
 

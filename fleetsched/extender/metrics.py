@@ -10,7 +10,7 @@ the scheduler's other ones (``fleetsched_scheduler_*``):
   ``ignorable`` extender that were skipped instead of failing the binding.
 
 The collectors belong to no registry until ``register`` adds them (the scheduler adds them to
-``fleetsched.controller.metrics.REGISTRY``); they count either way, so tests can read them.
+``fleetsched.controller.runtime.metrics.REGISTRY``); they count either way, so tests can read them.
 ``count_ignored_failure`` is the framework runtime's ``extender_skipped`` hook that feeds the
 counter. Light: neither the HTTP client nor pydantic is imported here.
 """

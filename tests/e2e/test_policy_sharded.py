@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fleetsched.controller.shard import member_name, rendezvous_owner
+from fleetsched.controller.runtime.shard import member_name, rendezvous_owner
 from tests.e2e.test_install import (
     Component,
     container_args,

@@ -34,7 +34,7 @@ import pytest
 import yaml
 
 from fleetsched.api.policy import PropagationPolicy
-from fleetsched.controller.policy import claim_patch, release_patch
+from fleetsched.controller.policy.decisions import claim_patch, release_patch
 from tests.e2e.test_install import prepared_tree, render, service_account_kubeconfig
 from tests.support.controlplane import APIServer, ControlPlane, wait_until
 

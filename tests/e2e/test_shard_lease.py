@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from fleetsched.controller.shard import GROUP_LABEL, member_name, rendezvous_owner
+from fleetsched.controller.runtime.shard import GROUP_LABEL, member_name, rendezvous_owner
 from tests.support.controlplane import APIServer, wait_until
 from tests.support.karmada import (
     apply_with_status,

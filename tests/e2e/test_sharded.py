@@ -44,7 +44,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fleetsched.controller.shard import rendezvous_owner
+from fleetsched.controller.runtime.shard import rendezvous_owner
 from fleetsched.kube.client import KubeClient, load_connection
 from fleetsched.scheduler.convert import binding_from_dict
 from tests.support.audit import AuditLog, AuditReader, WriteRecord

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleetsched.controller.shard import member_name
+from fleetsched.controller.runtime.shard import member_name
 from tests.support.controlplane import free_port, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,9 @@ import argparse
 
 import pytest
 
-from fleetsched.controller import http, policy_cmd, scheduler_cmd
+from fleetsched.controller.policy import command as policy_cmd
+from fleetsched.controller.runtime import http
+from fleetsched.controller.scheduler import command as scheduler_cmd
 from fleetsched.detector import FeatureGates
 from fleetsched.estimator import server_cmd as estimator_cmd
 from fleetsched.flags import KARMADA_FEATURE_GATES, parse_bind_address, parse_feature_gates

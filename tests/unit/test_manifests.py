@@ -27,8 +27,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from fleetsched import cli
-from fleetsched.controller import operator as scheduler_operator
-from fleetsched.controller import policy_operator
+from fleetsched.controller.policy import operator as policy_operator
+from fleetsched.controller.scheduler import operator as scheduler_operator
 from fleetsched.detector import constants
 from fleetsched.estimator import server_cmd as estimator_cmd
 
@@ -712,7 +712,7 @@ def test_the_lock_is_closed_under_the_installed_dependencies() -> None:
 def test_the_sharded_overlay_runs_three_members_with_the_rights_their_leases_need(
     tmp_path: Path, name: str, base_replicas: int, identity: str
 ) -> None:
-    from fleetsched.controller import command
+    from fleetsched.controller.runtime import command
 
     docs = with_components(tmp_path, "sharded")
     deployment = find(docs, "Deployment", name)

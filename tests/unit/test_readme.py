@@ -44,8 +44,8 @@ def test_the_metrics_table_lists_what_the_scheduler_exports() -> None:
     listed = set(re.findall(r"^\| `([a-z0-9_]+)` \|", section, re.M))
     # What a scheduler process registers: import only its command module, in a fresh interpreter.
     families = subprocess.run(
-        [sys.executable, "-c", "import fleetsched.controller.scheduler_cmd\n"
-         "from fleetsched.controller.metrics import REGISTRY\n"
+        [sys.executable, "-c", "import fleetsched.controller.scheduler.command\n"
+         "from fleetsched.controller.runtime.metrics import REGISTRY\n"
          "print('\\n'.join(f.name for f in REGISTRY.collect()))"],
         capture_output=True, text=True, cwd=ROOT, check=True,
     ).stdout.split()

@@ -17,10 +17,10 @@ from typing import Any
 
 import aiohttp
 
-from fleetsched.controller.compute import CoreExecutor
-from fleetsched.controller.http import start_endpoints, stop_endpoints
-from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
-from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.runtime.http import start_endpoints, stop_endpoints
+from fleetsched.controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.scheduler.compute import CoreExecutor
+from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 from tests.support.controlplane import free_port

@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetsched.controller import decision
-from fleetsched.controller.affected import AffectedBindings, affected_index
-from fleetsched.controller.cache import ObjectCache, object_key
+from fleetsched.controller.runtime.cache import ObjectCache, object_key
+from fleetsched.controller.scheduler import decision
+from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
 from fleetsched.scheduler.convert import ConversionError, cluster_from_dict, placement_from_dict
 from fleetsched.scheduler.matching import cluster_matches
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleetsched.controller.cache import ClusterStore, ObjectCache
+from fleetsched.controller.runtime.cache import ClusterStore, ObjectCache
 
 
 def obj(name: str, rv: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:

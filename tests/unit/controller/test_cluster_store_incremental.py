@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fleetsched.controller.cache import ClusterStore
+from fleetsched.controller.runtime.cache import ClusterStore
 from fleetsched.estimator import general
 from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
 from fleetsched.scheduler.outcome import ScheduleResult

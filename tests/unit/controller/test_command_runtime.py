@@ -9,7 +9,8 @@ import json
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from fleetsched.controller import command, http, runtime
+from fleetsched.controller.runtime import command, http
+from fleetsched.controller.runtime import controller as runtime
 
 
 def test_duration_and_boolean_flags() -> None:

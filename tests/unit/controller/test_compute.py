@@ -14,9 +14,15 @@ import time
 
 import pytest
 
-from fleetsched.controller import metrics, scheduler_cmd
-from fleetsched.controller.compute import STOP_ABANDONED, STOP_CHECKPOINT, BudgetExceeded, CoreExecutor
-from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.scheduler import command as scheduler_cmd
+from fleetsched.controller.scheduler.compute import (
+    STOP_ABANDONED,
+    STOP_CHECKPOINT,
+    BudgetExceeded,
+    CoreExecutor,
+)
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler, groups
 

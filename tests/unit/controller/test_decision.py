@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from fleetsched.controller.decision import (
+from fleetsched.controller.scheduler.decision import (
     APPLIED_PLACEMENT_ANNOTATION,
     Verdict,
     binding_update_enqueues,

@@ -9,7 +9,7 @@ import structlog
 from kopf._cogs.structs import references
 from kopf._core.reactor import processing
 
-from fleetsched.controller import runtime
+from fleetsched.controller.runtime import controller as runtime
 
 
 def a_registry(received: list[Any]) -> kopf.OperatorRegistry:

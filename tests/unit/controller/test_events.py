@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fleetsched.controller.events import (
+from fleetsched.controller.runtime.events import (
     EventRecorder,
     InvolvedObject,
     event_body,
@@ -38,7 +38,7 @@ def test_cluster_scoped_objects_get_events_in_default() -> None:
     }
     import datetime as dt
 
-    from fleetsched.controller.events import PendingEvent
+    from fleetsched.controller.runtime.events import PendingEvent
 
     target = InvolvedObject.of_binding(binding)
     body = event_body(

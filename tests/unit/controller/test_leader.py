@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.kube.client import ApiError
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from test_operator_writes import MemoryApi, a_binding, a_cluster
 
-from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
-from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.plugin import FilterContext, Status, TargetCluster
 from fleetsched.scheduler import Scheduler

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from fleetsched.controller.operator import RB, NotLeader, OperatorConfig, SchedulerOperator
-from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.controller.scheduler.operator import RB, NotLeader, OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 

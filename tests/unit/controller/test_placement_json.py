@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fleetsched.controller.placement_json import canonical, placement_changed
+from fleetsched.controller.scheduler.placement_json import canonical, placement_changed
 from fleetsched.scheduler.outcome import applied_placement_json as encode
 
 PLACEMENT = {

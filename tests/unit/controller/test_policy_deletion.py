@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fleetsched.api import PropagationPolicy
-from fleetsched.controller.policy import (
+from fleetsched.controller.policy.decisions import (
     OWNER_UID_MISMATCH,
     WriteAction,
     binding_finalizer_release,
@@ -17,13 +17,13 @@ from fleetsched.controller.policy import (
     release_patch,
     unwatched_selectors,
 )
-from fleetsched.controller.policy_operator import (
+from fleetsched.controller.policy.operator import (
     FINALIZER_REMOVALS,
     KNOWN_RESOURCES,
     PolicyController,
     PolicyControllerConfig,
 )
-from fleetsched.controller.queue import Outcome, QueueKey
+from fleetsched.controller.runtime.queue import Outcome, QueueKey
 from fleetsched.kube.client import ApiError
 
 RB_FINALIZER = "karmada.io/binding-controller"
@@ -339,7 +339,7 @@ def world_controller(binding: dict[str, Any] | None, template: dict[str, Any]) -
 
 
 async def test_a_terminating_binding_is_retried_until_gone_not_written() -> None:
-    from fleetsched.controller.policy_operator import APPLIES
+    from fleetsched.controller.policy.operator import APPLIES
 
     controller = world_controller(a_binding(finalizers=[]), claimed_deployment())
     waiting = APPLIES.labels("waiting")._value.get()

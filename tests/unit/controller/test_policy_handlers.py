@@ -16,7 +16,7 @@ from typing import Any
 import kopf
 import pytest
 
-from fleetsched.controller.policy_operator import (
+from fleetsched.controller.policy.operator import (
     BINDING_PLURALS,
     DEFAULT_RESOURCES,
     KNOWN_RESOURCES,
@@ -24,7 +24,7 @@ from fleetsched.controller.policy_operator import (
     PolicyController,
     PolicyControllerConfig,
 )
-from fleetsched.controller.queue import QueueKey
+from fleetsched.controller.runtime.queue import QueueKey
 
 RESOURCES = tuple(KNOWN_RESOURCES[name] for name in DEFAULT_RESOURCES)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from fleetsched.controller.policy_operator import (
+from fleetsched.controller.policy.operator import (
     KNOWN_RESOURCES,
     PolicyController,
     PolicyControllerConfig,
 )
-from fleetsched.controller.queue import Outcome, QueueKey
+from fleetsched.controller.runtime.queue import Outcome, QueueKey
 
 DEPLOYMENTS = KNOWN_RESOURCES["deployments.apps"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fleetsched import cli
-from fleetsched.controller.policy_operator import (
+from fleetsched.controller.policy.operator import (
     DEFAULT_RESOURCES,
     KNOWN_RESOURCES,
     OPT_IN_RESOURCES,

@@ -14,10 +14,10 @@ from typing import Any
 
 from test_policy_deletion import a_binding
 
-from fleetsched.controller import metrics
-from fleetsched.controller.policy_operator import KNOWN_RESOURCES, PolicyController, PolicyControllerConfig
-from fleetsched.controller.queue import QueueKey, SchedulingQueue
-from fleetsched.controller.shard import MembershipChange, ShardConfig, rendezvous_owner
+from fleetsched.controller.policy.operator import KNOWN_RESOURCES, PolicyController, PolicyControllerConfig
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.queue import QueueKey, SchedulingQueue
+from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig, rendezvous_owner
 from fleetsched.kube.client import ApiError
 
 GROUP = "fleetsched-controller"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fleetsched.api import ClusterPropagationPolicy, PropagationPolicy
-from fleetsched.controller.policy import (
+from fleetsched.controller.policy.decisions import (
     OWNER_UID_MISMATCH,
     WriteAction,
     changed_by_karmada,

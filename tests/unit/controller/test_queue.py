@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetsched.controller.queue import Outcome, QueueClosed, SchedulingQueue
+from fleetsched.controller.runtime.queue import Outcome, QueueClosed, SchedulingQueue
 
 
 class FakeClock:
@@ -182,7 +182,7 @@ def test_every_pushed_key_comes_out_once_in_priority_order(pushes: list[tuple[st
 
 
 def test_a_queue_key_round_trips_the_cache_key() -> None:
-    from fleetsched.controller.queue import QueueKey
+    from fleetsched.controller.runtime.queue import QueueKey
 
     namespaced = QueueKey.of("ResourceBinding", "shop/web")
     assert (namespaced.kind, namespaced.namespace, namespaced.name) == ("ResourceBinding", "shop", "web")
@@ -199,7 +199,7 @@ def test_the_shard_hash_is_the_same_in_every_process() -> None:
     import subprocess
     import sys
 
-    code = ("from fleetsched.controller.queue import QueueKey\n"
+    code = ("from fleetsched.controller.runtime.queue import QueueKey\n"
             "key = QueueKey('ResourceBinding', 'shop', 'web')\n"
             "print(key.shard_hash, hash(key))")
     outputs = [
@@ -213,7 +213,7 @@ def test_the_shard_hash_is_the_same_in_every_process() -> None:
 
 
 def test_the_shard_hash_separates_the_fields() -> None:
-    from fleetsched.controller.queue import QueueKey
+    from fleetsched.controller.runtime.queue import QueueKey
 
     # "a/bc" vs "ab/c": joining without a separator would collide
     assert QueueKey("K", "a", "bc").shard_hash != QueueKey("K", "ab", "c").shard_hash

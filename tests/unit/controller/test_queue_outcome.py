@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleetsched.controller.operator import queue_outcome
-from fleetsched.controller.queue import Outcome
+from fleetsched.controller.runtime.queue import Outcome
+from fleetsched.controller.scheduler.operator import queue_outcome
 from fleetsched.scheduler.outcome import Condition, GroupAttempt, ScheduleResult
 
 TRIED = (GroupAttempt("", error="boom"),)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetsched.controller.queue import SchedulingQueue
+from fleetsched.controller.runtime.queue import SchedulingQueue
 from fleetsched.plugin import QueuedBindingInfo
 
 

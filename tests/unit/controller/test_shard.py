@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetsched.controller.shard import (
+from fleetsched.controller.runtime.shard import (
     GROUP_LABEL,
     MembershipChange,
     ShardConfig,
@@ -156,7 +156,7 @@ def test_the_owner_is_the_same_in_another_process() -> None:
     uids = [f"uid-{i}" for i in range(50)]
     members = ["fleetsched-scheduler-r0", "fleetsched-scheduler-r1", "fleetsched-scheduler-r2"]
     code = (
-        "from fleetsched.controller.shard import rendezvous_owner\n"
+        "from fleetsched.controller.runtime.shard import rendezvous_owner\n"
         f"print(' '.join(rendezvous_owner(u, {members!r}) for u in {uids!r}))"
     )
     # a fresh interpreter has another hash() salt: the owner must not depend on it

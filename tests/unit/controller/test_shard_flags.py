@@ -12,7 +12,9 @@ import pytest
 import yaml
 from structlog.testing import capture_logs
 
-from fleetsched.controller import command, policy_cmd, scheduler_cmd
+from fleetsched.controller.policy import command as policy_cmd
+from fleetsched.controller.runtime import command
+from fleetsched.controller.scheduler import command as scheduler_cmd
 from fleetsched.scheduler.config import ConfigError, load_configuration
 
 

@@ -14,12 +14,12 @@ from structlog.testing import capture_logs
 from test_operator_writes import MemoryApi, a_binding, a_cluster
 from test_shard import Clock, MemoryLeases
 
-from fleetsched.controller import metrics
-from fleetsched.controller.leader import LeaderElectionConfig
-from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
-from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey
-from fleetsched.controller.runtime import NotOwner
-from fleetsched.controller.shard import ShardConfig, ShardMembership, rendezvous_owner
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.controller import NotOwner
+from fleetsched.controller.runtime.leader import LeaderElectionConfig
+from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.controller.runtime.shard import ShardConfig, ShardMembership, rendezvous_owner
+from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 
@@ -321,7 +321,7 @@ async def test_a_write_that_waited_for_the_rate_limiter_is_checked_again_as_it_l
     from aiohttp import web
     from aiohttp.test_utils import TestServer
 
-    from fleetsched.controller import runtime
+    from fleetsched.controller.runtime import controller as runtime
     from fleetsched.kube.client import KubeClient
 
     seen: list[str] = []

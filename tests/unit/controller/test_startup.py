@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import structlog
 
-from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
-from fleetsched.controller.policy_operator import KNOWN_RESOURCES, PolicyController, PolicyControllerConfig
-from fleetsched.controller.runtime import ControllerRuntime
+from fleetsched.controller.policy.operator import KNOWN_RESOURCES, PolicyController, PolicyControllerConfig
+from fleetsched.controller.runtime.controller import ControllerRuntime
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from fleetsched.api.load import ResourceTemplate
 from fleetsched.api.policy import PropagationPolicy
-from fleetsched.controller.cache import ObjectCache, object_key
-from fleetsched.controller.template_index import TemplateIndex
+from fleetsched.controller.policy.template_index import TemplateIndex
+from fleetsched.controller.runtime.cache import ObjectCache, object_key
 from fleetsched.detector import implicit_priority
 
 KINDS = [("apps/v1", "Deployment"), ("v1", "ConfigMap"), ("apps/v2", "Deployment")]

@@ -6,8 +6,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetsched.controller.queue import Outcome, QueuedBinding, SchedulingQueue
-from fleetsched.controller.runtime import ControllerRuntime, NotLeader
+from fleetsched.controller.runtime.controller import ControllerRuntime, NotLeader
+from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, SchedulingQueue
 
 
 class LapsedElector:

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from fleetsched.controller.writer import EXPLANATION_ANNOTATION, compute_patches, explanation
+from fleetsched.controller.scheduler.writer import EXPLANATION_ANNOTATION, compute_patches, explanation
 from fleetsched.scheduler import ScheduleResult, render_into_binding
 from fleetsched.scheduler.outcome import Condition, GroupAttempt
 from fleetsched.scheduler.types import TargetCluster
@@ -109,7 +109,7 @@ def test_explanation_is_compact_and_deterministic() -> None:
 
 
 def test_the_compact_json_of_the_explanation_is_the_stdlib_text_whatever_the_strings() -> None:
-    from fleetsched.controller.writer import _compact_json
+    from fleetsched.controller.scheduler.writer import _compact_json
 
     every_ascii = "".join(chr(i) for i in range(128))
     for value in [

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from fleetsched.cli import main
-from fleetsched.controller import scheduler_cmd
+from fleetsched.controller.scheduler import command as scheduler_cmd
 from fleetsched.scheduler.config import SchedulerConfiguration, default_profile, parse_configuration
 
 from .distributions import BROKEN, COST_SCORE, install

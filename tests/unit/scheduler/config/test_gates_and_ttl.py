@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from fleetsched.cli import main
-from fleetsched.controller import scheduler_cmd
+from fleetsched.controller.scheduler import command as scheduler_cmd
 from fleetsched.flags import merge_feature_gates
 from fleetsched.scheduler.config import ExtensionPoint, SchedulerConfiguration, default_profile
 

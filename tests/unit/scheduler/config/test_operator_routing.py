@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from fleetsched.controller import decision
-from fleetsched.controller.operator import RB, OperatorConfig, SchedulerOperator
-from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.controller.scheduler import decision
+from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler, Settings
 

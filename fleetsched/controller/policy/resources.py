@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
-from fleetsched.controller.queue import QueueKey
+from fleetsched.controller.runtime.queue import QueueKey
 from fleetsched.detector import constants as keys
 from fleetsched.detector.match import Claim
 

@@ -32,8 +32,8 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fleetsched.controller import decision
-from fleetsched.controller.cache import object_key
+from fleetsched.controller.runtime.cache import object_key
+from fleetsched.controller.scheduler import decision
 from fleetsched.scheduler.convert import placement_from_dict
 from fleetsched.scheduler.matching import compile_affinity
 from fleetsched.scheduler.types import ClusterAffinity, ClusterInfo

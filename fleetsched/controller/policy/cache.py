@@ -19,9 +19,9 @@ import structlog
 from pydantic import ValidationError
 
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
-from fleetsched.controller.cache import ObjectCache, object_key
-from fleetsched.controller.policy_resources import CPP, PP, TemplateResource, permanent_id_label
-from fleetsched.controller.template_index import TemplateIndex
+from fleetsched.controller.policy.resources import CPP, PP, TemplateResource, permanent_id_label
+from fleetsched.controller.policy.template_index import TemplateIndex
+from fleetsched.controller.runtime.cache import ObjectCache, object_key
 from fleetsched.detector.index import PolicySet
 
 log = structlog.get_logger("fleetsched.controller")

@@ -6,7 +6,7 @@ the detector honours, ``--resources`` for the template kinds to watch (by defaul
 kinds: see ``policy_operator.OPT_IN_RESOURCES``), and ``--standalone`` for an
 install without Karmada's binding controller (the manifests turn it on; beside Karmada it stays off).
 
-``--shard-mode=lease`` (``controller/policy_shard.py``): every replica holds a member Lease and
+``--shard-mode=lease`` (``controller/policy/shard.py``): every replica holds a member Lease and
 reconciles the templates, policies and bindings it owns; ``--shard-identity`` names it.
 """
 
@@ -19,14 +19,14 @@ from typing import Any
 
 import structlog
 
-from fleetsched.controller import command
-from fleetsched.controller.http import start_endpoints, stop_endpoints
-from fleetsched.controller.policy_operator import (
+from fleetsched.controller.policy.operator import (
     DEFAULT_RESOURCES,
     KNOWN_RESOURCES,
     PolicyController,
     PolicyControllerConfig,
 )
+from fleetsched.controller.runtime import command
+from fleetsched.controller.runtime.http import start_endpoints, stop_endpoints
 from fleetsched.detector import FeatureGates
 from fleetsched.kube.client import load_connection
 

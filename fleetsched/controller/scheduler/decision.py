@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fleetsched.controller.placement_json import placement_changed
+from fleetsched.controller.scheduler.placement_json import placement_changed
 from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
 from fleetsched.scheduler.pipeline import reschedule_required
 from fleetsched.scheduler.types import DIVIDED, DUPLICATED, BindingStatus, SchedulingBinding

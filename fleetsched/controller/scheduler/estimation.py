@@ -8,7 +8,7 @@ looked up through the control plane (an ExternalName Service gives ``externalNam
 else the in-cluster DNS names.
 
 The client blocks on gRPC; the operator runs the scheduling core, and so these calls, in its core
-threads (one per ``--workers``, ``controller/compute.py``), never on the event loop. The Service
+threads (one per ``--workers``, ``controller/scheduler/compute.py``), never on the event loop. The Service
 lookups the client makes from its dial threads go through the operator's event loop. Every RPC is
 counted (``RpcMetrics``): in flight now, the peak of that since the start, and by status code.
 """
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fleetsched.controller import metrics
+from fleetsched.controller.runtime import metrics
 from fleetsched.estimator.client import AccurateEstimatorClient, ClientTLS, EstimatorClientConfig
 from fleetsched.kube.client import ApiError, KubeClient
 

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
-from fleetsched.controller.leader import LeaseApi, check_timings, micro_time
+from fleetsched.controller.runtime.leader import LeaseApi, check_timings, micro_time
 from fleetsched.kube.client import ApiError
 from fleetsched.scheduler.config.configuration import SHARD_MODES as SHARD_MODES
 

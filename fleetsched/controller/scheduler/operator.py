@@ -10,7 +10,7 @@ Data flow (design.md "Data flow in the operator"):
   retried from a fresh read on 409 Conflict -> Events on the binding and its template.
 
 Only the Lease holder's workers take keys from the queue; standbys keep their caches and queue
-warm. In sharded mode (``--shard-mode=lease``, ``controller/shard.py``) every replica is active
+warm. In sharded mode (``--shard-mode=lease``, ``controller/runtime/shard.py``) every replica is active
 and handles only the bindings it owns (rendezvous hashing of ``metadata.uid`` over the live
 members): ownership is checked at push, at pop and before every write.
 
@@ -29,11 +29,13 @@ from typing import Any
 
 import structlog
 
-from fleetsched.controller import assumptions, decision, metrics, runtime
-from fleetsched.controller.affected import AffectedBindings, affected_index
-from fleetsched.controller.cache import ClusterStore, ObjectCache, object_key, resource_version
-from fleetsched.controller.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
-from fleetsched.controller.events import (
+from fleetsched.controller.runtime import controller as runtime
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.cache import ClusterStore, ObjectCache, object_key, resource_version
+from fleetsched.controller.runtime.controller import ControllerRuntime
+from fleetsched.controller.runtime.controller import NotLeader as NotLeader  # raised by _ensure_leader
+from fleetsched.controller.runtime.controller import NotOwner as NotOwner  # raised by _ensure_leader, sharded
+from fleetsched.controller.runtime.events import (
     NORMAL,
     REASON_FAILED,
     REASON_SUCCEED,
@@ -43,15 +45,20 @@ from fleetsched.controller.events import (
     group_failure_message,
     success_message,
 )
-from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
-from fleetsched.controller.ledger import Ledger
-from fleetsched.controller.peers import PeerIndex
-from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
-from fleetsched.controller.runtime import ControllerRuntime
-from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
-from fleetsched.controller.runtime import NotOwner as NotOwner  # raised by _ensure_leader, sharded
-from fleetsched.controller.shard import MembershipChange, ShardConfig
-from fleetsched.controller.writer import Patches, compute_patches, explanation, observed_generation_patch
+from fleetsched.controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
+from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig
+from fleetsched.controller.scheduler import assumptions, decision
+from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
+from fleetsched.controller.scheduler.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
+from fleetsched.controller.scheduler.ledger import Ledger
+from fleetsched.controller.scheduler.peers import PeerIndex
+from fleetsched.controller.scheduler.writer import (
+    Patches,
+    compute_patches,
+    explanation,
+    observed_generation_patch,
+)
 from fleetsched.kube import watch
 from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
@@ -189,7 +196,7 @@ class SchedulerOperator(ControllerRuntime):
     assumptions: AssumeRecord | None = None
     # gate WorkloadAffinity: the ResourceBindings with an affinity group and their targets
     peers: PeerIndex | None = None
-    # sharded mode with the assume record: the shard group's reservation ledger (controller/ledger.py)
+    # sharded mode with the assume record: the shard group's reservation ledger (controller/scheduler/ledger.py)
     ledger: Ledger | None = None
     _with_peers: tuple[Any, int, Any] | None = None
 
@@ -515,7 +522,7 @@ class SchedulerOperator(ControllerRuntime):
                 footprints, take = self._reservation(key, read.binding, result, scheduler_name)
                 reservation = take(version)
                 if reservation is not None and self.ledger is not None:
-                    # sharded: agreed with the other replicas before the write (controller/ledger.py)
+                    # sharded: agreed with the other replicas before the write (controller/scheduler/ledger.py)
                     base = str(resource_version(obj) or "")
                     reservation = await self.ledger.commit(key, footprints, reservation, take, base=base)
                 if reservation is None:

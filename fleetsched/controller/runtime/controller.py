@@ -44,11 +44,16 @@ import kopf
 import orjson
 import structlog
 
-from fleetsched.controller import metrics
-from fleetsched.controller.events import EventRecorder
-from fleetsched.controller.leader import ApiLeaseStore, LeaderElector
-from fleetsched.controller.queue import Outcome, QueueClosed, QueuedBinding
-from fleetsched.controller.shard import ApiMemberLeaseStore, MembershipChange, ShardConfig, ShardMembership
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.events import EventRecorder
+from fleetsched.controller.runtime.leader import ApiLeaseStore, LeaderElector
+from fleetsched.controller.runtime.queue import Outcome, QueueClosed, QueuedBinding
+from fleetsched.controller.runtime.shard import (
+    ApiMemberLeaseStore,
+    MembershipChange,
+    ShardConfig,
+    ShardMembership,
+)
 from fleetsched.kube.client import ApiError, Connection
 
 log = structlog.get_logger("fleetsched.controller")

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fleetsched.controller import decision
-from fleetsched.controller.cache import object_key
+from fleetsched.controller.runtime.cache import object_key
+from fleetsched.controller.scheduler import decision
 from fleetsched.scheduler.assume import AssumeRecord, Release, footprint, newly_healthy
 from fleetsched.scheduler.convert import ConversionError
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import uvloop
 
-from fleetsched.controller import runtime
-from fleetsched.controller.leader import LeaderElectionConfig
-from fleetsched.controller.shard import SHARD_MODES, ShardConfig
+from fleetsched.controller.runtime import controller as runtime
+from fleetsched.controller.runtime.leader import LeaderElectionConfig
+from fleetsched.controller.runtime.shard import SHARD_MODES, ShardConfig
 from fleetsched.flags import parse_feature_gates
 from fleetsched.kube import logs
 from fleetsched.kube.client import Connection, KubeClient

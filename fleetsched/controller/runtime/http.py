@@ -13,7 +13,7 @@ from collections.abc import Callable
 import structlog
 from aiohttp import web
 
-from fleetsched.controller import metrics
+from fleetsched.controller.runtime import metrics
 from fleetsched.flags import parse_bind_address as split_address
 
 log = structlog.get_logger("fleetsched.controller")

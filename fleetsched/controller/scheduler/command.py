@@ -5,14 +5,14 @@ Flags follow karmada-scheduler where it has one (``--scheduler-name``, ``--plugi
 ``--kube-api-burst``, ``--leader-elect*``, ``--metrics-bind-address``,
 ``--health-probe-bind-address``); ``--workers`` and ``--scheduling-timeout`` are ours (Karmada has
 one worker and no budget). The core runs in threads of its own, one per worker, within the budget
-(``controller/compute.py``); the event loop only does I/O.
+(``controller/scheduler/compute.py``); the event loop only does I/O.
 
 ``--config FILE`` reads a ``SchedulerConfiguration`` (``fleetsched config default`` prints the
 default one): its profiles, one per ``schedulerName``, and the settings the flags above carry. A
 flag given beside it must say what the file says (otherwise: a one-line refusal, exit 2); a flag
 not given takes the file's value.
 
-``--shard-mode=lease`` (``controller/shard.py``): every replica holds a member Lease and schedules
+``--shard-mode=lease`` (``controller/runtime/shard.py``): every replica holds a member Lease and schedules
 the bindings it owns; ``--shard-identity`` names it (default: the host name).
 
 Endpoints: ``/healthz`` (the process is alive), ``/readyz`` (caches synced and, with leader
@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from fleetsched.controller import command, compute, metrics
-from fleetsched.controller.decision import DEFAULT_SCHEDULER_NAME
-from fleetsched.controller.http import start_endpoints, stop_endpoints
-from fleetsched.controller.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.runtime import command, metrics
+from fleetsched.controller.runtime.http import start_endpoints, stop_endpoints
+from fleetsched.controller.scheduler import compute
+from fleetsched.controller.scheduler.decision import DEFAULT_SCHEDULER_NAME
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
 from fleetsched.extender.metrics import count_ignored_failure
 from fleetsched.flags import explicit_flags, merge_feature_gates, record_explicit_flags
 from fleetsched.kube.client import load_connection
@@ -348,7 +349,7 @@ async def _run(
     accurate: Any = None
     if args.enable_scheduler_estimator:
         try:
-            from fleetsched.controller.estimation import accurate_estimator
+            from fleetsched.controller.scheduler.estimation import accurate_estimator
         except ImportError as exc:
             log.error(
                 "invalid_flag",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fleetsched.controller.cache import object_key
+from fleetsched.controller.runtime.cache import object_key
 from fleetsched.scheduler.convert import ConversionError, peer_from_dict
 from fleetsched.scheduler.types import PeerBinding, SchedulingBinding
 

@@ -23,10 +23,8 @@ from prometheus_client import Counter
 
 from fleetsched.api.load import ResourceTemplate
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
-from fleetsched.controller import metrics
-from fleetsched.controller.cache import ObjectCache, object_key
-from fleetsched.controller.events import NORMAL, WARNING, EventRecorder, InvolvedObject
-from fleetsched.controller.policy import (
+from fleetsched.controller.policy.cache import PolicyViews, claimed_by, template_index
+from fleetsched.controller.policy.decisions import (
     OWNER_UID_MISMATCH,
     WriteAction,
     binding_finalizer_release,
@@ -36,8 +34,7 @@ from fleetsched.controller.policy import (
     release_patch,
     unwatched_selectors,
 )
-from fleetsched.controller.policy_cache import PolicyViews, claimed_by, template_index
-from fleetsched.controller.policy_resources import (
+from fleetsched.controller.policy.resources import (
     POLICY_FINALIZERS,
     PP,
     WORK_GROUP,
@@ -53,7 +50,10 @@ from fleetsched.controller.policy_resources import (
     priority_class_path,
     template_qkey,
 )
-from fleetsched.controller.queue import Outcome, QueueKey, SchedulingQueue
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.cache import ObjectCache, object_key
+from fleetsched.controller.runtime.events import NORMAL, WARNING, EventRecorder, InvolvedObject
+from fleetsched.controller.runtime.queue import Outcome, QueueKey, SchedulingQueue
 from fleetsched.detector import binding_name, build_binding, claim_of, derive, implicit_priority
 from fleetsched.kube.client import ApiError, KubeClient
 

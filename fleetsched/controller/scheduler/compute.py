@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 
 import structlog
 
-from fleetsched.controller import metrics
+from fleetsched.controller.runtime import metrics
 from fleetsched.scheduler import groups
 
 log = structlog.get_logger("fleetsched.scheduler")

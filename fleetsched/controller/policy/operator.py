@@ -40,14 +40,14 @@ from typing import Any
 import kopf
 import structlog
 
-from fleetsched.controller import runtime
-from fleetsched.controller.cache import ObjectCache, object_key
-from fleetsched.controller.events import EventRecorder
-from fleetsched.controller.leader import LeaderElectionConfig, LeaderElector
-from fleetsched.controller.policy import binding_finalizer_release, changed_by_karmada, template_changed
-from fleetsched.controller.policy_cache import PolicyViews, new_policy_caches
-from fleetsched.controller.policy_reconcile import APPLIES, FINALIZER_REMOVALS, PolicyReconcilers
-from fleetsched.controller.policy_resources import (
+from fleetsched.controller.policy.cache import PolicyViews, new_policy_caches
+from fleetsched.controller.policy.decisions import (
+    binding_finalizer_release,
+    changed_by_karmada,
+    template_changed,
+)
+from fleetsched.controller.policy.reconcile import APPLIES, FINALIZER_REMOVALS, PolicyReconcilers
+from fleetsched.controller.policy.resources import (
     BINDING_PLURALS,
     CPP,
     DEFAULT_RESOURCES,
@@ -65,12 +65,16 @@ from fleetsched.controller.policy_resources import (
     template_qkey,
     works_served,
 )
-from fleetsched.controller.policy_shard import PolicySharding, uid
-from fleetsched.controller.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
-from fleetsched.controller.runtime import ControllerRuntime
-from fleetsched.controller.runtime import NotLeader as NotLeader  # raised by _ensure_leader
-from fleetsched.controller.shard import ShardConfig
-from fleetsched.controller.template_index import TemplateIndex
+from fleetsched.controller.policy.shard import PolicySharding, uid
+from fleetsched.controller.policy.template_index import TemplateIndex
+from fleetsched.controller.runtime import controller as runtime
+from fleetsched.controller.runtime.cache import ObjectCache, object_key
+from fleetsched.controller.runtime.controller import ControllerRuntime
+from fleetsched.controller.runtime.controller import NotLeader as NotLeader  # raised by _ensure_leader
+from fleetsched.controller.runtime.events import EventRecorder
+from fleetsched.controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
+from fleetsched.controller.runtime.shard import ShardConfig
 from fleetsched.detector import FeatureGates, binding_name
 from fleetsched.detector import constants as keys
 from fleetsched.kube.client import ApiError, Connection, KubeClient

@@ -37,8 +37,8 @@ from typing import Any
 import structlog
 
 from fleetsched.api.quantity import format_canonical, parse_quantity
-from fleetsched.controller import metrics
-from fleetsched.controller.shard import member_name
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.shard import member_name
 from fleetsched.kube.client import ApiError, KubeClient
 from fleetsched.scheduler.assume import AssumeRecord, Release, Reservation
 from fleetsched.scheduler.types import AssumedWorkload, Component, ReplicaRequirements

@@ -1,7 +1,7 @@
 """The policy controller in sharded mode (``--shard-mode=lease``): what each replica owns.
 
 Every replica watches and caches everything; the live members divide the objects by rendezvous
-hashing of their UID (``controller/shard.py``): resource templates by theirs, policies by theirs,
+hashing of their UID (``controller/runtime/shard.py``): resource templates by theirs, policies by theirs,
 and (standalone) terminating bindings by theirs. A replica pushes, processes and writes only what
 it owns; the runtime checks it at pop and before every write (``ControllerRuntime``).
 
@@ -31,10 +31,8 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from fleetsched.controller import metrics
-from fleetsched.controller.cache import ObjectCache, object_key
-from fleetsched.controller.policy_cache import PolicyViews, claimed_by, template_index
-from fleetsched.controller.policy_resources import (
+from fleetsched.controller.policy.cache import PolicyViews, claimed_by, template_index
+from fleetsched.controller.policy.resources import (
     BINDING_PLURALS,
     POLICY_PLURALS,
     PP,
@@ -43,9 +41,11 @@ from fleetsched.controller.policy_resources import (
     permanent_id_label,
     template_qkey,
 )
-from fleetsched.controller.queue import QueuedBinding, QueueKey, SchedulingQueue
-from fleetsched.controller.runtime import ControllerRuntime
-from fleetsched.controller.shard import MembershipChange
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.cache import ObjectCache, object_key
+from fleetsched.controller.runtime.controller import ControllerRuntime
+from fleetsched.controller.runtime.queue import QueuedBinding, QueueKey, SchedulingQueue
+from fleetsched.controller.runtime.shard import MembershipChange
 from fleetsched.detector import claim_of
 
 OWNED_OBJECTS = Gauge(

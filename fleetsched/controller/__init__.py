@@ -1,0 +1,1 @@
+"""The two controllers (scheduler operator, policy controller) and the runtime they share."""

@@ -1,0 +1,1 @@
+"""The policy controller: templates and policies in, claims and ResourceBindings out."""
