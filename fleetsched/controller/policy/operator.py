@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter as Tally
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ import kopf
 import structlog
 
 from fleetsched.controller.policy.cache import PolicyViews, new_policy_caches
+from fleetsched.controller.policy.config import PolicyControllerConfig
 from fleetsched.controller.policy.decisions import (
     binding_finalizer_release,
     changed_by_karmada,
@@ -67,16 +68,13 @@ from fleetsched.controller.policy.resources import (
 )
 from fleetsched.controller.policy.shard import PolicySharding, uid
 from fleetsched.controller.policy.template_index import TemplateIndex
+from fleetsched.controller.policy.watching import kopf_registry, on_raw_event, run_kopf
 from fleetsched.controller.runtime import controller as runtime
 from fleetsched.controller.runtime.cache import ObjectCache, object_key
 from fleetsched.controller.runtime.controller import ControllerRuntime
-from fleetsched.controller.runtime.controller import NotLeader as NotLeader  # raised by _ensure_leader
-from fleetsched.controller.runtime.events import EventRecorder
-from fleetsched.controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.runtime.controller import NotLeader as NotLeader  # raised by runtime.ensure_leader
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
-from fleetsched.controller.runtime.shard import ShardConfig
-from fleetsched.detector import FeatureGates, binding_name
-from fleetsched.detector import constants as keys
+from fleetsched.detector import binding_name
 from fleetsched.kube.client import ApiError, Connection, KubeClient
 
 # Names other modules and tests import from here (the catalogue and the metrics moved out).
@@ -101,22 +99,8 @@ __all__ = [
 log = structlog.get_logger("fleetsched.controller")
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyControllerConfig:
-    resources: tuple[TemplateResource, ...] = tuple(KNOWN_RESOURCES[n] for n in DEFAULT_RESOURCES)
-    workers: int = 2
-    gates: FeatureGates = field(default_factory=FeatureGates)
-    skipped_namespaces: tuple[str, ...] = keys.DEFAULT_SKIPPED_NAMESPACE_PATTERNS
-    leader_election: LeaderElectionConfig | None = None
-    graceful_timeout: float = 20.0
-    # No Karmada binding controller runs: remove its finalizer from terminating derived bindings.
-    standalone: bool = False
-    # --shard-mode=lease: this replica's member Lease (policy_shard.py); exclusive with leader_election
-    sharding: ShardConfig | None = None
-
-
 @dataclass
-class PolicyController(PolicySharding, PolicyReconcilers, ControllerRuntime):
+class PolicyController(PolicySharding, PolicyReconcilers):
     client: KubeClient
     connection: Connection
     config: PolicyControllerConfig = field(default_factory=PolicyControllerConfig)
@@ -124,19 +108,21 @@ class PolicyController(PolicySharding, PolicyReconcilers, ControllerRuntime):
     queue: SchedulingQueue = field(default_factory=SchedulingQueue)
     templates: dict[str, ObjectCache] = field(default_factory=dict)
     policies: dict[str, ObjectCache] = field(default_factory=new_policy_caches)
-    synced: asyncio.Event = field(default_factory=asyncio.Event)
-    elector: LeaderElector | None = None
-    events: EventRecorder | None = None
     _views: PolicyViews = field(default_factory=PolicyViews)
     # template queue keys whose pending reconcile was caused by Karmada, not a user (§7.11)
     _changed_by_karmada: set[QueueKey] = field(default_factory=set)
     _changed_by_user: set[QueueKey] = field(default_factory=set)
-    _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _terminating_bindings: dict[QueueKey, str] = field(default_factory=dict)
     _policy_notes: dict[QueueKey, set[QueueKey]] = field(default_factory=dict)
     _owned_by_kind: Tally[str] = field(default_factory=Tally)
+    # leadership or shard membership, the workers, start-up and shutdown (composed around this controller)
+    runtime: ControllerRuntime = field(init=False)
 
     def __post_init__(self) -> None:
+        self.runtime = ControllerRuntime(
+            reconciler=self, config=self.config, client=self.client, queue=self.queue, log=log,
+            key_field="key",
+        )
         for resource in self.config.resources:
             index = TemplateIndex(namespaced=resource.namespaced)
             self.templates.setdefault(resource.name, ObjectCache(index))
@@ -207,7 +193,7 @@ class PolicyController(PolicySharding, PolicyReconcilers, ControllerRuntime):
         ):
             if owned:
                 self.queue.push(qkey)
-            if self.sharding is not None:
+            if self.config.sharding is not None:
                 # every replica, for the templates it owns (policy_shard.py)
                 self.fan_out_policy(kind, key, obj)
 
@@ -264,7 +250,6 @@ class PolicyController(PolicySharding, PolicyReconcilers, ControllerRuntime):
             for obj in items:
                 self.on_template_event(resource, None, obj)
         runtime.settle_gc()
-        self.synced.set()
         log.info(
             "caches_synced",
             policies=len(self.policies[PP]) + len(self.policies[CPP]),
@@ -307,7 +292,7 @@ class PolicyController(PolicySharding, PolicyReconcilers, ControllerRuntime):
     # workers. tests/unit/controller/test_policy_handlers.py keeps them coroutines.
 
     def kopf_registry(self) -> kopf.OperatorRegistry:
-        registry = runtime.kopf_registry(self.connection)
+        registry = kopf_registry(self.connection)
         for policy_kind, plural in POLICY_PLURALS.items():
             self._watch_policy(registry, policy_kind, plural)
         for resource in self.config.resources:
@@ -321,21 +306,42 @@ class PolicyController(PolicySharding, PolicyReconcilers, ControllerRuntime):
         async def on_binding(event: Mapping[str, Any]) -> None:
             self.on_binding_event(kind, event.get("type"), dict(event["object"]))
 
-        runtime.on_raw_event(registry, WORK_GROUP, WORK_VERSION, plural, on_binding)
+        on_raw_event(registry, WORK_GROUP, WORK_VERSION, plural, on_binding)
 
     def _watch_policy(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
         async def on_policy(event: Mapping[str, Any]) -> None:
             self.on_policy_event(kind, event.get("type"), dict(event["object"]))
 
-        runtime.on_raw_event(registry, POLICY_GROUP, POLICY_VERSION, plural, on_policy)
+        on_raw_event(registry, POLICY_GROUP, POLICY_VERSION, plural, on_policy)
 
     def _watch_template(self, registry: kopf.OperatorRegistry, resource: TemplateResource) -> None:
         async def on_template(event: Mapping[str, Any]) -> None:
             self.on_template_event(resource, event.get("type"), dict(event["object"]))
 
-        runtime.on_raw_event(registry, resource.group, resource.version, resource.plural, on_template)
+        on_raw_event(registry, resource.group, resource.version, resource.plural, on_template)
 
     # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
+
+    def watching(self, *, stop: asyncio.Event, ready: asyncio.Event) -> Awaitable[object]:
+        return run_kopf(self.kopf_registry(), stop=stop, ready=ready)
+
+    async def run(self, stop: asyncio.Event) -> int:
+        return await self.runtime.run(stop)
+
+    def ready(self) -> tuple[bool, str]:
+        return self.runtime.ready()
+
+    def on_leading(self, leading: bool) -> None:
+        """Nothing: the policy controller exports no leadership gauge of its own."""
+
+    def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
+        """Nothing: the reconcilers count their own outcomes."""
+
+    def on_done(self) -> None:
+        """Nothing: no queue gauges."""
+
+    def on_stopped(self) -> None:
+        """Nothing to release beyond what the runtime releases."""
 
     async def before_sync(self) -> None:
         await self.check_standalone()

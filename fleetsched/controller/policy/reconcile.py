@@ -24,6 +24,7 @@ from prometheus_client import Counter
 from fleetsched.api.load import ResourceTemplate
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.controller.policy.cache import PolicyViews, claimed_by, template_index
+from fleetsched.controller.policy.config import PolicyControllerConfig
 from fleetsched.controller.policy.decisions import (
     OWNER_UID_MISMATCH,
     WriteAction,
@@ -52,7 +53,8 @@ from fleetsched.controller.policy.resources import (
 )
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.cache import ObjectCache, object_key
-from fleetsched.controller.runtime.events import NORMAL, WARNING, EventRecorder, InvolvedObject
+from fleetsched.controller.runtime.controller import ControllerRuntime
+from fleetsched.controller.runtime.events import NORMAL, WARNING, InvolvedObject
 from fleetsched.controller.runtime.queue import Outcome, QueueKey, SchedulingQueue
 from fleetsched.detector import binding_name, build_binding, claim_of, derive, implicit_priority
 from fleetsched.kube.client import ApiError, KubeClient
@@ -104,19 +106,17 @@ class PolicyReconcilers:
     """The reconcilers, as methods of ``PolicyController`` (see the module docstring)."""
 
     client: KubeClient
-    config: Any  # PolicyControllerConfig: resources, gates, skipped_namespaces
+    config: PolicyControllerConfig
+    runtime: ControllerRuntime
     queue: SchedulingQueue
     templates: dict[str, ObjectCache]
     policies: dict[str, ObjectCache]
-    events: EventRecorder | None
     watched_kinds: frozenset[tuple[str, str]]
     removes_binding_finalizers: bool
     _views: PolicyViews
     _changed_by_karmada: set[QueueKey]
-    # provided by PolicyController and ControllerRuntime
+    # provided by PolicyController
     on_template_event: Callable[[TemplateResource, str | None, dict[str, Any]], None]
-    _ensure_leader: Callable[[], None]
-    sharding: Any  # ShardConfig | None (ControllerRuntime)
     _policy_notes: dict[QueueKey, set[QueueKey]]
 
     # ---- what a template's reconcile reads beside the caches ------------------------------------
@@ -226,7 +226,7 @@ class PolicyReconcilers:
         key = object_key(obj)
         patch = claim_patch(obj, policy)
         if patch is not None:
-            self._ensure_leader()
+            self.runtime.ensure_leader()
             obj = await self.client.merge_patch(resource.object_path(key), patch)
             obj.setdefault("apiVersion", resource.api_version)
             obj.setdefault("kind", resource.kind)
@@ -259,7 +259,7 @@ class PolicyReconcilers:
                 APPLIES.labels("waiting").inc()
                 log.info("binding_terminating_wait", template=key, binding=desired["metadata"]["name"])
                 return Outcome.ERROR
-            self._ensure_leader()
+            self.runtime.ensure_leader()
             try:
                 if write.action is WriteAction.CREATE:
                     await self.client.create(path.rsplit("/", 1)[0], write.body or {})
@@ -300,7 +300,7 @@ class PolicyReconcilers:
             path = binding_path("ResourceBinding", meta.get("namespace"), name)
         else:
             path = binding_path("ClusterResourceBinding", None, name)
-        self._ensure_leader()
+        self.runtime.ensure_leader()
         binding = await self._get_if_exists(path)
         if binding is not None:
             patch = release_patch(binding, policy_kind, permanent_id)
@@ -372,7 +372,7 @@ class PolicyReconcilers:
             if release.patch is None:
                 log.debug("binding_finalizer_kept", binding=key, kind=kind, reason=release.reason)
                 return Outcome.DONE
-            self._ensure_leader()
+            self.runtime.ensure_leader()
             try:
                 await self.client.merge_patch(path, release.patch)
             except ApiError as exc:
@@ -417,7 +417,7 @@ class PolicyReconcilers:
         policy = self._views.parsed.get(kind, obj)
         if policy is None:
             return Outcome.DONE
-        if self.sharding is not None:
+        if self.config.sharding is not None:
             return await self._reconcile_owned_policy(kind, key, obj, policy)
         label = permanent_id_label(kind)
         permanent_id = (policy.metadata.labels or {}).get(label, "")
@@ -626,7 +626,7 @@ class PolicyReconcilers:
         if POLICY_FINALIZERS[kind] not in finalizers:
             return
         finalizers.remove(POLICY_FINALIZERS[kind])
-        self._ensure_leader()
+        self.runtime.ensure_leader()
         # resourceVersion makes the patch fail with 409 rather than drop another controller's finalizer.
         try:
             await self.client.merge_patch(
@@ -641,7 +641,7 @@ class PolicyReconcilers:
     # ---- helpers ------------------------------------------------------------------------------
 
     def _event(self, template: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        if self.events is None:
+        if self.runtime.events is None:
             return
         meta = template.get("metadata") or {}
         target = InvolvedObject(
@@ -651,4 +651,4 @@ class PolicyReconcilers:
             meta.get("namespace", ""),
             meta.get("uid", ""),
         )
-        self.events.record(target, type_, reason, message)
+        self.runtime.events.record(target, type_, reason, message)

@@ -32,6 +32,7 @@ from typing import Any
 from prometheus_client import Gauge
 
 from fleetsched.controller.policy.cache import PolicyViews, claimed_by, template_index
+from fleetsched.controller.policy.config import PolicyControllerConfig
 from fleetsched.controller.policy.resources import (
     BINDING_PLURALS,
     POLICY_PLURALS,
@@ -74,10 +75,12 @@ def uid(obj: Mapping[str, Any] | None) -> str | None:
     return ((obj or {}).get("metadata") or {}).get("uid") or None
 
 
-class PolicySharding(ControllerRuntime):
-    """The ``ControllerRuntime`` sharding hooks for ``PolicyController`` (see the module docstring)."""
+class PolicySharding:
+    """``PolicyController``'s side of sharding: the ``ShardedReconciler`` hooks the runtime calls,
+    and the owned count by kind (see the module docstring)."""
 
-    config: Any  # PolicyControllerConfig
+    config: PolicyControllerConfig
+    runtime: ControllerRuntime
     queue: SchedulingQueue
     templates: dict[str, ObjectCache]
     policies: dict[str, ObjectCache]
@@ -126,28 +129,31 @@ class PolicySharding(ControllerRuntime):
         if isinstance(entry.key, QueueKey):
             self._policy_notes.pop(entry.key, None)
 
+    def on_owned_count(self, owned: int) -> None:
+        """Nothing: the owned count by kind is kept by ``note_owned`` / ``forget_owned`` below."""
+
     def on_shard_change(
         self, change: MembershipChange, *, owned: int, gained: int, lost: int, held: bool
     ) -> None:
         SHARD.membership_changed(len(change.members), gained=gained, lost=lost, held=held)
-        self._owned_by_kind = Tally(key_kind(key) for key in self._owned or ())
+        self._owned_by_kind = Tally(key_kind(key) for key in self.runtime.owned_keys())
         self._publish_owned()
 
     # ---- the owned count by kind (the runtime keeps the owned set) ----------------------------
 
     def note_owned(self, key: Hashable, uid: str | None) -> bool:
-        was = self._owned is not None and key in self._owned
-        owned = super().note_owned(key, uid)
-        if self.sharding is not None and owned != was:
+        was = self.runtime.is_owned(key)
+        owned = self.runtime.note_owned(key, uid)
+        if self.config.sharding is not None and owned != was:
             self._owned_by_kind[key_kind(key)] += 1 if owned else -1
             self._publish_owned()
         return owned
 
     def forget_owned(self, key: Hashable) -> None:
-        if self._owned is not None and key in self._owned:
+        if self.runtime.is_owned(key):
             self._owned_by_kind[key_kind(key)] -= 1
             self._publish_owned()
-        super().forget_owned(key)
+        self.runtime.forget_owned(key)
 
     def _publish_owned(self) -> None:
         for kind in (TEMPLATE, POLICY, BINDING):
@@ -190,7 +196,7 @@ class PolicySharding(ControllerRuntime):
         return pushed
 
     def _ours_by_view(self, uid: str | None) -> bool:
-        membership = self.membership
+        membership = self.runtime.membership
         return membership is not None and uid is not None and membership.owner(uid) == membership.name
 
     def _note_claiming_policy(self, key: QueueKey) -> None:

@@ -1,29 +1,21 @@
 """What the scheduler operator and the policy controller run the same way.
 
-Both are kopf raw-event watchers feeding a ``SchedulingQueue`` drained by N workers, where only
-the Lease holder's workers write. This module holds that machinery once:
+Both watch the API server, feed a ``SchedulingQueue`` and drain it with N workers, where only the
+Lease holder's workers write (or, sharded, each replica's workers for the objects it owns). The
+controller is a ``Reconciler``: it says how to sync, how to watch and how to process one key.
+``ControllerRuntime`` is composed around it and does the rest once:
 
-* ``ControllerRuntime``: the one start-up routine (``run``: sync, waiting for an unreachable API
-  server; kopf until it watches; the election and the workers), leadership/readiness, the worker
-  loop (a lost Lease puts the key back, a bug never kills a worker), in-flight tracking and the
-  graceful shutdown (finish in-flight work, flush Events, release the Lease, stop kopf);
-* kopf wiring: the login handler from our ``Connection`` and the settings that keep kopf from
-  writing anything onto watched objects.
-
-The concrete controller is a dataclass providing ``queue``, ``synced``, ``elector``, ``events``,
-``config`` (with ``leader_election``, ``graceful_timeout`` and ``workers``; optionally
-``sharding``), ``client``, ``_in_flight``, ``initial_sync()``, ``kopf_registry()`` and
-``process(entry)``.
-
-Sharded mode (``config.sharding``, a ``shard.ShardConfig``; exclusive with ``leader_election``):
-the replica holds a member Lease (``shard.ShardMembership``) instead of competing for one, and
-handles only the objects it owns. The controller provides ``uid_of(key)`` (the UID a queue key's
-object is sharded by) and ``shard_objects()`` (every cached ``(key, uid)`` it could schedule),
-calls ``note_owned(key, uid)`` / ``forget_owned(key)`` as its caches change (the first says
-whether to push the key) and may override ``on_ownership_gained(keys)`` (how to push them),
-``on_not_owner(entry)`` and ``on_shard_change(...)`` (metrics). The runtime checks ownership at
-pop, and ``_ensure_leader()`` (called before every write) checks it for the key the worker is on:
-a key no longer owned raises ``NotOwner`` and is DROPPED (the owner has it), unlike ``NotLeader``.
+* the one start-up routine (``run``: sync, waiting for an unreachable API server; the watches until
+  they watch; the election and the workers), leadership/readiness, the worker loop (a lost Lease
+  puts the key back, a bug never kills a worker), in-flight tracking and the graceful shutdown
+  (finish in-flight work, flush Events, release the Lease, stop watching);
+* sharded mode (``config.sharding``, a ``shard.ShardConfig``; exclusive with ``leader_election``):
+  the replica holds a member Lease (``shard.ShardMembership``) instead of competing for one and
+  handles only the objects it owns. The reconciler is then a ``ShardedReconciler`` too: it says
+  which UID a key is sharded by and which objects it could handle, and calls ``note_owned`` /
+  ``forget_owned`` as its caches change. The runtime checks ownership at pop, and
+  ``ensure_leader()`` (called before every write) checks it for the key the worker is on: a key no
+  longer owned raises ``NotOwner`` and is DROPPED (the owner has it), unlike ``NotLeader``.
 """
 
 from __future__ import annotations
@@ -32,29 +24,27 @@ import asyncio
 import contextlib
 import contextvars
 import gc
-import json
 import signal
 import threading
 import time
-import weakref
-from collections.abc import Awaitable, Callable, Hashable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-import kopf
-import orjson
 import structlog
+from structlog.typing import FilteringBoundLogger
 
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.events import EventRecorder
-from fleetsched.controller.runtime.leader import ApiLeaseStore, LeaderElector
-from fleetsched.controller.runtime.queue import Outcome, QueueClosed, QueuedBinding
+from fleetsched.controller.runtime.leader import ApiLeaseStore, LeaderElectionConfig, LeaderElector
+from fleetsched.controller.runtime.queue import Outcome, QueueClosed, QueuedBinding, SchedulingQueue
 from fleetsched.controller.runtime.shard import (
     ApiMemberLeaseStore,
     MembershipChange,
     ShardConfig,
     ShardMembership,
 )
-from fleetsched.kube.client import ApiError, Connection
+from fleetsched.kube.client import ApiError, KubeClient
 
 log = structlog.get_logger("fleetsched.controller")
 
@@ -75,166 +65,6 @@ class NotOwner(Exception):
 _CURRENT: contextvars.ContextVar[tuple[Hashable, str | None] | None] = contextvars.ContextVar(
     "fleetsched_current_key", default=None
 )
-
-
-class _NoProgressStorage(kopf.ProgressStorage):
-    """kopf state is never persisted: there is nothing to persist for raw event handlers."""
-
-    def fetch(self, **_: Any) -> Any:
-        return None
-
-    def store(self, **_: Any) -> None:
-        return None
-
-    def purge(self, **_: Any) -> None:
-        return None
-
-    def touch(self, **_: Any) -> None:
-        return None
-
-    def clear(self, *, essence: Any) -> Any:
-        return essence
-
-
-class _NoDiffBaseStorage(kopf.DiffBaseStorage):
-    """No diff base either: raw event handlers never look at diffs, so none is built.
-
-    kopf's default ``build()`` deep-copies every object on every watch event; with no change
-    handlers registered the result is never used (it was 13% of the operator's CPU in the bench).
-    """
-
-    def build(self, **_: Any) -> Any:
-        return {}
-
-    def fetch(self, **_: Any) -> Any:
-        return None
-
-    def store(self, **_: Any) -> None:
-        return None
-
-
-def kopf_settings() -> kopf.OperatorSettings:
-    use_fast_json_in_kopf()
-    use_direct_raw_events_in_kopf()
-    settings = kopf.OperatorSettings()
-    settings.persistence.progress_storage = _NoProgressStorage()
-    settings.persistence.diffbase_storage = _NoDiffBaseStorage()
-    settings.posting.enabled = False
-    settings.peering.standalone = True
-    settings.peering.mandatory = False
-    settings.watching.connect_timeout = 10
-    settings.watching.server_timeout = 300
-    settings.watching.client_timeout = 330
-    settings.watching.inactivity_timeout = 360
-    settings.batching.batch_window = 0.001
-    settings.networking.request_timeout = 60
-    settings.scanning.disabled = True
-    # kopf would SIGKILL the process if its tasks ended without the stop flag; we stop it ourselves.
-    settings.process.ultimate_exiting_timeout = None
-    return settings
-
-
-class _OrjsonForKopf:
-    """What kopf's API module uses of ``json`` (``json.loads`` on each watch-stream line), by orjson.
-
-    kopf parses every watch event with the stdlib; with three events per binding that was most of
-    the operator's JSON time. Only ``loads`` is called there; ``dumps`` is kept for completeness.
-    """
-
-    loads = staticmethod(orjson.loads)
-    dumps = staticmethod(json.dumps)
-    JSONDecodeError = orjson.JSONDecodeError
-
-
-def use_fast_json_in_kopf() -> bool:
-    """Point kopf's watch-stream parsing at orjson; False (no change) if kopf's layout differs."""
-    try:
-        from kopf._cogs.clients import api
-    except ImportError:
-        return False
-    current = getattr(api, "json", None)
-    if current is _OrjsonForKopf:
-        return True
-    if current is not json:
-        return False
-    api.json = _OrjsonForKopf  # type: ignore[assignment]
-    return True
-
-
-RawEventFn = Callable[[Any], Awaitable[None]]
-# registry -> {(group, plural): fn(raw_event)}; registries not listed go through kopf as usual
-_DIRECT: weakref.WeakKeyDictionary[kopf.OperatorRegistry, dict[tuple[str, str], RawEventFn]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def on_raw_event(
-    registry: kopf.OperatorRegistry, group: str, version: str, plural: str, fn: RawEventFn
-) -> None:
-    """Watch ``group/version/plural`` and hand each raw watch event (``{"type", "object"}``) to
-    ``fn``. kopf watches the resource (a raw event handler is registered with it); with
-    ``use_direct_raw_events_in_kopf`` the event goes straight to ``fn``, skipping kopf's per-event
-    causation (object memories, body views, three loggers, handler invocation with its kwargs),
-    which cost the scheduler several times its own handling per event. The handlers are raw
-    event handlers with nothing to persist (see the settings), so nothing else of it applied."""
-
-    @kopf.on.event(group, version, plural, registry=registry)
-    async def handler(event: Any, **_: Any) -> None:
-        await fn(event)
-
-    _DIRECT.setdefault(registry, {})[(group, plural)] = fn
-
-
-def use_direct_raw_events_in_kopf() -> bool:
-    """Route kopf's per-event processing for ``on_raw_event`` resources straight to their
-    function; False (no change) if kopf's layout differs from the one this was written for."""
-    try:
-        from kopf._core.reactor import processing
-    except ImportError:
-        return False
-    current = getattr(processing, "process_resource_event", None)
-    if current is None or getattr(current, "_fleetsched_direct", False):
-        return current is not None
-    original = current
-
-    async def process_resource_event(**kwargs: Any) -> str | None:
-        registry, resource = kwargs.get("registry"), kwargs.get("resource")
-        table = _DIRECT.get(registry) if registry is not None else None
-        fn = None if table is None or resource is None else table.get((resource.group, resource.plural))
-        if fn is None:
-            return await original(**kwargs)
-        # kopf's indexing barrier: this resource's initial listing is done (no indexers are used).
-        operator_indexed, resource_indexed = kwargs.get("operator_indexed"), kwargs.get("resource_indexed")
-        if operator_indexed is not None and resource_indexed is not None:
-            await operator_indexed.drop_toggle(resource_indexed)
-        try:
-            await fn(kwargs["raw_event"])
-        except Exception:  # as kopf does for event handlers: log, keep watching
-            log.exception("event_handler_failed", resource=f"{resource.plural}.{resource.group}")
-        return None
-
-    process_resource_event._fleetsched_direct = True  # type: ignore[attr-defined]
-    processing.process_resource_event = process_resource_event  # type: ignore[assignment]
-    return True
-
-
-def kopf_registry(connection: Connection) -> kopf.OperatorRegistry:
-    """A registry whose only handler so far logs kopf in with ``connection``."""
-    registry = kopf.OperatorRegistry()
-
-    @kopf.on.login(registry=registry)
-    def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(
-            server=connection.server,
-            ca_path=connection.ca_path,
-            insecure=connection.insecure,
-            certificate_path=connection.certificate_path,
-            private_key_path=connection.private_key_path,
-            token=connection.token,
-            scheme="Bearer" if connection.token else None,
-        )
-
-    return registry
 
 
 # Young-generation threshold while running: the caches hold many thousands of parsed JSON objects
@@ -277,8 +107,9 @@ MAX_SYNC_RETRY = 30.0
 
 
 def take_signals_back(stop: asyncio.Event) -> None:
-    """kopf installs its own SIGINT/SIGTERM handlers when it starts; shutdown is ours to run
-    (finish in-flight writes, release the Lease, then stop kopf), so they go back to ``stop``."""
+    """A watcher may install its own SIGINT/SIGTERM handlers when it starts (kopf does); shutdown
+    is ours to run (finish in-flight writes, release the Lease, then stop watching), so they go
+    back to ``stop``."""
     if threading.current_thread() is not threading.main_thread():
         return
     loop = asyncio.get_running_loop()
@@ -287,72 +118,112 @@ def take_signals_back(stop: asyncio.Event) -> None:
             loop.add_signal_handler(sig, stop.set)
 
 
-class ControllerRuntime:
-    """Mixin for the controllers' dataclasses; see the module docstring for what it expects."""
+class RuntimeConfig(Protocol):
+    """What the runtime reads of a controller's configuration."""
 
-    # the log field naming a queue key in ``worker_error``, and the logger of the worker/shutdown lines
-    worker_key_field = "key"
-    runtime_log: Any = log
+    @property
+    def workers(self) -> int: ...
 
-    queue: Any
-    synced: asyncio.Event
-    elector: LeaderElector | None
-    events: Any
-    config: Any
-    client: Any
-    _in_flight: set[asyncio.Task[Any]]
-    # sharded mode: this replica's member Lease and view (set by ``start_background``), and the
-    # keys of the objects it owns now (``note_owned``)
-    membership: ShardMembership | None = None
-    _owned: set[Hashable] | None = None
-    # keys that are this replica's by the members it sees but were dropped (or not pushed) while it
-    # was not active for a moment (a renewal or LIST running late): pushed again once it is
-    _parked: set[Hashable] | None = None
+    @property
+    def leader_election(self) -> LeaderElectionConfig | None: ...
 
-    async def process(self, entry: QueuedBinding) -> Outcome:
-        raise NotImplementedError
+    @property
+    def graceful_timeout(self) -> float: ...
 
-    async def initial_sync(self) -> None:
-        """LIST what the caches hold, then set ``synced``."""
-        raise NotImplementedError
+    @property
+    def sharding(self) -> ShardConfig | None: ...
 
-    def kopf_registry(self) -> kopf.OperatorRegistry:
-        raise NotImplementedError
 
-    def watching(self, *, stop: asyncio.Event, ready: asyncio.Event) -> Awaitable[Any]:
-        """What watches the API from the end of the initial sync until ``stop`` (setting ``ready``
-        once it watches): kopf with ``kopf_registry()``, unless the controller has its own."""
-        return kopf.operator(
-            registry=self.kopf_registry(),
-            settings=kopf_settings(),
-            clusterwide=True,
-            standalone=True,
-            stop_flag=stop,
-            ready_flag=ready,
-        )
+class Reconciler(Protocol):
+    """What a controller gives the runtime: how it syncs, watches and processes one key."""
 
     async def before_sync(self) -> None:
         """Checks against the API before the first LIST (retried with it)."""
 
-    def event_recorder(self) -> EventRecorder:
-        """The Events writer ``run`` starts when none was given."""
-        return EventRecorder(self.client)
+    async def initial_sync(self) -> None:
+        """LIST what the caches hold (the runtime sets ``synced`` once it returns)."""
+
+    def watching(self, *, stop: asyncio.Event, ready: asyncio.Event) -> Awaitable[object]:
+        """Watch the API from the end of the initial sync until ``stop``, setting ``ready`` once
+        it watches."""
+        ...
+
+    async def process(self, entry: QueuedBinding) -> Outcome:
+        """Handle one popped key; ``ensure_leader()`` before every write."""
+        ...
 
     def on_leading(self, leading: bool) -> None:
         """Leadership started (or, without election, was implied) or stopped (a gauge)."""
 
+    def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
+        """After each key is done, before ``queue.done`` (metrics)."""
+
+    def on_done(self) -> None:
+        """After ``queue.done`` (queue gauges)."""
+
     def on_stopped(self) -> None:
         """After the shutdown, before ``run`` returns (release what the controller owns)."""
 
-    def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
-        """Called after each key is done (metrics)."""
+
+class ShardedReconciler(Reconciler, Protocol):
+    """A reconciler that can run sharded: which UID a key is sharded by, and what it could handle."""
+
+    def uid_of(self, key: Hashable) -> str | None:
+        """The UID the object behind ``key`` is sharded by (its ``metadata.uid``); None when the
+        object is not cached (such a key is not owned)."""
+        ...
+
+    def shard_objects(self) -> Iterable[tuple[Hashable, str]]:
+        """Every cached object the controller could handle, as (queue key, UID)."""
+        ...
+
+    def on_ownership_gained(self, keys: list[Hashable]) -> None:
+        """Push the keys that became owned (their decision step says whether there is work)."""
+
+    def on_not_owner(self, entry: QueuedBinding) -> None:
+        """A key was dropped because another replica owns it (a metric)."""
+
+    def on_shard_change(
+        self, change: MembershipChange, *, owned: int, gained: int, lost: int, held: bool
+    ) -> None:
+        """The membership changed (gauges/counters); ``owned`` is the owned count now."""
+
+    def on_owned_count(self, owned: int) -> None:
+        """The owned count changed through the caches (a gauge)."""
+
+
+@dataclass(eq=False)
+class ControllerRuntime:
+    """Runs one ``Reconciler``: see the module docstring."""
+
+    reconciler: ShardedReconciler
+    config: RuntimeConfig
+    client: KubeClient
+    queue: SchedulingQueue
+    log: FilteringBoundLogger = log
+    # the log field naming a queue key in ``worker_error``
+    key_field: str = "key"
+    events: EventRecorder | None = None
+    # when given, the Events writer defers while this says the workers are busy
+    events_busy: Callable[[], bool] | None = None
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    elector: LeaderElector | None = None
+    # sharded mode: this replica's member Lease and view (set by ``start_background``)
+    membership: ShardMembership | None = None
+    # the worker tasks busy with a key now
+    in_flight: set[asyncio.Task[object]] = field(default_factory=set)
+    # sharded: the keys of the objects this replica owns now (``note_owned``)
+    _owned: set[Hashable] | None = None
+    # keys that are this replica's by the members it sees but were dropped (or not pushed) while it
+    # was not active for a moment (a renewal or LIST running late): pushed again once it is
+    _parked: set[Hashable] | None = None
 
     # ---- leadership -----------------------------------------------------------------------------
 
     @property
     def sharding(self) -> ShardConfig | None:
         """The member Lease settings in sharded mode; None in the default (leader) mode."""
-        return getattr(getattr(self, "config", None), "sharding", None)
+        return self.config.sharding
 
     @property
     def is_leader(self) -> bool:
@@ -373,7 +244,7 @@ class ControllerRuntime:
             return False, "not the leader"
         return True, "ok"
 
-    def _ensure_leader(self) -> None:
+    def ensure_leader(self) -> None:
         """Before every write: NotLeader when the Lease lapsed; sharded, NotOwner when the key the
         worker is on is not this replica's now (or its member Lease lapsed)."""
         if self.sharding is not None:
@@ -389,41 +260,14 @@ class ControllerRuntime:
         if not self.is_leader:
             raise NotLeader
 
-    # ---- sharding: what the controller provides ---------------------------------------------------
-
-    def uid_of(self, key: Hashable) -> str | None:
-        """The UID the object behind ``key`` is sharded by (its ``metadata.uid``); None when the
-        object is not cached (such a key is not owned)."""
-        raise NotImplementedError
-
-    def shard_objects(self) -> Iterable[tuple[Hashable, str]]:
-        """Every cached object the controller could handle, as (queue key, UID)."""
-        raise NotImplementedError
-
-    def on_ownership_gained(self, keys: list[Hashable]) -> None:
-        """Push the keys that became owned (their decision step says whether there is work)."""
-        for key in keys:
-            self.queue.push(key)
-
-    def on_not_owner(self, entry: QueuedBinding) -> None:
-        """A key was dropped because another replica owns it (a metric)."""
-
-    def on_shard_change(
-        self, change: MembershipChange, *, owned: int, gained: int, lost: int, held: bool
-    ) -> None:
-        """The membership changed (gauges/counters); ``owned`` is the owned count now."""
-
-    def on_owned_count(self, owned: int) -> None:
-        """The owned count changed through the caches (a gauge)."""
-
-    # ---- sharding: what the runtime does ---------------------------------------------------------
+    # ---- sharding -------------------------------------------------------------------------------
 
     def guard_worker_write(self) -> None:
         """The client's ``write_guard`` in sharded mode: a write sent by a worker is checked once
         more right before it leaves (after the rate limiter); the Leases' and Events' writes,
         made outside the workers, are not."""
         if _CURRENT.get() is not None:
-            self._ensure_leader()
+            self.ensure_leader()
 
     def owns(self, uid: str | None) -> bool:
         """Whether this replica handles the object with ``uid`` (always, when not sharded)."""
@@ -437,7 +281,7 @@ class ControllerRuntime:
         """``owns`` for the object cached under ``key`` (``fallback_uid`` when it is not cached)."""
         if self.sharding is None:
             return True
-        return self.owns(self.uid_of(key) or fallback_uid)
+        return self.owns(self.reconciler.uid_of(key) or fallback_uid)
 
     def note_owned(self, key: Hashable, uid: str | None) -> bool:
         """The controller cached (or updated) the object behind ``key``; True when it is owned
@@ -455,18 +299,25 @@ class ControllerRuntime:
         else:
             self._owned.discard(key)
         if len(self._owned) != before:
-            self.on_owned_count(len(self._owned))
+            self.reconciler.on_owned_count(len(self._owned))
         return owned
 
     def forget_owned(self, key: Hashable) -> None:
         """The object behind ``key`` is gone (or no longer one the controller handles)."""
         if self._owned is not None and key in self._owned:
             self._owned.discard(key)
-            self.on_owned_count(len(self._owned))
+            self.reconciler.on_owned_count(len(self._owned))
 
     @property
     def owned_count(self) -> int:
         return len(self._owned or ())
+
+    def is_owned(self, key: Hashable) -> bool:
+        """Whether ``key`` is among the keys this replica owns now (sharded mode)."""
+        return self._owned is not None and key in self._owned
+
+    def owned_keys(self) -> Iterator[Hashable]:
+        return iter(self._owned or ())
 
     def membership_changed(self, change: MembershipChange) -> None:
         """Recompute what is owned; push what became owned, forget from the queue what did not;
@@ -474,7 +325,7 @@ class ControllerRuntime:
         before = self._owned or set()
         now: set[Hashable] = set()
         if change.active:
-            now = {key for key, uid in self.shard_objects() if self.owns(uid)}
+            now = {key for key, uid in self.reconciler.shard_objects() if self.owns(uid)}
         gained = [key for key in now if key not in before]
         lost = [key for key in before if key not in now]
         self._owned = now
@@ -485,9 +336,9 @@ class ControllerRuntime:
             gained += [key for key in self._parked if key in now and key not in gained_set]
             self._parked = None
         if gained:
-            self.on_ownership_gained(gained)
+            self.reconciler.on_ownership_gained(gained)
         held = self.membership is not None and self.membership.holds
-        self.runtime_log.info(
+        self.log.info(
             "shard_membership_changed",
             members=list(change.members),
             joined=list(change.joined),
@@ -496,58 +347,7 @@ class ControllerRuntime:
             active=change.active,
             member_lease_held=held,
         )
-        self.on_shard_change(change, owned=len(now), gained=len(gained), lost=len(lost), held=held)
-
-    # ---- workers --------------------------------------------------------------------------------
-
-    async def run_worker(self, index: int) -> None:
-        while True:
-            if self.elector is not None and not self.elector.leading.is_set():
-                await self.elector.leading.wait()
-            if self.membership is not None and not self.membership.active_event.is_set():
-                await self.membership.active_event.wait()
-            try:
-                entry = await self.queue.pop()
-            except QueueClosed:
-                return
-            uid: str | None = None
-            if self.sharding is not None:
-                uid = self.uid_of(entry.key)
-                if not self.owns(uid):
-                    self._drop_not_owned(entry)
-                    continue
-            _CURRENT.set((entry.key, uid))
-            task = asyncio.current_task()
-            assert task is not None
-            self._in_flight.add(task)
-            try:
-                outcome = await self.process(entry)
-            except NotOwner:
-                self._in_flight.discard(task)
-                self._drop_not_owned(entry)
-                continue
-            except NotLeader:
-                self.queue.done(entry, Outcome.DONE)
-                self.queue.push(entry.key)
-                self._in_flight.discard(task)
-                # The renewal is overdue but the elector has not run yet to say so (``leading`` is
-                # still set): without a pause this worker would pop the key again at once, and
-                # again, never yielding to the loop, so the elector would never run.
-                await asyncio.sleep(NOT_LEADER_PAUSE)
-                continue
-            except Exception as exc:  # a bug must not kill the worker
-                fields = {self.worker_key_field: str(entry.key), "error": repr(exc)}
-                self.runtime_log.exception("worker_error", **fields)
-                outcome = Outcome.ERROR
-            finally:
-                self._in_flight.discard(task)
-                _CURRENT.set(None)
-            self.after_outcome(entry, outcome)
-            self.queue.done(entry, outcome)
-            self.on_done()
-
-    def on_done(self) -> None:
-        """Called after ``queue.done`` (queue gauges)."""
+        self.reconciler.on_shard_change(change, owned=len(now), gained=len(gained), lost=len(lost), held=held)
 
     def _park_if_ours(self, key: Hashable, uid: str | None) -> None:
         """A key refused only because this replica is not active this instant (its view still names
@@ -566,7 +366,7 @@ class ControllerRuntime:
         parked, self._parked = self._parked, None
         keys = [key for key in parked if self.owns_key(key)]
         if keys:
-            self.on_ownership_gained(keys)
+            self.reconciler.on_ownership_gained(keys)
 
     async def repush_parked(self, period: float) -> None:
         while True:
@@ -575,49 +375,100 @@ class ControllerRuntime:
 
     def _drop_not_owned(self, entry: QueuedBinding) -> None:
         """Sharded: the key is another replica's (the owner has it in its own queue): forget it."""
-        self._park_if_ours(entry.key, self.uid_of(entry.key))
+        self._park_if_ours(entry.key, self.reconciler.uid_of(entry.key))
         _CURRENT.set(None)
         self.queue.done(entry, Outcome.DONE)
         self.queue.forget(entry.key)
-        self.on_not_owner(entry)
-        self.on_done()
+        self.reconciler.on_not_owner(entry)
+        self.reconciler.on_done()
+
+    # ---- workers --------------------------------------------------------------------------------
+
+    async def run_worker(self, index: int) -> None:
+        while True:
+            if self.elector is not None and not self.elector.leading.is_set():
+                await self.elector.leading.wait()
+            if self.membership is not None and not self.membership.active_event.is_set():
+                await self.membership.active_event.wait()
+            try:
+                entry = await self.queue.pop()
+            except QueueClosed:
+                return
+            uid: str | None = None
+            if self.sharding is not None:
+                uid = self.reconciler.uid_of(entry.key)
+                if not self.owns(uid):
+                    self._drop_not_owned(entry)
+                    continue
+            _CURRENT.set((entry.key, uid))
+            task = asyncio.current_task()
+            assert task is not None
+            self.in_flight.add(task)
+            try:
+                outcome = await self.reconciler.process(entry)
+            except NotOwner:
+                self.in_flight.discard(task)
+                self._drop_not_owned(entry)
+                continue
+            except NotLeader:
+                self.queue.done(entry, Outcome.DONE)
+                self.queue.push(entry.key)
+                self.in_flight.discard(task)
+                # The renewal is overdue but the elector has not run yet to say so (``leading`` is
+                # still set): without a pause this worker would pop the key again at once, and
+                # again, never yielding to the loop, so the elector would never run.
+                await asyncio.sleep(NOT_LEADER_PAUSE)
+                continue
+            except Exception as exc:  # a bug must not kill the worker
+                fields = {self.key_field: str(entry.key), "error": repr(exc)}
+                self.log.exception("worker_error", **fields)
+                outcome = Outcome.ERROR
+            finally:
+                self.in_flight.discard(task)
+                _CURRENT.set(None)
+            self.reconciler.after_outcome(entry, outcome)
+            self.queue.done(entry, outcome)
+            self.reconciler.on_done()
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> int:
-        """Sync, start kopf, election, workers; on ``stop`` finish in-flight work and exit.
+        """Sync, start watching, election, workers; on ``stop`` finish in-flight work and exit.
 
         Returns 0 after a requested stop, 1 when watching ended on its own (the process should
         then exit non-zero and be restarted).
         """
-        self.events = self.events or self.event_recorder()
+        if self.events is None:
+            self.events = EventRecorder(self.client, busy=self.events_busy)
         self.events.start()
         if not await self._sync_until_done(stop):
             await self.events.stop()
             return 0
-        kopf_stop = asyncio.Event()
-        kopf_ready = asyncio.Event()
-        kopf_task = asyncio.create_task(self.watching(stop=kopf_stop, ready=kopf_ready), name="watching")
+        watch_stop = asyncio.Event()
+        watch_ready = asyncio.Event()
+        watch_task = asyncio.create_task(
+            _awaited(self.reconciler.watching(stop=watch_stop, ready=watch_ready)), name="watching"
+        )
         await asyncio.wait(
-            [asyncio.ensure_future(kopf_ready.wait()), kopf_task], return_when=asyncio.FIRST_COMPLETED
+            [asyncio.ensure_future(watch_ready.wait()), watch_task], return_when=asyncio.FIRST_COMPLETED
         )
         take_signals_back(stop)
         if self.config.leader_election is None and self.sharding is None:
-            self.on_leading(True)
+            self.reconciler.on_leading(True)
         tasks, workers = self.start_background(
-            on_started_leading=lambda: self.on_leading(True),
-            on_stopped_leading=lambda: self.on_leading(False),
+            on_started_leading=lambda: self.reconciler.on_leading(True),
+            on_stopped_leading=lambda: self.reconciler.on_leading(False),
         )
         stop_wait = asyncio.create_task(stop.wait())
-        await asyncio.wait([stop_wait, kopf_task], return_when=asyncio.FIRST_COMPLETED)
-        watch_failed = kopf_task.done() and not stop.is_set()
+        await asyncio.wait([stop_wait, watch_task], return_when=asyncio.FIRST_COMPLETED)
+        watch_failed = watch_task.done() and not stop.is_set()
         if watch_failed:
-            error = kopf_task.exception() if not kopf_task.cancelled() else None
-            self.runtime_log.error("watching_stopped", error=repr(error))
+            error = watch_task.exception() if not watch_task.cancelled() else None
+            self.log.error("watching_stopped", error=repr(error))
         await self.shutdown(
-            workers=workers, tasks=tasks, kopf_stop=kopf_stop, kopf_task=kopf_task, stop_wait=stop_wait
+            workers=workers, tasks=tasks, watch_stop=watch_stop, watch_task=watch_task, stop_wait=stop_wait
         )
-        self.on_stopped()
+        self.reconciler.on_stopped()
         return 1 if watch_failed else 0
 
     async def _sync_until_done(self, stop: asyncio.Event) -> bool:
@@ -626,11 +477,12 @@ class ControllerRuntime:
         delay = 1.0
         while True:
             try:
-                await self.before_sync()
-                await self.initial_sync()
+                await self.reconciler.before_sync()
+                await self.reconciler.initial_sync()
+                self.synced.set()
                 return True
             except (ApiError, OSError, TimeoutError) as exc:
-                self.runtime_log.warning("initial_sync_failed", error=str(exc), retry_in=delay)
+                self.log.warning("initial_sync_failed", error=str(exc), retry_in=delay)
                 try:
                     await asyncio.wait_for(stop.wait(), delay)
                     return False
@@ -658,9 +510,8 @@ class ControllerRuntime:
                 store=ApiMemberLeaseStore(self.client, sharding.namespace, group=sharding.group),
                 on_change=self.membership_changed,
             )
-            if hasattr(self.client, "write_guard"):
-                # a worker's write waiting for the rate limiter (or paused) is re-checked as it leaves
-                self.client.write_guard = self.guard_worker_write
+            # a worker's write waiting for the rate limiter (or paused) is re-checked as it leaves
+            self.client.write_guard = self.guard_worker_write
             tasks.append(asyncio.create_task(self.membership.run(), name="shard-membership"))
             tasks.append(
                 asyncio.create_task(self.repush_parked(sharding.retry_period), name="shard-repush-parked")
@@ -684,23 +535,24 @@ class ControllerRuntime:
         *,
         workers: list[asyncio.Task[Any]],
         tasks: list[asyncio.Task[Any]],
-        kopf_stop: asyncio.Event,
-        kopf_task: asyncio.Task[Any],
+        watch_stop: asyncio.Event,
+        watch_task: asyncio.Task[Any],
         stop_wait: asyncio.Task[Any],
     ) -> None:
         """Finish in-flight writes (no new keys are handed out, busy workers complete their key),
-        flush Events, release the Lease, stop kopf and the background tasks."""
-        self.runtime_log.info("shutting_down", in_flight=len(self._in_flight))
+        flush Events, release the Lease, stop watching and the background tasks."""
+        self.log.info("shutting_down", in_flight=len(self.in_flight))
         self.queue.close()
-        busy = [task for task in workers if task in self._in_flight]
+        busy = [task for task in workers if task in self.in_flight]
         for task in workers:
-            if task not in self._in_flight:
+            if task not in self.in_flight:
                 task.cancel()  # idle, or a standby waiting for leadership
         if busy:
             await asyncio.wait(busy, timeout=self.config.graceful_timeout)
         for task in workers:
             task.cancel()
-        await self.events.flush(2.0)
+        if self.events is not None:
+            await self.events.flush(2.0)
         if self.elector is not None:
             await self.elector.release()
         if self.membership is not None:
@@ -712,11 +564,16 @@ class ControllerRuntime:
             await self.membership.release()
         for task in tasks:
             task.cancel()
-        kopf_stop.set()
+        watch_stop.set()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
-            await asyncio.wait_for(kopf_task, 10)
-        await self.events.stop()
+            await asyncio.wait_for(watch_task, 10)
+        if self.events is not None:
+            await self.events.stop()
         stop_wait.cancel()
         for task in [*tasks, *workers]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+async def _awaited(watching: Awaitable[object]) -> object:
+    return await watching

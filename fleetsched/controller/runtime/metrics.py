@@ -159,7 +159,7 @@ WRITE_CONFLICTS = Counter(
     "Binding writes the API server refused with 409 Conflict (re-read, re-decided by the owner).",
     registry=REGISTRY,
 )
-# The core runs in threads of its own, within --scheduling-timeout per binding (controller/scheduler/compute.py).
+# The core runs in threads of its own, within --scheduling-timeout per binding (scheduler/compute.py).
 CORE_THREADS = Gauge(
     "fleetsched_scheduler_core_threads",
     "Threads the scheduling core runs in (one per worker, --workers).",

@@ -23,7 +23,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+from collections.abc import Awaitable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,22 +33,23 @@ from fleetsched.controller.runtime import controller as runtime
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.cache import ClusterStore, ObjectCache, object_key, resource_version
 from fleetsched.controller.runtime.controller import ControllerRuntime
-from fleetsched.controller.runtime.controller import NotLeader as NotLeader  # raised by _ensure_leader
-from fleetsched.controller.runtime.controller import NotOwner as NotOwner  # raised by _ensure_leader, sharded
+from fleetsched.controller.runtime.controller import NotLeader as NotLeader  # raised by runtime.ensure_leader
+from fleetsched.controller.runtime.controller import (
+    NotOwner as NotOwner,  # raised by runtime.ensure_leader, sharded
+)
 from fleetsched.controller.runtime.events import (
     NORMAL,
     REASON_FAILED,
     REASON_SUCCEED,
     WARNING,
-    EventRecorder,
     InvolvedObject,
     group_failure_message,
     success_message,
 )
-from fleetsched.controller.runtime.leader import LeaderElectionConfig, LeaderElector
+from fleetsched.controller.runtime.leader import LeaderElectionConfig
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig
-from fleetsched.controller.scheduler import assumptions, decision
+from fleetsched.controller.scheduler import assumptions, decision, reserve
 from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
 from fleetsched.controller.scheduler.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.scheduler.ledger import Ledger
@@ -64,12 +65,8 @@ from fleetsched.kube.client import ApiError, Connection, KubeClient
 from fleetsched.scheduler import Scheduler, ScheduleResult, render_into_binding
 from fleetsched.scheduler.assume import (
     DEFAULT_TTL,
-    GC_PERIOD,
     AssumeRecord,
-    Release,
     Reservation,
-    footprint,
-    left_clusters,
     name_shortfall,
 )
 from fleetsched.scheduler.convert import (
@@ -165,7 +162,7 @@ class ReserveConflict(Exception):
 
 
 @dataclass
-class SchedulerOperator(ControllerRuntime):
+class SchedulerOperator:
     client: KubeClient
     connection: Connection
     scheduler: Scheduler
@@ -181,29 +178,28 @@ class SchedulerOperator(ControllerRuntime):
         default_factory=lambda: {RB: ObjectCache(AffectedBindings()), CRB: ObjectCache(AffectedBindings())}
     )
     clusters: ClusterStore = field(default_factory=ClusterStore)
-    synced: asyncio.Event = field(default_factory=asyncio.Event)
-    elector: LeaderElector | None = None
-    events: EventRecorder | None = None
     # generation our own spec patch gives a binding: its watch event is not a user change
     own_generation: dict[QueueKey, int] = field(default_factory=dict)
     # path -> (resourceVersion, items) of the initial sync's LISTs, handed to the watches once
     _listed: dict[str, tuple[str, list[dict[str, Any]]]] = field(default_factory=dict)
     # resourceVersions our own writes' answers carried (cached already): their watch events are skipped
     own_versions: dict[str, None] = field(default_factory=dict)
-    _in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
     _in_flight_background: set[asyncio.Future[Any]] = field(default_factory=set)
     # gate SchedulingOvercommitProtection: capacity decided but not yet in the clusters' status
     assumptions: AssumeRecord | None = None
     # gate WorkloadAffinity: the ResourceBindings with an affinity group and their targets
     peers: PeerIndex | None = None
-    # sharded mode with the assume record: the shard group's reservation ledger (controller/scheduler/ledger.py)
+    # sharded mode with the assume record: the shard group's reservation ledger (ledger.py)
     ledger: Ledger | None = None
     _with_peers: tuple[Any, int, Any] | None = None
-
-    worker_key_field = "binding"
-    runtime_log = log
+    # leadership or shard membership, the workers, start-up and shutdown (composed around this operator)
+    runtime: ControllerRuntime = field(init=False)
 
     def __post_init__(self) -> None:
+        self.runtime = ControllerRuntime(
+            reconciler=self, config=self.config, client=self.client, queue=self.queue, log=log,
+            key_field="binding", events_busy=self._busy,
+        )
         if self.compute is None:
             self.compute = CoreExecutor(threads=self.config.workers, budget=self.config.scheduling_timeout)
         # One queue serves every profile; the configuration refuses profiles whose queueSort (or its
@@ -226,7 +222,7 @@ class SchedulerOperator(ControllerRuntime):
             self.assumptions = AssumeRecord(
                 self.config.assumption_ttl,
                 on_change=self._assumptions_changed,
-                on_release=self._assumptions_released,
+                on_release=reserve.count_released,
             )
         sharding = self.config.sharding
         if self.assumptions is not None and sharding is not None and self.ledger is None:
@@ -255,7 +251,7 @@ class SchedulerOperator(ControllerRuntime):
             cache.delete(key)
             self.queue.forget(qkey)
             self.own_generation.pop(qkey, None)
-            self.forget_owned(qkey)
+            self.runtime.forget_owned(qkey)
             if self.assumptions is not None:
                 assumptions.forget(self.assumptions, kind, obj)
             if self.peers is not None:
@@ -275,8 +271,8 @@ class SchedulerOperator(ControllerRuntime):
         new_passes = decision.passes_filter(obj, names)
         if self.config.sharding is not None:
             if not new_passes:
-                self.forget_owned(qkey)
-            elif not self.note_owned(qkey, binding_uid(obj)):
+                self.runtime.forget_owned(qkey)
+            elif not self.runtime.note_owned(qkey, binding_uid(obj)):
                 return  # another replica's: it is pushed here if ownership moves (membership_changed)
         old_passes = previous is not None and decision.passes_filter(previous, names)
         if new_passes and (previous is None or not old_passes):
@@ -314,7 +310,7 @@ class SchedulerOperator(ControllerRuntime):
         for kind, cache in self.bindings.items():
             for key in affected_index(cache).affected(info, self.config.scheduler_names):
                 binding = cache.get(key)
-                if binding is None or not self.owns(binding_uid(binding)):
+                if binding is None or not self.runtime.owns(binding_uid(binding)):
                     continue
                 metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_CLUSTER_CHANGED).inc()
                 self.queue.push(queue_key(kind, key), decision.binding_priority(binding))
@@ -343,7 +339,6 @@ class SchedulerOperator(ControllerRuntime):
             clusters = [o["metadata"]["name"] for o in self.clusters]
             self._background(asyncio.wrap_future(self.accurate.connect_in_background(clusters)))
         runtime.settle_gc()
-        self.synced.set()
         log.info(
             "caches_synced",
             clusters=len(self.clusters),
@@ -399,7 +394,7 @@ class SchedulerOperator(ControllerRuntime):
             if obj is None:
                 return Outcome.DONE
             if attempt and self.config.sharding is not None:
-                self._ensure_leader()  # after a 409: re-decide only if still owned (else dropped)
+                self.runtime.ensure_leader()  # after a 409: re-decide only if still owned (else dropped)
             try:
                 return await self._process_once(kind, key, obj)
             except ApiError as exc:
@@ -519,10 +514,13 @@ class SchedulerOperator(ControllerRuntime):
             reservation = None
             if self.assumptions is not None and result.clusters != read.binding.clusters:
                 # (an unchanged placement assumes nothing: Karmada's patch is empty)
-                footprints, take = self._reservation(key, read.binding, result, scheduler_name)
+                scheduler = self._scheduler_for(scheduler_name)
+                footprints, take = reserve.reservation(
+                    self.assumptions, scheduler, self.clusters.snapshot(), key, read.binding, result
+                )
                 reservation = take(version)
                 if reservation is not None and self.ledger is not None:
-                    # sharded: agreed with the other replicas before the write (controller/scheduler/ledger.py)
+                    # sharded: agreed with the other replicas before the write (scheduler/ledger.py)
                     base = str(resource_version(obj) or "")
                     reservation = await self.ledger.commit(key, footprints, reservation, take, base=base)
                 if reservation is None:
@@ -535,48 +533,13 @@ class SchedulerOperator(ControllerRuntime):
 
     # ---- the assume record (gate SchedulingOvercommitProtection) -------------------------------
 
-    def _reservation(
-        self, key: str, binding: SchedulingBinding, result: ScheduleResult, scheduler_name: str
-    ) -> tuple[dict[str, Any], Callable[[int], Reservation | None]]:
-        """The result's footprint, and how to take it: ``take(version)`` reserves it, or gives None
-        when a target cluster whose assumptions changed since ``version`` (the record the decision
-        saw) cannot hold its new replicas any more."""
-        record = self.assumptions
-        assert record is not None and result.clusters is not None
-        scheduler = self._scheduler_for(scheduler_name)
-        new = {t.name: t.replicas for t in result.clusters}
-        held: dict[str, int] = {}
-        for t in binding.clusters:
-            held.setdefault(t.name, t.replicas)
-        snapshot = self.clusters.snapshot()
-        position = snapshot.position()
-
-        def fits(cluster: str) -> bool:
-            if scheduler.estimators != (scheduler.general,):
-                return False  # an accurate estimator's answer cannot be re-checked here: decide again
-            at = position.get(cluster)
-            if at is None:
-                return False
-            info = record.overlaid(snapshot.clusters[at])
-            if binding.components and scheduler.settings.multiple_pod_templates:
-                sets = scheduler.general.max_available_component_sets([info], binding.components)[0]
-                return cluster in held or sets >= 1
-            if binding.replicas == 0:
-                return True
-            free = scheduler.general.max_available_replicas([info], binding.replica_requirements)[0]
-            return new.get(cluster, 0) <= free + held.get(cluster, 0)
-
-        left = left_clusters(binding, result.clusters)
-        footprints = footprint(binding, result.clusters)
-
-        def take(version: int) -> Reservation | None:
-            return record.reserve(key, footprints, left=left, against=version, fits=fits)
-
-        return footprints, take
-
     def _cached_version(self, key: str) -> int | None:
         """The resourceVersion of the ResourceBinding ``key`` as cached (None: not cached)."""
         return resource_version(self.bindings[RB].get(key))
+
+    def _assumptions_changed(self, clusters: Iterable[str]) -> None:
+        if self.assumptions is not None:
+            reserve.publish(self.assumptions, clusters)
 
     def _unreserve(self, kind: str, key: str, reservation: Reservation | None) -> None:
         """A decision that will not be written: its reservation given back, its peer entry as stored."""
@@ -585,33 +548,8 @@ class SchedulerOperator(ControllerRuntime):
         if self.peers is not None:
             self.peers.observe(kind, self.bindings[kind].get(key), key)
 
-    def _assumptions_changed(self, clusters: Any) -> None:
-        record = self.assumptions
-        if record is None:
-            return
-        for cluster in clusters:
-            metrics.set_assumed(cluster, record.load(cluster))
-        metrics.ASSUMED_BINDINGS.set(len(record))
-
-    def _assumptions_released(self, reason: Release, count: int) -> None:
-        # Released capacity does not move unschedulable bindings back to the queue: Karmada retries
-        # them on cluster changes and the periodic flush only, and so does this queue.
-        metrics.ASSUMPTIONS_RELEASED.labels(str(reason)).inc(count)
-
-    async def sweep_assumptions(self, stop: asyncio.Event) -> None:
-        """Karmada's GC of expired assumptions (reads skip them at once; this frees and reports them)."""
-        record = self.assumptions
-        if record is None:
-            return
-        period = min(GC_PERIOD, max(record.ttl / 4, 0.5))
-        while not stop.is_set():
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=period)
-            except TimeoutError:
-                record.expire()
-
     async def _write_observed_generation(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
-        self._ensure_leader()
+        self.runtime.ensure_leader()
         path = binding_path(kind, key, status=True)
         response = await self.client.merge_patch(path, observed_generation_patch(obj))
         metrics.API_WRITES.labels("status", "success").inc()
@@ -633,7 +571,7 @@ class SchedulerOperator(ControllerRuntime):
         qkey = queue_key(kind, key)
         resource_version = (obj.get("metadata") or {}).get("resourceVersion")
         if patches.spec is not None:
-            self._ensure_leader()
+            self.runtime.ensure_leader()
             self.own_generation[qkey] = patches.generation_after_spec
             try:
                 response = await self.client.merge_patch(binding_path(kind, key), patches.spec)
@@ -651,7 +589,7 @@ class SchedulerOperator(ControllerRuntime):
             if patches.status is not None and "schedulerObservedGeneration" in patches.status["status"]:
                 patches.status["status"]["schedulerObservedGeneration"] = self.own_generation[qkey]
         if patches.status is not None:
-            self._ensure_leader()
+            self.runtime.ensure_leader()
             body = {"metadata": {"resourceVersion": resource_version}, **patches.status}
             try:
                 response = await self._write_status(kind, key, body, result)
@@ -799,7 +737,7 @@ class SchedulerOperator(ControllerRuntime):
             patches = compute_patches(fresh, rendered, explain=None)
             if patches.status is None:
                 return fresh
-            self._ensure_leader()
+            self.runtime.ensure_leader()
             body = {
                 "metadata": {"resourceVersion": (fresh.get("metadata") or {}).get("resourceVersion")},
                 **patches.status,
@@ -828,15 +766,15 @@ class SchedulerOperator(ControllerRuntime):
     # ---- events ---------------------------------------------------------------------------------
 
     def _record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-        if self.events is None:
+        if self.runtime.events is None:
             return
-        self.events.record(InvolvedObject.of_binding(obj), type_, reason, message)
-        self.events.record(InvolvedObject.of_template(obj), type_, reason, message)
+        self.runtime.events.record(InvolvedObject.of_binding(obj), type_, reason, message)
+        self.runtime.events.record(InvolvedObject.of_template(obj), type_, reason, message)
 
     def _record_outcome(
         self, kind: str, key: str, obj: Mapping[str, Any], rendered: Mapping[str, Any], result: ScheduleResult
     ) -> None:
-        if self.events is None or result.condition is None:
+        if self.runtime.events is None or result.condition is None:
             return
         terms = ((obj.get("spec") or {}).get("placement") or {}).get("clusterAffinities")
         if terms is not None:
@@ -844,7 +782,7 @@ class SchedulerOperator(ControllerRuntime):
             for attempt in result.attempts:
                 if attempt.error and attempt.affinity_name in names:
                     index = names.index(attempt.affinity_name)
-                    self.events.record(
+                    self.runtime.events.record(
                         InvolvedObject.of_binding(obj),
                         WARNING,
                         REASON_FAILED,
@@ -887,7 +825,8 @@ class SchedulerOperator(ControllerRuntime):
         return self._watching_with_sweep(watch.run_watches(watches, stop=stop, ready=ready), stop)
 
     async def _watching_with_sweep(self, watching: Awaitable[Any], stop: asyncio.Event) -> Any:
-        helpers = [asyncio.create_task(self.sweep_assumptions(stop), name="assumption-gc")]
+        assert self.assumptions is not None
+        helpers = [asyncio.create_task(reserve.sweep(self.assumptions, stop), name="assumption-gc")]
         if self.ledger is not None:
             helpers.append(asyncio.create_task(self.ledger.run(stop), name="assumption-ledger"))
         try:
@@ -898,8 +837,17 @@ class SchedulerOperator(ControllerRuntime):
 
     # ---- lifecycle (ControllerRuntime.run) ------------------------------------------------------
 
-    def event_recorder(self) -> EventRecorder:
-        return EventRecorder(self.client, busy=self._busy)
+    async def run(self, stop: asyncio.Event) -> int:
+        return await self.runtime.run(stop)
+
+    def ready(self) -> tuple[bool, str]:
+        return self.runtime.ready()
+
+    async def before_sync(self) -> None:
+        """Nothing to check before the first LIST."""
+
+    def on_done(self) -> None:
+        """Nothing: the pending gauges read the queue when scraped."""
 
     def on_leading(self, leading: bool) -> None:
         metrics.LEADER.set(1 if leading else 0)

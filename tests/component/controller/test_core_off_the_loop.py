@@ -180,7 +180,7 @@ def operator_with(api: MemoryApi, scheduler: Any, *, workers: int, budget: float
     operator.on_cluster_event(None, a_cluster("m1"))
     for obj in api.objects.values():
         operator.on_binding_event(RB, None, copy.deepcopy(obj))
-    operator.synced.set()
+    operator.runtime.synced.set()
     return operator
 
 
@@ -191,16 +191,16 @@ async def test_probes_and_lease_renewal_stay_live_while_a_binding_computes() -> 
     slow = SlowFor("ns/slow", lambda: seen["health"] >= 3 and seen["renewals_while_computing"] >= 3)
     operator = operator_with(api, slow, workers=2, budget=None)
     store = MemoryLeaseStore()
-    operator.elector = LeaderElector(
+    operator.runtime.elector = LeaderElector(
         config=LeaderElectionConfig(name="l", namespace="ns", identity="me", lease_duration=3.0,
                                     renew_deadline=2.0, retry_period=0.1),
         store=store,
     )
-    election = asyncio.create_task(operator.elector.run())
+    election = asyncio.create_task(operator.runtime.elector.run())
     port = free_port()
     runners = await start_endpoints(operator.ready, health_probe_bind_address=f"127.0.0.1:{port}",
                                     metrics_bind_address="0")
-    workers = [asyncio.create_task(operator.run_worker(i)) for i in range(2)]
+    workers = [asyncio.create_task(operator.runtime.run_worker(i)) for i in range(2)]
     try:
         assert await until(slow.computing.is_set)
         renewals_at_start = store.renewals
@@ -240,7 +240,7 @@ async def test_a_binding_over_budget_fails_alone_and_backs_off() -> None:
     slow = SlowFor("ns/slow", released.is_set)
     # The stand-in never reaches a checkpoint, so this is the hard stop at the edge.
     operator = operator_with(api, slow, workers=2, budget=0.2, grace=0.0)
-    workers = [asyncio.create_task(operator.run_worker(i)) for i in range(2)]
+    workers = [asyncio.create_task(operator.runtime.run_worker(i)) for i in range(2)]
     try:
         assert await until(lambda: condition(api, "slow") is not None)
         slow_condition = condition(api, "slow")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -67,16 +66,6 @@ async def test_probe_and_metrics_endpoints() -> None:
     probes_only = http.http_app(lambda: (True, "ok"), health=True, metrics_enabled=False)
     async with TestClient(TestServer(probes_only)) as client:
         assert (await client.get("/metrics")).status == 404
-
-
-def test_kopf_watch_lines_are_parsed_by_orjson() -> None:
-    from kopf._cogs.clients import api
-
-    assert runtime.use_fast_json_in_kopf() is True
-    assert api.json is not json
-    line = b'{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"12"}}}'
-    assert api.json.loads(line.decode("utf-8")) == json.loads(line)
-    assert runtime.use_fast_json_in_kopf() is True  # idempotent
 
 
 def test_gc_is_tuned_only_when_a_command_enables_it() -> None:

@@ -153,7 +153,7 @@ async def test_no_write_without_leadership() -> None:
     class NeverLeader:
         is_leader = False
 
-    operator.elector = NeverLeader()  # type: ignore[assignment]
+    operator.runtime.elector = NeverLeader()  # type: ignore[assignment]
     with pytest.raises(NotLeader):
         await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     assert api.writes == []

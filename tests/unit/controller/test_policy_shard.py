@@ -112,20 +112,20 @@ class World:
         self.replicas[member] = controller
         for obj in list(self.objects.values()):  # the initial LIST
             self.deliver_to(controller, None, obj)
-        controller.synced.set()
+        controller.runtime.synced.set()
         self.join(member, live)
         return controller
 
     def join(self, member: str, live: tuple[str, ...], *, previous: tuple[str, ...] = ()) -> None:
         controller = self.replicas[member]
-        controller.membership = Members(member, live)  # type: ignore[assignment]
+        controller.runtime.membership = Members(member, live)  # type: ignore[assignment]
         change = MembershipChange(
             members=live,
             joined=tuple(m for m in live if m not in previous),
             left=tuple(m for m in previous if m not in live),
             active=True,
         )
-        controller.membership_changed(change)
+        controller.runtime.membership_changed(change)
 
     async def settle(self, *members: str, rounds: int = 8) -> None:
         """Run each replica's worker until its queue is idle; then let backoffs expire; again."""
@@ -133,7 +133,7 @@ class World:
         for _ in range(rounds):
             for member in members:
                 controller = self.replicas[member]
-                worker = asyncio.create_task(controller.run_worker(0))
+                worker = asyncio.create_task(controller.runtime.run_worker(0))
                 for _ in range(2000):
                     sizes = controller.queue.sizes()
                     if sizes.active == 0 and sizes.processing == 0:
@@ -296,7 +296,7 @@ async def test_each_template_is_claimed_and_bound_by_its_owner_only() -> None:
     assert len(created) == len(set(created)) == len(names), "exactly one binding per template"
     owned = {m: sum(1 for o in owners.values() if o == m) for m in (R0, R1)}
     for member, controller in world.replicas.items():
-        templates = [k for k in controller._owned or () if k.kind == DEPLOYMENTS.name]
+        templates = [k for k in controller.runtime.owned_keys() if k.kind == DEPLOYMENTS.name]
         assert len(templates) == owned[member]
     # the policy's own writes: none while it is not being deleted
     assert world.writers_of(POLICY_PATH) == set()
@@ -422,7 +422,7 @@ async def test_ownership_lost_before_the_write_drops_the_key_without_writing() -
     def lease_lapses_after_the_decision(member: str, path: str) -> None:
         # r0 has read the binding (absent: create it) when its member Lease lapses
         if member == R0 and path == binding_path(mine):
-            r0.membership = Members(R0, (R0, R1), active=False)  # type: ignore[assignment]
+            r0.runtime.membership = Members(R0, (R0, R1), active=False)  # type: ignore[assignment]
 
     world.on_read = lease_lapses_after_the_decision
     dropped = sample("fleetsched_policy_controller_not_owner_drops_total")
@@ -461,8 +461,8 @@ async def test_a_survivor_takes_over_the_share_of_a_replica_that_left() -> None:
 async def test_a_policy_change_seen_while_not_active_for_a_moment_is_applied_once_active_again() -> None:
     world, names = await two_replicas_with_bindings(20)
     r0 = world.replicas[R0]
-    r0.membership = Members(R0, (R0, R1), active=False)  # type: ignore[assignment]
-    r0.membership_changed(MembershipChange(members=(R0, R1), joined=(), left=(), active=False))
+    r0.runtime.membership = Members(R0, (R0, R1), active=False)  # type: ignore[assignment]
+    r0.runtime.membership_changed(MembershipChange(members=(R0, R1), joined=(), left=(), active=False))
     policy = copy.deepcopy(world.objects[POLICY_PATH])
     policy["metadata"]["generation"] = 2
     policy["spec"]["placement"]["clusterAffinity"]["clusterNames"] = ["m3"]

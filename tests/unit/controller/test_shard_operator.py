@@ -61,10 +61,11 @@ class Shard:
             scheduler=Scheduler(),
             config=OperatorConfig(sharding=SHARDING, workers=1),
         )
+        runtime = self.operator.runtime
         self.membership = ShardMembership(
-            config=SHARDING, store=self.leases, clock=self.clock, on_change=self.operator.membership_changed
+            config=SHARDING, store=self.leases, clock=self.clock, on_change=runtime.membership_changed
         )
-        self.operator.membership = self.membership
+        self.operator.runtime.membership = self.membership
         self.operator.on_cluster_event(None, a_cluster("m1"))
 
     async def join(self) -> None:
@@ -113,7 +114,7 @@ async def test_a_leaving_peer_hands_its_share_over_and_a_returning_one_takes_it_
     with capture_logs() as logs:
         await shard.membership.step()
     assert shard.queued() == {key("a"), key("b")}
-    assert shard.operator.owned_count == 2
+    assert shard.operator.runtime.owned_count == 2
     (line,) = [entry for entry in logs if entry["event"] == "shard_membership_changed"]
     assert (line["members"], line["joined"], line["left"], line["owned"]) == ([R0], [], [R1], 2)
     assert sample("fleetsched_scheduler_shard_handoffs_total", direction="in") == handed_in + 1
@@ -130,7 +131,7 @@ async def test_a_key_popped_for_a_binding_we_do_not_own_is_dropped_not_requeued(
     shard.operator.on_binding_event(RB, "ADDED", binding("b", uid_owned_by(R1)))
     shard.operator.queue.push(key("b"))  # e.g. pushed just before ownership moved
     drops = sample("fleetsched_scheduler_not_owner_drops_total")
-    worker = asyncio.create_task(shard.operator.run_worker(0))
+    worker = asyncio.create_task(shard.operator.runtime.run_worker(0))
     try:
         for _ in range(100):
             if key("b") not in shard.operator.queue:
@@ -145,7 +146,7 @@ async def test_a_key_popped_for_a_binding_we_do_not_own_is_dropped_not_requeued(
 
 async def run_one(shard: Shard, name: str) -> None:
     """One worker takes ``name``'s key and finishes with it."""
-    worker = asyncio.create_task(shard.operator.run_worker(0))
+    worker = asyncio.create_task(shard.operator.runtime.run_worker(0))
     try:
         for _ in range(300):
             if key(name) not in shard.operator.queue:
@@ -261,7 +262,7 @@ async def test_process_refuses_to_write_outside_a_worker_when_not_holding() -> N
 
 async def test_readiness_says_whether_the_member_lease_is_held() -> None:
     shard = Shard()
-    shard.operator.synced.set()
+    shard.operator.runtime.synced.set()
     assert shard.operator.ready() == (False, "not holding its member Lease")
     await shard.membership.step()
     assert shard.operator.ready() == (True, "ok")
@@ -278,7 +279,7 @@ def test_leader_election_and_sharding_are_exclusive() -> None:
         config=OperatorConfig(sharding=SHARDING, leader_election=election),
     )
     with pytest.raises(ValueError, match="exclusive"):
-        operator.start_background()
+        operator.runtime.start_background()
 
 
 def test_the_default_mode_owns_everything() -> None:
@@ -287,7 +288,8 @@ def test_the_default_mode_owns_everything() -> None:
         connection=Connection(server="https://unused"),  # type: ignore[arg-type]
         scheduler=Scheduler(),
     )
-    assert operator.owns(None) and operator.owns_key(key("a")) and operator.note_owned(key("a"), None)
+    runtime = operator.runtime
+    assert runtime.owns(None) and runtime.owns_key(key("a")) and runtime.note_owned(key("a"), None)
     operator.on_binding_event(RB, "ADDED", binding("a", "any"))
     assert key("a") in operator.queue
 
@@ -336,7 +338,7 @@ async def test_a_write_that_waited_for_the_rate_limiter_is_checked_again_as_it_l
         client = KubeClient(Connection(server=str(server.make_url("")).rstrip("/")))
         shard = Shard()
         shard.operator.client = client
-        client.write_guard = shard.operator.guard_worker_write
+        client.write_guard = shard.operator.runtime.guard_worker_write
         mine = uid_owned_by(R0)
         shard.operator.on_binding_event(RB, "ADDED", binding("a", mine))
         await shard.join()
@@ -379,8 +381,8 @@ async def test_a_key_dropped_during_a_lapse_is_taken_again_after_the_rejoin() ->
     assert shard.queued() == {key("a")}
     shard.clock.now += 30  # paused past the renew deadline: the next pop finds nothing owned
     entry = shard.operator.queue.pop_nowait()
-    assert entry is not None and not shard.operator.owns_key(entry.key)
-    shard.operator._drop_not_owned(entry)  # what the worker does with it
+    assert entry is not None and not shard.operator.runtime.owns_key(entry.key)
+    shard.operator.runtime._drop_not_owned(entry)  # what the worker does with it
     assert shard.queued() == set()
     shard.leases.put_peer(R1, renew_time="2020-01-01T00:00:30.000000Z")  # renewed: members unchanged
     with capture_logs() as logs:

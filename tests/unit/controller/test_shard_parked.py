@@ -22,8 +22,8 @@ async def test_a_key_dropped_while_the_list_was_late_is_pushed_again_when_active
     fresh = shard.membership._last_list
     assert fresh is not None
     shard.membership._last_list = fresh - SHARDING.renew_deadline
-    assert not shard.operator.owns_key(entry.key)
-    shard.operator._drop_not_owned(entry)  # what the worker does with it
+    assert not shard.operator.runtime.owns_key(entry.key)
+    shard.operator.runtime._drop_not_owned(entry)  # what the worker does with it
     # An event for another of ours in that moment is not pushed either.
     shard.operator.on_binding_event(RB, "ADDED", binding("c", uid_owned_by(R0, skip=1)))
     assert shard.queued() == set()
@@ -32,7 +32,7 @@ async def test_a_key_dropped_while_the_list_was_late_is_pushed_again_when_active
     shard.membership._publish()  # nothing changed: no membership change is published
     assert shard.membership.active and shard.membership.members == (R0, R1)
     assert shard.queued() == set()
-    shard.operator.push_parked()
+    shard.operator.runtime.push_parked()
     assert shard.queued() == {key("a"), key("c")}
 
 
@@ -45,11 +45,11 @@ async def test_a_parked_key_that_became_a_peers_is_not_pushed() -> None:
     fresh = shard.membership._last_list
     assert fresh is not None
     shard.membership._last_list = fresh - SHARDING.renew_deadline
-    shard.operator._drop_not_owned(entry)
+    shard.operator.runtime._drop_not_owned(entry)
     shard.membership._last_list = fresh
     shard.leases.put_peer(R1)
     await shard.membership.step()
     shard.clock.now += SHARDING.retry_period
     await shard.membership.step()
-    shard.operator.push_parked()
+    shard.operator.runtime.push_parked()
     assert key("a") not in shard.queued()

@@ -62,4 +62,4 @@ async def test_an_unreachable_api_is_waited_for_and_a_stop_exits_cleanly(build: 
     retries = [e for e in logs if e["event"] == "initial_sync_failed"]
     assert [e["retry_in"] for e in retries[:2]] == [1.0, 2.0], "retried, with backoff"
     assert "Connection refused" in retries[0]["error"]
-    assert not controller.synced.is_set()
+    assert not controller.runtime.synced.is_set()

@@ -73,7 +73,7 @@ def test_the_concurrent_driver_answers_as_the_serial_one() -> None:
 
 
 def test_only_a_profile_of_in_tree_plugins_without_extenders_or_remote_estimators_computes_only() -> None:
-    # The operator starts such an attempt on its event loop (controller/scheduler/compute.py): nothing in it waits.
+    # The operator starts such an attempt on its event loop (scheduler/compute.py): nothing in it waits.
     assert Scheduler().computes_only
     assert not Scheduler(extenders=[FakeExtender("https://x", scores={"m1": 1})]).computes_only
     assert not Scheduler(estimators=[Fixed("accurate", 3)]).computes_only
