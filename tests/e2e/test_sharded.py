@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import datetime as dt
 import json
 import math
@@ -125,7 +126,16 @@ def namespace(sharded: Sharded, request: pytest.FixtureRequest) -> Iterator[str]
     name = f"shard-{request.node.name.removeprefix('test_')[:40]}".replace("_", "-").rstrip("-")
     sharded.server.kubectl("create", "namespace", name)
     yield name
-    sharded.server.request("DELETE", f"/apis/work.karmada.io/v1alpha2/namespaces/{name}/{RB}")
+    collection = f"/apis/work.karmada.io/v1alpha2/namespaces/{name}/{RB}"
+
+    def deleted() -> bool:
+        # On a loaded machine the answer can time out, and the apiserver stops a collection
+        # delete whose client went away: ask again until none is left.
+        with contextlib.suppress(TimeoutError):
+            sharded.server.request("DELETE", collection)
+        return not sharded.server.request("GET", collection + "?limit=1")["items"]
+
+    wait_until(deleted, timeout=300, message=lambda: f"the bindings of {name} were not deleted")
 
 
 # ---------------------------------------------------------------------------------------------
