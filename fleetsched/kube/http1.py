@@ -48,6 +48,7 @@ MiB = 1024 * 1024
 _FRAMING = re.compile(rb"\r\n(content-length|transfer-encoding|connection|retry-after)[ \t]*:[ \t]*([^\r]*)")
 _STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-5][0-9][0-9])(?: ([^\r\n]*))?")
 _DIGITS = re.compile(rb"[0-9]{1,18}")
+_NO_BODY = bytearray()  # never written to: _parse_chunks appends to a bytearray of the answer's own
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?")
 
 
@@ -116,7 +117,7 @@ class _Connection(asyncio.Protocol):
         self._retry_after: str | None = None
         self._length: int | None = None
         self._chunked = False
-        self._body = bytearray()
+        self._body = _NO_BODY  # a bytearray of its own once an answer is chunked
         self._in_trailers = False
         self.keep_alive = True
 
@@ -146,7 +147,7 @@ class _Connection(asyncio.Protocol):
                 waiter.set_exception(ConnectionError(f"{self.peer} closed the connection mid-answer{detail}"))
         self._release()
         self._buffer.clear()
-        self._body = bytearray()
+        self._body = _NO_BODY
 
     def data_received(self, data: bytes) -> None:
         waiter = self.waiter
@@ -171,7 +172,7 @@ class _Connection(asyncio.Protocol):
             else:
                 waiter.set_exception(ProtocolError(f"malformed HTTP answer from {self.peer}: {exc}"))
             self._buffer.clear()
-            self._body = bytearray()
+            self._body = _NO_BODY
             self._release()
             self.close()
 
@@ -212,21 +213,20 @@ class _Connection(asyncio.Protocol):
         match = _STATUS_LINE.fullmatch(status_line)
         if match is None:
             raise ProtocolError(f"bad status line {status_line[:80]!r}")
-        self._status = int(match[2])
-        if self._status == 101:
+        status = self._status = int(match[2])
+        if status == 101:
             raise ProtocolError("101 Switching Protocols, and no upgrade was asked for")
         self._reason = (match[3] or b"").decode("latin-1")
         self.keep_alive = match[1] == b"1"
-        lengths: set[bytes] = set()
+        length: int | None = None
         codings: list[bytes] = []
         for name, raw in _FRAMING.findall(head.lower()):
             value = raw.strip()
             if name == b"content-length":
-                for item in value.split(b","):
-                    item = item.strip()
-                    if not _DIGITS.fullmatch(item):
-                        raise ProtocolError(f"bad Content-Length {value[:40]!r}")
-                    lengths.add(item.lstrip(b"0") or b"0")
+                found = int(value) if value.isdigit() and len(value) <= 18 else _listed_length(value)
+                if length is not None and found != length:
+                    raise ProtocolError(f"conflicting Content-Length values {length} and {found}")
+                length = found
             elif name == b"transfer-encoding":
                 codings.extend(c.strip() for c in value.split(b","))
             elif name == b"retry-after":
@@ -234,21 +234,20 @@ class _Connection(asyncio.Protocol):
             else:
                 text = value.decode("latin-1")
                 self.keep_alive = text == "keep-alive" or (self.keep_alive and text != "close")
-        if self._status < 200:
+        if status < 200:
             return  # an interim answer has no body
-        if len(lengths) > 1:
-            raise ProtocolError(f"conflicting Content-Length values {sorted(lengths)}")
         if codings:
-            if lengths:
+            if length is not None:
                 raise ProtocolError("both Content-Length and Transfer-Encoding")
             if codings != [b"chunked"]:
                 raise ProtocolError(f"unsupported Transfer-Encoding {b', '.join(codings)[:60]!r}")
             self._chunked = True
-        elif lengths:
-            self._length = int(lengths.pop())
-            if self._length > self.max_body:
-                raise AnswerTooLarge(f"Content-Length {self._length} over {_size(self.max_body)}")
-        if self._status in (204, 304):
+            self._body = bytearray()
+        elif length is not None:
+            if length > self.max_body:
+                raise AnswerTooLarge(f"Content-Length {length} over {_size(self.max_body)}")
+            self._length = length
+        if status == 204 or status == 304:
             self._length, self._chunked = 0, False
         if self._length is None and not self._chunked:
             self.keep_alive = False  # the body runs until the server closes
@@ -319,6 +318,19 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+
+
+def _listed_length(value: bytes) -> int:
+    """A Content-Length that is a list (``42, 42``): its one value, or ProtocolError."""
+    found: set[int] = set()
+    for item in value.split(b","):
+        item = item.strip()
+        if not _DIGITS.fullmatch(item):
+            raise ProtocolError(f"bad Content-Length {value[:40]!r}")
+        found.add(int(item))
+    if len(found) > 1:
+        raise ProtocolError(f"conflicting Content-Length values {' and '.join(map(str, sorted(found)))}")
+    return found.pop()
 
 
 def _size(n: int) -> str:
