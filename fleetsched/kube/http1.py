@@ -48,6 +48,7 @@ MiB = 1024 * 1024
 _FRAMING = re.compile(rb"\r\n(content-length|transfer-encoding|connection|retry-after)[ \t]*:[ \t]*([^\r]*)")
 _STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-5][0-9][0-9])(?: ([^\r\n]*))?")
 _DIGITS = re.compile(rb"[0-9]{1,18}")
+_COMPACT = 256 * 1024  # parsed chunk bytes kept in the buffer before they are dropped
 _NO_BODY = bytearray()  # never written to: _parse_chunks appends to a bytearray of the answer's own
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?")
 
@@ -119,6 +120,7 @@ class _Connection(asyncio.Protocol):
         self._chunked = False
         self._body = _NO_BODY  # a bytearray of its own once an answer is chunked
         self._in_trailers = False
+        self._cursor = 0  # where _parse_chunks goes on in the buffer
         self.keep_alive = True
 
     def expect(self, waiter: asyncio.Future[Response], max_body: int) -> None:
@@ -253,46 +255,58 @@ class _Connection(asyncio.Protocol):
             self.keep_alive = False  # the body runs until the server closes
 
     def _parse_chunks(self) -> None:
+        """From ``_cursor`` on; parsed bytes are dropped from the buffer at the end of the answer,
+        or once they are over ``_COMPACT`` (dropping each chunk at once costs a copy of the rest)."""
         buffer = self._buffer
         limit = self.limits.chunk_line
-        while True:
-            if self._in_trailers:
-                if buffer[:2] == b"\r\n":
-                    del buffer[:2]
+        cursor = self._cursor
+        chunk_size = _CHUNK_SIZE.fullmatch
+        try:
+            while True:
+                if self._in_trailers:
+                    if buffer.startswith(b"\r\n", cursor):
+                        end = cursor + 2
+                    else:
+                        end = buffer.find(b"\r\n\r\n", cursor, cursor + self.limits.head + 4)
+                        if end < 0:
+                            if len(buffer) - cursor > self.limits.head:
+                                raise ProtocolError(f"trailers over {_size(self.limits.head)}")
+                            return
+                        end += 4
+                    del buffer[:end]
+                    cursor = 0
                     self._finish(self._body)
                     return
-                end = buffer.find(b"\r\n\r\n", 0, self.limits.head + 4)
-                if end < 0:
-                    if len(buffer) > self.limits.head:
-                        raise ProtocolError(f"trailers over {_size(self.limits.head)}")
+                line_end = buffer.find(b"\r\n", cursor, cursor + limit + 2)
+                if line_end < 0:
+                    if len(buffer) - cursor > limit:
+                        raise ProtocolError(f"chunk-size line over {limit} bytes")
                     return
-                del buffer[: end + 4]
-                self._finish(self._body)
-                return
-            line_end = buffer.find(b"\r\n", 0, limit + 2)
-            if line_end < 0:
-                if len(buffer) > limit:
-                    raise ProtocolError(f"chunk-size line over {limit} bytes")
-                return
-            match = _CHUNK_SIZE.fullmatch(buffer, 0, line_end)
-            if match is None:
-                raise ProtocolError(f"bad chunk-size line {bytes(buffer[: min(line_end, 40)])!r}")
-            size = int(match[1], 16)
-            if size == 0:
-                del buffer[: line_end + 2]
-                self._in_trailers = True
-                continue
-            if len(self._body) + size > self.max_body:
-                raise AnswerTooLarge(f"chunked body over {_size(self.max_body)}")
-            data_start = line_end + 2
-            data_end = data_start + size
-            if len(buffer) < data_end + 2:
-                return
-            if buffer[data_end : data_end + 2] != b"\r\n":
-                raise ProtocolError("chunk data not followed by CRLF")
-            with memoryview(buffer) as view:
-                self._body += view[data_start:data_end]
-            del buffer[: data_end + 2]
+                match = chunk_size(buffer, cursor, line_end)
+                if match is None:
+                    shown = bytes(buffer[cursor : min(line_end, cursor + 40)])
+                    raise ProtocolError(f"bad chunk-size line {shown!r}")
+                size = int(match[1], 16)
+                if size == 0:
+                    cursor = line_end + 2
+                    self._in_trailers = True
+                    continue
+                if len(self._body) + size > self.max_body:
+                    raise AnswerTooLarge(f"chunked body over {_size(self.max_body)}")
+                data_start = line_end + 2
+                data_end = data_start + size
+                if len(buffer) < data_end + 2:
+                    return
+                if not buffer.startswith(b"\r\n", data_end):
+                    raise ProtocolError("chunk data not followed by CRLF")
+                with memoryview(buffer) as view:
+                    self._body += view[data_start:data_end]
+                cursor = data_end + 2
+        finally:
+            if cursor > _COMPACT:
+                del buffer[:cursor]
+                cursor = 0
+            self._cursor = cursor
 
     def _finish(self, body: bytes | bytearray) -> None:
         response = Response(self._status, self._reason, body, self._retry_after)
