@@ -190,21 +190,21 @@ def status(code: bytes, *headers: bytes, body: bytes = b"{}") -> Script:
     return sends(b"HTTP/1.1 %s\r\n%sContent-Length: %d\r\n\r\n%s" % (code, head, len(body), body))
 
 
-async def test_429_with_retry_after_is_sent_again_after_the_wait_and_never_counted_done() -> None:
+async def test_429_with_retry_after_is_sent_again_after_the_wait_and_never_counted_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:  # the waits are recorded, not waited
+        waits.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
     async with Loopback() as server:
         client = KubeClient(Connection(server=server.url))
         guarded: list[int] = []
         client.write_guard = lambda: guarded.append(1)
-        waits: list[float] = []
-        real_sleep = asyncio.sleep
-
-        async def sleep(seconds: float) -> None:
-            waits.append(seconds)
-            await real_sleep(0)
-
-        client_module = __import__("fleetsched.kube.client", fromlist=["asyncio"])
-        original = client_module.asyncio.sleep
-        client_module.asyncio.sleep = sleep  # type: ignore[assignment]
         try:
             # 429 then 503, both with Retry-After, then the answer: sent three times, each wait honoured
             server.answer(status(b"429 Too Many Requests", b"Retry-After: 2"),
@@ -230,7 +230,6 @@ async def test_429_with_retry_after_is_sent_again_after_the_wait_and_never_count
                 await client.merge_patch("/x", {"a": 1})
             assert caught.value.status == 429 and len(server.requests) - sent == 4 and len(waits) == 3
         finally:
-            client_module.asyncio.sleep = original
             await client.close()
 
 
