@@ -7,8 +7,9 @@ The proxy forwards everything to the apiserver (as the admin user) except every 
 endless chunked body, two different Content-Lengths, a 429 with Retry-After; the first watch of
 ResourceBindings gets an endless event line. The scheduler must take each as a failed request and
 retry: every binding ends up scheduled with its condition, the scheduler never counts more status
-writes as done than the apiserver answered 2xx for, and its memory stays far below the 1 GiB the
-install gives it (an endless chunked answer took it to 5.1 GB before).
+writes as done than the apiserver answered 2xx for (and counts each refused answer as a failed
+write), and its memory stays far below the 1 GiB the install gives it (an endless chunked answer
+took it to 5.1 GB before).
 """
 
 from __future__ import annotations
@@ -231,6 +232,9 @@ def test_every_binding_gets_its_condition_through_a_misbehaving_proxy(
         writes = "fleetsched_scheduler_binding_writes_total"
         counted = scheduler.metric(writes, part="status", result="success")
         assert BINDINGS <= counted <= proxy.status_2xx, (counted, proxy.status_2xx)
+        # and each refused answer was counted as a failed write (a 429 is sent again inside the client)
+        failed = scheduler.metric(writes, result="error")
+        assert failed >= proxy.sabotaged.total() - proxy.sabotaged["429"], (failed, proxy.sabotaged)
         log = scheduler.log_path.read_text(errors="replace")
         assert "malformed HTTP answer from 127.0.0.1" in log and "refused HTTP answer from" in log
         assert "watch event line over 16 MiB" in log
