@@ -1,8 +1,8 @@
 """Peers that try to hold the webhook's connections or memory, over real HTTPS (issue 14, item 3).
 
 A slow client is cut off, a client that leaves mid-body costs one JSON log line, an oversized
-body is refused unread, and past the in-flight limits requests get a 429 AdmissionReview
-while small reviews keep being answered.
+body is refused unread, and past the reading and large-body limits requests get a 429
+AdmissionReview while small reviews keep being answered (more on slow clients: test_slow_clients.py).
 """
 
 from __future__ import annotations
@@ -109,8 +109,9 @@ def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
     """Small limits, so that they are reached with a few sockets."""
     cert_dir: Path = tmp_path_factory.mktemp("hostile-tight")
     make_certificates(cert_dir)
-    args = ("--header-timeout", "1", "--body-timeout", "2", "--max-requests-in-flight", "3",
-            "--max-large-requests-in-flight", "1", "--large-request-wait", "0.3")
+    args = ("--header-timeout", "1", "--body-timeout", "2", "--max-requests-reading", "3",
+            "--slow-body-evict-after", "600", "--max-large-requests-in-flight", "1",
+            "--large-request-wait", "0.3")
     with WebhookProcess(cert_dir, probe_port=free_port(), extra_args=args) as process:
         yield process
 
@@ -200,7 +201,7 @@ def test_a_body_expanding_past_the_memory_budget_is_refused_before_parsing(defau
     assert "--max-review-memory" in got["response"]["status"]["message"]
 
 
-def test_past_the_in_flight_limit_requests_get_429_with_their_uid(tight: WebhookProcess) -> None:
+def test_past_the_reading_limit_requests_get_429_with_their_uid(tight: WebhookProcess) -> None:
     stalled = [tls(tight) for _ in range(3)]
     try:
         for s in stalled:  # three small requests whose bodies never finish: the limit (3) is reached
@@ -209,7 +210,7 @@ def test_past_the_in_flight_limit_requests_get_429_with_their_uid(tight: Webhook
         got = small_review(tight, "one-too-many")
         assert got["response"]["uid"] == "one-too-many"
         assert got["response"]["allowed"] is False and got["response"]["status"]["code"] == 429
-        assert "--max-requests-in-flight" in got["response"]["status"]["message"]
+        assert "--max-requests-reading)" in got["response"]["status"]["message"]
     finally:
         for s in stalled:
             s.close()

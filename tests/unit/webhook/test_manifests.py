@@ -81,7 +81,7 @@ def test_the_memory_limit_covers_the_bound_the_flags_give() -> None:
     mib = 1024 * 1024
     bound = (40 * mib  # baseline RSS, bench/webhook.py
              + args.max_large_requests_in_flight * args.max_review_memory
-             + args.max_requests_in_flight * server.LARGE_BODY_BYTES  # small bodies buffered
+             + args.max_requests_reading * server.LARGE_BODY_BYTES  # small bodies arriving or answered
              + args.max_review_memory) / mib  # one small body decoded on the event loop
     limit = _mebibytes(container["resources"]["limits"]["memory"])
     assert limit >= bound, f"limit {limit} MiB is under the {bound:.0f} MiB the flags allow"
