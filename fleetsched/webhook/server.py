@@ -10,13 +10,14 @@ A peer cannot hold the server's memory, its connections or its capacity (``Limit
 
 - the TLS handshake and the request headers must arrive within ``header_timeout``, the body within
   ``body_timeout``; a body over 7 MiB is refused from its Content-Length, unread;
-- a body being received holds a *reading* slot, never a processing one: at most ``max_reading``
-  bodies arrive at once, at most ``max_reading_per_client`` of them from one client address. When a
-  new request finds no reading slot, the body that has been arriving longest (from the client with
-  the most bodies in flight, or, past the per-client limit, from the same client) gives its slot up
-  if it is older than ``evict_after``: it is answered 408 and closed. A fast client (the API server
-  sends its body with its headers) therefore always finds a slot, however many slow ones there are;
-  only when every slot is held by a body younger than ``evict_after`` is the request refused (429);
+- a body still arriving ``SLOT_GRACE`` (0.1 s) after its headers holds a *reading* slot, never a
+  processing one (the API server's arrives within the grace, so no number of slow clients, even
+  from its own address, can keep it out): at most ``max_reading`` bodies arrive at once, at most
+  ``max_reading_per_client`` of them from one client address. When a body needs a slot and finds
+  none, the body that has been arriving longest (from the client with the most bodies arriving,
+  or, past the per-client limit, from the same client) gives its slot up if it is older than
+  ``evict_after``: it is answered 408 and closed. Only when every slot is held by a younger body
+  is the request refused (429);
 - a request whose body has arrived takes one of ``max_in_flight`` processing slots, and of those at
   most ``max_large_in_flight`` for a body over ``LARGE_BODY_BYTES`` (held from the headers: those
   are decoded on their own threads, so small reviews keep being answered on the event loop
@@ -64,6 +65,11 @@ LARGE_BODY_BYTES = 256 * 1024
 # (IdleConnTimeout 90 s) so the API server, not the webhook, closes an idle connection first.
 IDLE_TIMEOUT = 120.0
 _READ_CHUNK = 64 * 1024
+# A body has this long from its headers to arrive before it needs a reading slot: the API server's
+# arrives within it (with its headers, or a few writes later), so no number of slow clients, even
+# from its own address, can keep a review out. Bodies in their grace are not counted; each holds
+# at most 256 KiB (a larger one holds a large-request slot from its headers).
+SLOT_GRACE = 0.1
 # After an early answer (413, 408, 429) the rest of the body is read and dropped for at most this
 # long, so the client can read the answer before the connection closes (aiohttp's default is 10 s
 # spent decrypting a body nobody wants; with much less, a client still sending gets a reset).
@@ -79,8 +85,8 @@ class Limits:
     max_in_flight: int = 64  # admission requests being answered (their body has arrived)
     max_large_in_flight: int = 2  # requests with a body over LARGE_BODY_BYTES, headers to answer
     large_wait: float = 1.0  # how long a large request waits for a slot before a 429
-    max_reading: int = 256  # request bodies being received at once
-    max_reading_per_client: int = 128  # of those, from one client address
+    max_reading: int = 128  # request bodies being received at once
+    max_reading_per_client: int = 64  # of those, from one client address
     evict_after: float = 1.0  # a body arriving for longer gives its slot to a new request
     saturation_window: float = 5.0  # refusing with no slot freed this long: /readyz fails
 
@@ -188,38 +194,63 @@ def _abort_log(reason: str, request: web.Request | None, metrics: Metrics, **fie
     log.warning("admission_aborted", reason=reason, **fields)
 
 
-async def _read_body(request: web.Request, deadline: float, reader: _Reader) -> bytearray:
-    """The body, at most ``MAX_REQUEST_BYTES``, by ``deadline`` (loop time); raises ``_Aborted``,
-    also when ``reader`` is evicted meanwhile (its timeout is then moved to now).
+async def _read_body(request: web.Request, deadline: float,
+                     take_slot: Callable[[], _Reader] | None = None) -> bytearray:
+    """The body, at most ``MAX_REQUEST_BYTES``, by ``deadline`` (loop time); raises ``_Aborted``.
+
+    With ``take_slot``, the body has ``SLOT_GRACE`` to arrive without a reading slot (a fast
+    client's always does); one still arriving then calls it for a slot (which may refuse with
+    ``_Aborted``) and goes on under it, and ends when that slot is evicted (its timeout moved to now).
 
     With a Content-Length the buffer is allocated once at its final size (growing it would copy,
     holding two buffers for a moment)."""
+    loop = asyncio.get_running_loop()
     length = request.content_length
     body = bytearray(length or 0)
     size = 0
+    reader: _Reader | None = None
+
+    async def fill() -> None:
+        nonlocal body, size
+        if length is not None:
+            with memoryview(body) as view:
+                while size < length:
+                    chunk = await request.content.read(min(_READ_CHUNK, length - size))
+                    if not chunk:
+                        break
+                    view[size:size + len(chunk)] = chunk
+                    size += len(chunk)
+            if size < length:
+                raise _Aborted("client_disconnected", f"the body ended after {size} of {length} bytes",
+                               size=size)
+        else:
+            while chunk := await request.content.read(_READ_CHUNK):
+                body += chunk
+                size = len(body)
+                if size > review.MAX_REQUEST_BYTES:
+                    raise _Aborted("body_too_large", f"request entity is too large; limit is "
+                                   f"{review.MAX_REQUEST_BYTES} bytes", code=413, size=size)
+
+    phase_end = deadline if take_slot is None else min(deadline, loop.time() + SLOT_GRACE)
     try:
-        async with asyncio.timeout_at(deadline) as timeout:
-            reader.timeout = timeout
-            if length is not None:
-                with memoryview(body) as view:
-                    while size < length:
-                        chunk = await request.content.read(min(_READ_CHUNK, length - size))
-                        if not chunk:
-                            break
-                        view[size:size + len(chunk)] = chunk
-                        size += len(chunk)
-                if size < length:
-                    raise _Aborted("client_disconnected", f"the body ended after {size} of {length} bytes",
-                                   size=size)
-            else:
-                while chunk := await request.content.read(_READ_CHUNK):
-                    body += chunk
-                    size = len(body)
-                    if size > review.MAX_REQUEST_BYTES:
-                        raise _Aborted("body_too_large", f"request entity is too large; limit is "
-                                       f"{review.MAX_REQUEST_BYTES} bytes", code=413, size=size)
+        while True:
+            try:
+                async with asyncio.timeout_at(phase_end) as timeout:
+                    if reader is not None:
+                        reader.timeout = timeout
+                    await fill()
+                break
+            except TimeoutError:
+                if take_slot is None or reader is not None or phase_end >= deadline:
+                    raise
+                try:
+                    reader = take_slot()  # still arriving after the grace: from now on under a slot
+                except _Aborted as exc:
+                    exc.size, exc.head = size, bytes(body[:min(size, 4096)])  # for its uid
+                    raise
+                phase_end = deadline
     except TimeoutError:
-        if reader.evicted:
+        if reader is not None and reader.evicted:
             raise _Aborted("body_evicted", f"the request body was still arriving after "
                            f"{reader.evicted:.1f}s and its slot was given to a new request "
                            f"({size} of {length if length is not None else '?'} bytes read, "
@@ -232,7 +263,8 @@ async def _read_body(request: web.Request, deadline: float, reader: _Reader) -> 
                        f"{length if length is not None else '?'} body bytes ({type(exc).__name__})",
                        size=size) from None
     finally:
-        reader.timeout = None
+        if reader is not None:
+            reader.timeout = None
     return body
 
 
@@ -453,8 +485,10 @@ async def _guarded(request: web.Request, gate: _Gate, metrics: Metrics, *, path:
         async with contextlib.AsyncExitStack() as stack:
             if large:
                 await stack.enter_async_context(gate.large_slot())
-            with gate.reading(_client_of(request), large) as reader:
-                body = await _read_body(request, deadline, reader)
+            with contextlib.ExitStack() as reading:
+                client = _client_of(request)
+                body = await _read_body(request, deadline,
+                                        lambda: reading.enter_context(gate.reading(client, large)))
             size = len(body)
             content_type = request.headers.get("Content-Type")
             with gate.reviewing(body):

@@ -62,13 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-requests-in-flight", type=_positive_int, default=64,
                         help="admission requests answered at once, counted from the end of their body; more "
                              "are answered with code 429 at once (default 64)")
-    parser.add_argument("--max-requests-reading", type=_positive_int, default=256,
+    parser.add_argument("--max-requests-reading", type=_positive_int, default=128,
                         help="request bodies being received at once; a body arriving for longer than "
                              "--slow-body-evict-after gives its slot to a new request (code 408), and when "
-                             "none has, the new one is answered with code 429 (default 256)")
-    parser.add_argument("--max-requests-reading-per-client", type=_positive_int, default=128,
+                             "none has, the new one is answered with code 429 (default 128)")
+    parser.add_argument("--max-requests-reading-per-client", type=_positive_int, default=64,
                         help="of those, bodies from one client address; past it the oldest of that "
-                             "client's gives way, as above (default 128)")
+                             "client's gives way, as above (default 64)")
     parser.add_argument("--slow-body-evict-after", type=_non_negative_float, default=1.0,
                         help="seconds after which a body still arriving gives its reading slot to a new "
                              "request when every slot is taken (default 1)")
@@ -76,8 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds of refusing requests for capacity with no slot freed after which "
                              "/readyz answers 503 (ready again when a slot is freed; default 5)")
     parser.add_argument("--max-large-requests-in-flight", type=_positive_int, default=2,
-                        help=f"of those, requests with a body over {server.LARGE_BODY_BYTES // 1024} KiB; "
-                             "more wait up to --large-request-wait, then get code 429 (default 2)")
+                        help=f"requests with a body over {server.LARGE_BODY_BYTES // 1024} KiB, from their "
+                             "headers to their answer; more wait up to --large-request-wait, then get code "
+                             "429 (default 2)")
     parser.add_argument("--large-request-wait", type=_non_negative_float, default=1.0,
                         help="seconds a large request waits for a slot (default 1)")
     parser.add_argument("--max-review-memory", type=_positive_int, default=review.MAX_REVIEW_MEMORY,

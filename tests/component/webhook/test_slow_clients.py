@@ -25,6 +25,7 @@ from fleetsched.webhook.testing import SlowClients, WebhookProcess, free_port, m
 from tests.component.webhook.test_hostile_peers import (
     closed_by_server,
     headers,
+    late_review,
     read_response,
     small_review,
     wait_for_events,
@@ -42,7 +43,7 @@ def _webhook(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) ->
 
 @pytest.fixture(scope="module")
 def defaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
-    """The webhook as installed: 64 in flight, 256 bodies reading, 128 per client, eviction after 1 s."""
+    """The webhook as installed: 64 in flight, 128 bodies reading, 64 per client, eviction after 1 s."""
     yield from _webhook(tmp_path_factory, "slow-defaults")
 
 
@@ -97,8 +98,8 @@ def test_valid_reviews_are_answered_under_slow_clients(defaults: WebhookProcess,
     with SlowClients(defaults.port, defaults.client_context(), count) as slow:
         slow.wait_held()
         # A standing attack: the slow bodies have been arriving for longer than the eviction age
-        # (1 s). 128 of them from the API server's own address fill that address's share: each
-        # valid review then takes the slot of the oldest.
+        # (1 s). From the API server's own address they fill that address's share (64), and 128 fill
+        # every reading slot: each valid review then takes the slot of the oldest.
         time.sleep(1.5)
         allowed, refused = answered(defaults, VALID_REVIEWS, f"under-{count}")
         still_held = slow.held
@@ -117,7 +118,7 @@ def test_a_body_past_the_eviction_age_gives_its_slot_to_a_new_request(
         socks = [stalled(webhook) for _ in range(3)]
         try:
             time.sleep(0.5)  # all three are past the eviction age
-            got = small_review(webhook, "newcomer")["response"]
+            got = late_review(webhook, "newcomer")["response"]  # its body needs a slot too
             assert got["allowed"] is True and got["uid"] == "newcomer"
             cut = [s for s in socks if closed_by_server(s, within=3)]
         finally:
@@ -138,7 +139,7 @@ def test_one_client_address_cannot_take_every_slot(saturable: WebhookProcess) ->
         assert status == 200 and got["response"]["status"]["code"] == 429
         assert "--max-requests-reading-per-client" in got["response"]["status"]["message"]
         # another address still finds the slot the first one may not take
-        assert small_review(saturable, "other-client")["response"]["allowed"] is True
+        assert late_review(saturable, "other-client")["response"]["allowed"] is True
     finally:
         for s in socks:
             s.close()
@@ -151,7 +152,7 @@ def test_readyz_fails_only_while_requests_are_refused_and_no_slot_frees(saturabl
     try:
         time.sleep(0.3)
         assert readyz(saturable, probe=True)[0] == 200, "full but refusing nothing yet: ready"
-        got = small_review(saturable, "refused")["response"]
+        got = late_review(saturable, "refused", source="127.0.0.4")["response"]
         assert got["status"]["code"] == 429 and "--max-requests-reading" in got["status"]["message"]
         deadline = time.monotonic() + 30
         while readyz(saturable, probe=True)[0] == 200:  # the window (0.5 s) passes
