@@ -24,6 +24,8 @@ it); ``ANNOTATIONS_LIMIT`` is the total size of an object's annotations (keys an
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "ANNOTATIONS_LIMIT",
@@ -32,6 +34,8 @@ __all__ = [
     "TERMINAL_LIMIT",
     "annotations_size",
     "escape_controls",
+    "fit_annotations",
+    "fit_conditions",
     "fit_message",
     "for_terminal",
 ]
@@ -125,6 +129,39 @@ def fit_message(
     return _utf8_prefix(parts[0], room) + ELLIPSIS + tail
 
 
-def annotations_size(annotations: dict[str, str]) -> int:
+def annotations_size(annotations: Mapping[str, str]) -> int:
     """Bytes the API counts against ``ANNOTATIONS_LIMIT``: every key and value."""
     return sum(_size(k) + _size(v) for k, v in annotations.items())
+
+
+def fit_conditions(conditions: Sequence[Any], *, limit_bytes: int = CONDITION_MESSAGE_LIMIT) -> list[Any]:
+    """``conditions`` with every ``message`` fitted (``fit_message``); other entries unchanged."""
+    out: list[Any] = []
+    for condition in conditions:
+        message = condition.get("message") if isinstance(condition, Mapping) else None
+        if isinstance(message, str):
+            fitted = fit_message(message, limit_bytes)
+            if fitted is not message:
+                condition = {**condition, "message": fitted}
+        out.append(condition)
+    return out
+
+
+def fit_annotations(
+    current: Mapping[str, str],
+    changes: Mapping[str, str | None],
+    *,
+    optional: Collection[str],
+    limit_bytes: int = ANNOTATIONS_LIMIT,
+) -> dict[str, str | None]:
+    """The annotation ``changes`` (a merge patch: ``None`` removes) made to fit the budget: when
+    ``current`` with ``changes`` applied would exceed ``limit_bytes``, the ``optional`` keys (ours,
+    informational) are left out of the changes, and removed where ``current`` holds them. The
+    other annotations are the user's and Karmada's, and are never touched."""
+    after = {k: v for k, v in current.items() if k not in changes}
+    after.update({k: v for k, v in changes.items() if v is not None})
+    if annotations_size(after) <= limit_bytes:
+        return dict(changes)
+    fitted = {k: v for k, v in changes.items() if k not in optional}
+    fitted.update({k: None for k in optional if k in current})
+    return fitted
