@@ -131,7 +131,8 @@ def _read(path: str, name: str, field: str) -> bytes:
     try:
         return read_regular_file(path, limit=MAX_PEM_BYTES)
     except LoadError as exc:
-        raise ExtenderConfigError(f"extender {name}: tls.{field}: {path}: {exc.reason}") from None
+        why = exc.reason.removeprefix("cannot read the file: ")
+        raise ExtenderConfigError(f"extender {name}: tls.{field}: cannot read {path}: {why}") from None
 
 
 def _ssl_context(tls: ExtenderTLS | None, name: str) -> ssl.SSLContext:

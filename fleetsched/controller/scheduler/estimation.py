@@ -61,7 +61,8 @@ def _read(path: str | None, flag: str) -> bytes | None:
     try:
         return read_regular_file(path, limit=MAX_PEM_BYTES)
     except LoadError as exc:
-        raise ValueError(f"{flag}: {path}: {exc.reason}") from None
+        why = exc.reason.removeprefix("cannot read the file: ")
+        raise ValueError(f"{flag}: cannot read {path}: {why}") from None
 
 
 async def accurate_estimator(client: KubeClient, args: argparse.Namespace) -> AccurateEstimatorClient:
