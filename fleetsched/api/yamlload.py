@@ -1,12 +1,14 @@
 """Reading YAML and JSON documents from files, standard input or bytes, safely, with one-line errors.
 
 Owns the path from bytes to plain Python values for every command that reads YAML or JSON
-(``simulate``, ``estimate``; offered to the controller and webhook): strict UTF-8 decoding, a YAML
-loader that refuses duplicate mapping keys (as kubectl does), integers no JSON number can hold,
-and alias expansion past a budget, checked on the parsed node graph *before* any value is built
-(an 842-byte alias bomb otherwise becomes gigabytes as soon as something copies the values), and
-the one error type, ``LoadError``, whose ``str()`` is one line naming file, document, line and
-column, field path and reason. It knows nothing about Kubernetes kinds (``load`` does).
+(``simulate``, ``estimate``, the scheduler's configuration file; offered to the controller and
+webhook): files read only when regular and within a size limit (``read_regular_file``: a device
+or FIFO is refused before it is read), nesting bounded when the budget says so, strict UTF-8
+decoding, a YAML loader that refuses duplicate mapping keys (as kubectl does), integers no JSON
+number can hold, and alias expansion past a budget, checked on the parsed node graph *before*
+any value is built (an 842-byte alias bomb otherwise becomes gigabytes as soon as something copies
+the values), and the one error type, ``LoadError``, whose ``str()`` is one line naming file,
+document, line and column, field path and reason. It knows nothing about Kubernetes kinds (``load`` does).
 
 Parsing is libyaml's (C); values of plain documents (no anchors, merge keys or uncommon tags:
 nearly all Kubernetes YAML) are built by one loop here with the same checks, in the same order,
