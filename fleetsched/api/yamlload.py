@@ -31,6 +31,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from fleetsched.api.text import escape_controls
+
 __all__ = [
     "DEFAULT_BUDGET",
     "Budget",
@@ -126,7 +128,8 @@ class LoadError(ValueError):
         if self.path:
             parts.append(self.path)
         parts.append(self.reason)
-        return ": ".join(parts)
+        # Keys and values come from the input: no control character reaches a terminal or a log.
+        return escape_controls(": ".join(parts))
 
 
 # Fields whose value is a map with user-chosen keys: their keys print as ``[key]`` (Karmada's

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetsched.api import yamlload
+from fleetsched.api.text import escape_controls
 from fleetsched.scheduler.config import plugins as out_of_tree
 from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import API_VERSION, KIND, SchedulerConfiguration
@@ -48,7 +49,8 @@ class ConfigError(ValueError):
         self.reason = " ".join(reason.split())
         self.source = source
         self.path = path
-        super().__init__(": ".join(part for part in (source, path, self.reason) if part))
+        # Field names and values come from the file: no control character reaches a terminal.
+        super().__init__(escape_controls(": ".join(part for part in (source, path, self.reason) if part)))
 
 
 @dataclass(frozen=True, slots=True)

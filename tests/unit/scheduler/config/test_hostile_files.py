@@ -227,7 +227,7 @@ def _outcome(text: str) -> str:
         parse_configuration(text, source="c.yaml", entry_points=False)
     except (ConfigError, PluginLoadError) as exc:
         message = str(exc)
-        assert "\n" not in message and message.startswith("c.yaml")
+        assert "\n" not in message and "\x1b" not in message and message.startswith("c.yaml")
         return "refused"
     return "loaded"
 
@@ -308,3 +308,10 @@ def test_the_largest_file_allowed_loads() -> None:
     elapsed = time.perf_counter() - started
     assert len(configuration.profiles[0].plugin_args["TaintToleration"]["a"]) == size
     print(f"largest allowed configuration: {len(text)} bytes loaded in {elapsed:.3f} s")
+
+
+def test_control_characters_in_field_names_are_escaped_in_the_error() -> None:
+    assert error_of(HEAD + '"\\e[2J\\u202e": 1\n') == "c.yaml: \\x1b[2J\\u202e: unknown field"
+    assert error_of(HEAD + 'featureGates: {"\\e[2J": true}\n') == (
+        "c.yaml: featureGates.\\x1b[2J: unrecognized feature gate: \\x1b[2J"
+    )
