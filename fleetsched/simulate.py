@@ -46,7 +46,7 @@ from json.encoder import encode_basestring_ascii as _encode_string  # type: igno
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from fleetsched.api.document import BindingDocument, plain_json_default
-from fleetsched.api.text import for_terminal
+from fleetsched.api.text import fit_conditions, for_terminal
 from fleetsched.flags import explicit_flags, merge_feature_gates, parse_feature_gates, record_explicit_flags
 from fleetsched.scheduler.assume import AssumeRecord, footprint, format_load, left_clusters, name_shortfall
 from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
@@ -334,6 +334,18 @@ def _table(results: list[tuple[dict[str, Any], ScheduleResult]]) -> str:
 
 # A table line holds every target of a binding: longer than an explanation's lines, still bounded.
 _TABLE_LINE_LIMIT = 65536
+
+
+def _as_written(obj: dict[str, Any]) -> dict[str, Any]:
+    """The binding as the scheduler writes it: condition messages fitted to the CRD's limit (the
+    operator's writer does the same), so ``-o json``/``-o yaml`` show what the API would hold."""
+    conditions = (obj.get("status") or {}).get("conditions")
+    if not isinstance(conditions, list):
+        return obj
+    fitted = fit_conditions(conditions)
+    if all(a is b for a, b in zip(fitted, conditions, strict=True)):
+        return obj
+    return {**obj, "status": {**obj["status"], "conditions": fitted}}
 
 
 def _shown(lines: Sequence[str]) -> str:
@@ -865,6 +877,8 @@ def _schedule_one(
         result = _assume(queue.record, raw, binding, result, overlaid.names)
         obj = render_into_binding(raw, result, now=job.now)
     item = None
+    if job.output != "table":
+        obj = _as_written(obj)
     if job.output == "json":
         item = _json_item(obj)
     elif job.output == "yaml":

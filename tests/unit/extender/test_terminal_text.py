@@ -81,8 +81,16 @@ def test_explain_escapes_and_caps_what_an_extender_says(
         "apiVersion: config.fleetsched.io/v1alpha1\nkind: SchedulerConfiguration\n"
         f"extenders:\n- urlPrefix: {extender_url}\n  filterVerb: filter\n"
     )
-    code = main(["simulate", "--config", str(config), "--explain",
-                 str(tmp_path / "fleet.yaml"), str(tmp_path / "bindings.yaml")])
+    code = main(
+        [
+            "simulate",
+            "--config",
+            str(config),
+            "--explain",
+            str(tmp_path / "fleet.yaml"),
+            str(tmp_path / "bindings.yaml"),
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     assert "\x1b" not in out and "\u202e" not in out
@@ -94,3 +102,37 @@ def test_explain_escapes_and_caps_what_an_extender_says(
     assert max(len(line) for line in lines) < TERMINAL_LIMIT + 64
     assert any(line.endswith(" more characters)") for line in lines)
     assert len(out) < 10 * TERMINAL_LIMIT + len(FLEET)
+
+
+def test_json_output_shows_the_condition_as_the_scheduler_writes_it(
+    extender_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json as json_module
+
+    from fleetsched.api.text import CONDITION_MESSAGE_LIMIT
+
+    (tmp_path / "fleet.yaml").write_text(FLEET)
+    (tmp_path / "bindings.yaml").write_text(BINDING)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: config.fleetsched.io/v1alpha1\nkind: SchedulerConfiguration\n"
+        f"extenders:\n- urlPrefix: {extender_url}\n  filterVerb: filter\n"
+    )
+    code = main(
+        [
+            "simulate",
+            "--config",
+            str(config),
+            "-o",
+            "json",
+            str(tmp_path / "fleet.yaml"),
+            str(tmp_path / "bindings.yaml"),
+        ]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 0
+    (item,) = json_module.loads(out)["items"]
+    message = item["status"]["conditions"][0]["message"]
+    assert len(message.encode()) <= CONDITION_MESSAGE_LIMIT
+    assert message.startswith("0/2 clusters are available: 1 \\x1b[2J\\x1b[H\\x0a  => Scheduled=True")
+    assert message.endswith("… and 1 more reason")
