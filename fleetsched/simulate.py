@@ -58,7 +58,7 @@ from fleetsched.scheduler.convert import (
     status_from_dict,
 )
 from fleetsched.scheduler.framework import PluginSelectionError
-from fleetsched.scheduler.outcome import PluginScore, ScheduleResult, render_into_binding
+from fleetsched.scheduler.outcome import SCHEDULED_CONDITION, PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding, SchedulingBinding
 
@@ -342,7 +342,7 @@ def _as_written(obj: dict[str, Any]) -> dict[str, Any]:
     conditions = (obj.get("status") or {}).get("conditions")
     if not isinstance(conditions, list):
         return obj
-    fitted = fit_conditions(conditions)
+    fitted = fit_conditions(conditions, types=(SCHEDULED_CONDITION,))
     if all(a is b for a, b in zip(fitted, conditions, strict=True)):
         return obj
     return {**obj, "status": {**obj["status"], "conditions": fitted}}

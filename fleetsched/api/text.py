@@ -134,11 +134,15 @@ def annotations_size(annotations: Mapping[str, str]) -> int:
     return sum(_size(k) + _size(v) for k, v in annotations.items())
 
 
-def fit_conditions(conditions: Sequence[Any], *, limit_bytes: int = CONDITION_MESSAGE_LIMIT) -> list[Any]:
-    """``conditions`` with every ``message`` fitted (``fit_message``); other entries unchanged."""
+def fit_conditions(
+    conditions: Sequence[Any], *, types: Collection[str], limit_bytes: int = CONDITION_MESSAGE_LIMIT
+) -> list[Any]:
+    """``conditions`` with the ``message`` of each condition of one of ``types`` fitted
+    (``fit_message``); every other entry unchanged (other controllers own them)."""
     out: list[Any] = []
     for condition in conditions:
-        message = condition.get("message") if isinstance(condition, Mapping) else None
+        ours = isinstance(condition, Mapping) and condition.get("type") in types
+        message = condition.get("message") if ours else None
         if isinstance(message, str):
             fitted = fit_message(message, limit_bytes)
             if fitted is not message:

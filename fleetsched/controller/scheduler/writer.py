@@ -25,6 +25,7 @@ import orjson
 from fleetsched.api.text import fit_annotations, fit_conditions
 from fleetsched.scheduler import ScheduleResult
 from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
+from fleetsched.scheduler.outcome import SCHEDULED_CONDITION
 
 EXPLANATION_ANNOTATION = "scheduler.fleetsched.io/explanation"
 EXPLANATION_LIMIT = 2048
@@ -134,7 +135,7 @@ def compute_patches(
     new_status = dict(rendered.get("status") or {})
     if isinstance(new_status.get("conditions"), list):
         # The CRD holds a condition message to 32768 characters: cut at a reason boundary, counted.
-        new_status["conditions"] = fit_conditions(new_status["conditions"])
+        new_status["conditions"] = fit_conditions(new_status["conditions"], types=(SCHEDULED_CONDITION,))
     status_changes = {
         k: new_status[k] for k in STATUS_KEYS if k in new_status and old_status.get(k) != new_status[k]
     }

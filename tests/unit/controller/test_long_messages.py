@@ -128,3 +128,15 @@ def test_the_explanation_gives_way_to_the_annotation_budget() -> None:
     # With room, it is written as before.
     roomy = compute_patches(stored(), render_into_binding(stored(), result, now=NOW), explain=explain)
     assert roomy.spec is not None and roomy.spec["metadata"]["annotations"][EXPLANATION_ANNOTATION] == explain
+
+
+def test_only_the_scheduled_condition_is_fitted() -> None:
+    # Another controller's condition is left as it is, even with a control character in it.
+    theirs = {"type": "FullyApplied", "status": "True", "reason": "x", "message": "tab\there"}
+    binding = stored()
+    binding["status"] = {"conditions": [theirs]}
+    patches = compute_patches(binding, render_into_binding(binding, no_fit(150), now=NOW), explain=None)
+    assert patches.status is not None
+    first, scheduled = patches.status["status"]["conditions"]
+    assert first == theirs
+    assert len(scheduled["message"].encode()) <= CONDITION_MESSAGE_LIMIT
