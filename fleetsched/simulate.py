@@ -46,6 +46,7 @@ from json.encoder import encode_basestring_ascii as _encode_string  # type: igno
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from fleetsched.api.document import BindingDocument, plain_json_default
+from fleetsched.api.text import fit_conditions, for_terminal
 from fleetsched.flags import explicit_flags, merge_feature_gates, parse_feature_gates, record_explicit_flags
 from fleetsched.scheduler.assume import AssumeRecord, footprint, format_load, left_clusters, name_shortfall
 from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
@@ -57,7 +58,7 @@ from fleetsched.scheduler.convert import (
     status_from_dict,
 )
 from fleetsched.scheduler.framework import PluginSelectionError
-from fleetsched.scheduler.outcome import PluginScore, ScheduleResult, render_into_binding
+from fleetsched.scheduler.outcome import SCHEDULED_CONDITION, PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding, SchedulingBinding
 
@@ -319,7 +320,7 @@ def _table_lines(rows: Sequence[_Row]) -> Iterator[str]:
                 widths[i] = len(row[i])
     for r in _chain_header(rows):
         line = "   ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "   " + r[-1]
-        yield line.rstrip()
+        yield for_terminal(line.rstrip(), limit=_TABLE_LINE_LIMIT)
 
 
 def _chain_header(rows: Sequence[_Row]) -> Iterator[_Row]:
@@ -329,6 +330,28 @@ def _chain_header(rows: Sequence[_Row]) -> Iterator[_Row]:
 
 def _table(results: list[tuple[dict[str, Any], ScheduleResult]]) -> str:
     return "\n".join(_table_lines([_table_row(obj, result) for obj, result in results]))
+
+
+# A table line holds every target of a binding: longer than an explanation's lines, still bounded.
+_TABLE_LINE_LIMIT = 65536
+
+
+def _as_written(obj: dict[str, Any]) -> dict[str, Any]:
+    """The binding as the scheduler writes it: condition messages fitted to the CRD's limit (the
+    operator's writer does the same), so ``-o json``/``-o yaml`` show what the API would hold."""
+    conditions = (obj.get("status") or {}).get("conditions")
+    if not isinstance(conditions, list):
+        return obj
+    fitted = fit_conditions(conditions, types=(SCHEDULED_CONDITION,))
+    if all(a is b for a, b in zip(fitted, conditions, strict=True)):
+        return obj
+    return {**obj, "status": {**obj["status"], "conditions": fitted}}
+
+
+def _shown(lines: Sequence[str]) -> str:
+    """Lines of an explanation, each safe for a terminal: reasons, names and messages come from
+    plugins, extenders and the input, and may carry escape sequences, newlines or megabytes."""
+    return "\n".join(for_terminal(line) for line in lines)
 
 
 def explain(
@@ -347,7 +370,7 @@ def explain(
     spec = obj.get("spec") or {}
     if unserved:
         lines.append(f"  left alone: no profile serves schedulerName {scheduler_name_of(obj)!r}")
-        return "\n".join(lines)
+        return _shown(lines)
     lines.append(f"  replicas: {spec.get('replicas', 0)}   strategy: {result.strategy}   mode: {result.mode}")
     if assumptions is not None:
         n = assumptions.bindings
@@ -360,7 +383,7 @@ def explain(
         lines.append(f"  profile: {result.profile}")
     if result.condition is None:
         lines.append("  not scheduled: the binding has no spec.placement")
-        return "\n".join(lines)
+        return _shown(lines)
     if not result.attempts:
         lines.append(
             "  clusterAffinities is an empty list: nothing to try (reported as success, nothing written)"
@@ -415,7 +438,7 @@ def explain(
     observed = (obj.get("status") or {}).get("schedulerObservingAffinityName")
     if observed:
         lines.append(f"  => schedulerObservingAffinityName: {observed}")
-    return "\n".join(lines)
+    return _shown(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -854,6 +877,8 @@ def _schedule_one(
         result = _assume(queue.record, raw, binding, result, overlaid.names)
         obj = render_into_binding(raw, result, now=job.now)
     item = None
+    if job.output != "table":
+        obj = _as_written(obj)
     if job.output == "json":
         item = _json_item(obj)
     elif job.output == "yaml":
@@ -1259,7 +1284,7 @@ def run(args: argparse.Namespace) -> int:
             )
         progress.clear()
         for note in plan.notes:
-            print(f"fleetsched simulate: note: {note}", file=sys.stderr)
+            print(for_terminal(f"fleetsched simulate: note: {note}"), file=sys.stderr)
         job = _Job(
             clusters=clusters,
             peers=tuple(plan.peers),
@@ -1284,7 +1309,7 @@ def run(args: argparse.Namespace) -> int:
         _write(job, work, jobs=jobs, progress=progress)
     except (LoadError, ConversionError, PluginSelectionError, _BadInput, WorkerError) as e:
         progress.clear()
-        print(f"fleetsched simulate: {e}", file=sys.stderr)
+        print(for_terminal(f"fleetsched simulate: {e}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours; silence the final flush.

@@ -11,6 +11,7 @@ plugin validates its own with its typed args model when the runtime builds it.
 from __future__ import annotations
 
 import enum
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = [
     "ExtensionPoint",
     "PluginEntry",
     "Profile",
+    "redact_url",
 ]
 
 # Karmada's default ``spec.schedulerName`` (api.md): bindings without one belong to this profile.
@@ -78,8 +80,23 @@ class ExtenderConfig:
 
     @property
     def name(self) -> str:
-        """How errors, metrics and explanations name the extender."""
-        return self.url_prefix
+        """How errors, metrics and explanations name the extender: its URL, without user info.
+
+        The configuration file refuses a URL with user info; an ``ExtenderConfig`` built in code
+        may still carry one, and its password must not reach a condition, a label or a log."""
+        return redact_url(self.url_prefix)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any user info (``user:password@``) replaced by ``***@``; other URLs unchanged."""
+    try:
+        parsed = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url if "@" not in url else "<a URL that cannot be shown>"
+    if "@" not in parsed.netloc:
+        return url
+    host = parsed.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parsed._replace(netloc=f"***@{host}"))
 
 
 @dataclass(frozen=True, slots=True)
