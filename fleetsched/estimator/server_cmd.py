@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import sys
 from pathlib import Path
@@ -172,7 +173,7 @@ async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Conne
     from fleetsched.kube.client import KubeClient
 
     if args.master:
-        connection = type(connection)(**{**connection.__dict__, "server": args.master.rstrip("/")})
+        connection = dataclasses.replace(connection, server=args.master.rstrip("/"))
     client = KubeClient(connection, qps=args.kube_api_qps, burst=args.kube_api_burst,
                         user_agent=f"fleetsched-estimator/{args.cluster_name}")
     table, quotas, state, metrics = NodeTable(), QuotaStore(), SyncState(), EstimatorMetrics()
@@ -224,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         connection = load_connection(args.kubeconfig or None)
     except Exception as exc:  # the kubernetes config loader raises its own exception types
-        source = args.kubeconfig or "the in-cluster config"
+        source = args.kubeconfig or "KUBECONFIG, the pod's ServiceAccount or ~/.kube/config"
         print(f"fleetsched estimator: --kubeconfig: cannot load {source}: {exc}", file=sys.stderr)
         return 2
     try:

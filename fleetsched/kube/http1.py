@@ -20,12 +20,18 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 MAX_HEAD = 64 * 1024
 # The headers that frame a body, found in the lower-cased head in one pass.
 _FRAMING = re.compile(rb"\r\n(content-length|transfer-encoding|connection)[ \t]*:[ \t]*([^\r]*)")
+
+
+# (protocol factory, host, port) -> the connected transport and protocol
+Dial = Callable[[Callable[[], "_Connection"], str, int], Awaitable[tuple[Any, "_Connection"]]]
 
 
 @dataclass(slots=True)
@@ -199,19 +205,38 @@ class Http1Pool:
         limit: int = 100,
         timeout: float = 60.0,
         connect_timeout: float = 10.0,
+        dial: Dial | None = None,
     ) -> None:
+        """``dial(protocol_factory, host, port)`` opens a connection instead of the loop's
+        ``create_connection`` with ``ssl_context`` (the credentials' dialer: proxy, TLS server name)."""
         url = urlsplit(server)
+        self.dial = dial
         self.host = url.hostname or "localhost"
         self.port = url.port or (443 if url.scheme == "https" else 80)
         self.ssl_context = ssl_context if url.scheme == "https" else None
         self.prefix = url.path.rstrip("/")
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        host_header = url.netloc.rpartition("@")[2]
-        self._static = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host_header, **headers}.items())
+        self._headers = {"Host": url.netloc.rpartition("@")[2], **headers}
+        self._static = "".join(f"{k}: {v}\r\n" for k, v in self._headers.items())
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(limit)
         self._open: set[_Connection] = set()
+
+    def set_header(self, name: str, value: str | None) -> None:
+        """Send ``name: value`` with every request from now on (None: no longer send it)."""
+        if value is None:
+            self._headers.pop(name, None)
+        else:
+            self._headers[name] = value
+        self._static = "".join(f"{k}: {v}\r\n" for k, v in self._headers.items())
+
+    def drop_idle(self) -> None:
+        """Close the idle connections (their TLS setup is out of date); busy ones finish their request."""
+        for connection in self._idle:
+            connection.close()
+            self._open.discard(connection)
+        self._idle.clear()
 
     async def request(
         self, method: str, target: str, body: bytes | None = None, content_type: str = "application/json"
@@ -243,17 +268,19 @@ class Http1Pool:
             connection.close()
             self._open.discard(connection)
         loop = asyncio.get_running_loop()
-        try:
-            _, protocol = await asyncio.wait_for(
-                loop.create_connection(
-                    _Connection,
-                    self.host,
-                    self.port,
-                    ssl=self.ssl_context,
-                    server_hostname=self.host if self.ssl_context is not None else None,
-                ),
-                self.connect_timeout,
+        opening = (
+            self.dial(_Connection, self.host, self.port)
+            if self.dial is not None
+            else loop.create_connection(
+                _Connection,
+                self.host,
+                self.port,
+                ssl=self.ssl_context,
+                server_hostname=self.host if self.ssl_context is not None else None,
             )
+        )
+        try:
+            _, protocol = await asyncio.wait_for(opening, self.connect_timeout)
         except TimeoutError:
             raise TimeoutError(f"connecting to {self.host}:{self.port} timed out") from None
         self._open.add(protocol)
