@@ -62,8 +62,9 @@ _LIMIT_HELP = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-name", required=True,
                         help="name of the member cluster this estimator serves")
-    parser.add_argument("--kubeconfig", default="",
-                        help="kubeconfig of the member cluster (in-cluster if empty)")
+    parser.add_argument(
+        "--kubeconfig", default="",
+        help="kubeconfig of the member cluster (empty: KUBECONFIG, in-cluster, ~/.kube/config)")
     parser.add_argument("--master", default="", help="member API server address, overrides the kubeconfig's")
     parser.add_argument("--server-port", type=int, default=10352, help="gRPC port (all interfaces)")
     parser.add_argument("--server-bind-address", default="0.0.0.0", help="gRPC listen address (fleetsched)")

@@ -490,6 +490,11 @@ class AuthHealth:
             self._reported.discard(key)
             log.info("credentials_accepted_again", identity=self.identity, verb=verb, resource=resource)
 
+    @property
+    def refusing(self) -> bool:
+        """Some (verb, resource) has been refused since its last accepted answer."""
+        return bool(self._denied)
+
     def problem(self) -> str | None:
         """Why the readiness probe fails, or None."""
         for (verb, resource), entry in self._denied.items():
@@ -713,8 +718,8 @@ class Credentials:
 
     def _build_context(self) -> ssl.SSLContext:
         connection = self.connection
-        if connection.insecure:
-            context = ssl.create_default_context()
+        if connection.insecure:  # no trust store to load: nothing is verified
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
         else:

@@ -189,8 +189,9 @@ class KubeClient:
             renewed = attempt == 0 and response.status in (401, 403)
             if not (renewed and await credentials.renew(response.status, authorization)):
                 break
-        verb, resource = describe(method, target)
-        credentials.health.observe(response.status, verb, resource, response.body)
+        if response.status in (401, 403) or credentials.health.refusing:
+            verb, resource = describe(method, target)
+            credentials.health.observe(response.status, verb, resource, response.body)
         return response
 
     def _apply(self, authorization: str | None) -> None:
