@@ -695,13 +695,12 @@ class Credentials:
             self._replace_context()
 
     def expiration(self) -> datetime.datetime | None:
-        """When the credentials in use should be asked for again (a plugin's expiry, a token file's
-        next read), for a client that caches them itself (kopf); None: they do not change."""
-        if self.connection.exec_plugin is not None and self._exec_expiry not in (None, float("inf")):
-            return datetime.datetime.fromtimestamp(self._exec_expiry, datetime.UTC)  # type: ignore[arg-type]
-        if self.connection.token_file or self._certificate_files() is not None:
-            then = self._wall() + TOKEN_FILE_PERIOD - TOKEN_FILE_LEEWAY
-            return datetime.datetime.fromtimestamp(then, datetime.UTC)
+        """When a client that caches the credentials itself (kopf) must ask again: a plugin's
+        expiry. None otherwise: such a client asks again after a 401, when token files are read
+        again (kopf closes its session, and with it its watches, when credentials expire, so a
+        token file's period would cost a relist every minute)."""
+        if self._exec_expiry is not None and self._exec_expiry != float("inf"):
+            return datetime.datetime.fromtimestamp(self._exec_expiry, datetime.UTC)
         return None
 
     def certificate_files(self) -> tuple[str, str] | None:

@@ -82,3 +82,19 @@ def test_refused_credentials_turn_readiness_false_and_say_why() -> None:
                                          '401 Unauthorized 3 times for user "sched": Unauthorized')
     credentials.health.observe(200, "update", "leases.coordination.k8s.io")
     assert controller.ready() == (True, "ok")
+
+
+async def test_kopf_login_hands_over_current_credentials_and_renews_when_asked_again(tmp_path: Path) -> None:
+    from fleetsched.controller.runtime.controller import kopf_registry
+
+    token = tmp_path / "token"
+    token.write_text("one")
+    registry = kopf_registry(Connection(server="https://h:1", insecure=True, token_file=str(token),
+                                        proxy_url="http://proxy:3128"))
+    (login,) = registry._activities.get_all_handlers()  # kopf's own registry: the one login handler
+    first = await login.fn()
+    assert (first.server, first.scheme, first.token, first.insecure, first.proxy_url, first.expiration) == (
+        "https://h:1", "Bearer", "one", True, "http://proxy:3128", None)
+    token.write_text("two")  # kopf asks again after a 401: the file is read again at once
+    again = await login.fn()
+    assert (again.scheme, again.token) == ("Bearer", "two")
