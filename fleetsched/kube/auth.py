@@ -250,7 +250,6 @@ def _from_kubeconfig(paths: Sequence[str], where: str) -> Connection:
 
 
 def _from_merged(config: Any, current: str, where: str) -> Connection:
-
     if not current:
         raise CredentialsError(f"{where}: current-context is not set")
     context = config["contexts"].get_with_name(current)["context"]
@@ -287,7 +286,6 @@ def _from_merged(config: Any, current: str, where: str) -> Connection:
 
 
 def _user_fields(user: Any, name: str, cluster: Any, where: str) -> dict[str, Any]:
-
     base = _base(user)
     at = f"{where}: users[{name}]"
     methods = [m for m, keys in (
