@@ -4,15 +4,17 @@ credentials turn the controllers' readiness false, saying why."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fleetsched.controller.runtime.controller import ControllerRuntime
+from fleetsched.controller.runtime.queue import SchedulingQueue
 from fleetsched.kube.auth import Connection, Credentials
 
 REPO = Path(__file__).resolve().parents[3]
@@ -63,18 +65,20 @@ def test_an_empty_explicit_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> 
     assert len(done.stderr.strip().splitlines()) == 1
 
 
-class _Controller(ControllerRuntime):
-    def __init__(self, client: object) -> None:
-        self.client = client
-        self.synced = asyncio.Event()
-        self.synced.set()
-        self.elector = None
-        self.config = None
+@dataclass
+class _Config:
+    workers: int = 1
+    leader_election: Any = None
+    graceful_timeout: float = 1.0
+    sharding: Any = None
 
 
 def test_refused_credentials_turn_readiness_false_and_say_why() -> None:
     credentials = Credentials(Connection(server="http://h:1", token="t", identity='user "sched"'))
-    controller = _Controller(type("Client", (), {"credentials": credentials})())
+    client = type("Client", (), {"credentials": credentials})()
+    controller = ControllerRuntime(reconciler=None, config=_Config(), client=client,  # type: ignore[arg-type]
+                                   queue=SchedulingQueue())
+    controller.synced.set()
     assert controller.ready() == (True, "ok")
     for _ in range(3):
         credentials.health.observe(401, "update", "leases.coordination.k8s.io", b'{"message":"Unauthorized"}')
@@ -85,7 +89,7 @@ def test_refused_credentials_turn_readiness_false_and_say_why() -> None:
 
 
 async def test_kopf_login_hands_over_current_credentials_and_renews_when_asked_again(tmp_path: Path) -> None:
-    from fleetsched.controller.runtime.controller import kopf_registry
+    from fleetsched.controller.policy.watching import kopf_registry
 
     token = tmp_path / "token"
     token.write_text("one")
