@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,6 +31,9 @@ import orjson
 import structlog
 
 from fleetsched.kube import http1
+from fleetsched.kube.auth import Connection as Connection
+from fleetsched.kube.auth import Credentials, describe
+from fleetsched.kube.auth import load_connection as load_connection
 
 log = structlog.get_logger("fleetsched.kube")
 
@@ -47,44 +48,6 @@ MAX_PAGE = 64 * http1.MiB
 MAX_RETRIES = 10  # client-go's default for 429 / Retry-After
 RETRY_AFTER_MAX = 10.0  # seconds: the longest wait a Retry-After is honoured for
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})  # the writes that take a fieldManager
-
-
-@dataclass(frozen=True, slots=True)
-class Connection:
-    """Where the API is and how to authenticate; loaded once at start-up."""
-
-    server: str
-    ca_path: str | None = None
-    certificate_path: str | None = None
-    private_key_path: str | None = None
-    token: str | None = None
-    insecure: bool = False
-
-
-def load_connection(kubeconfig: str | None) -> Connection:
-    """Read ``kubeconfig`` (its current context), or the in-cluster config when it is None."""
-    from kubernetes import client, config  # imported here: only needed once at start-up
-
-    configuration = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        config.load_incluster_config(client_configuration=configuration)
-    token = None
-    # kubernetes' loaders keep the bearer token under "BearerToken" (kubeconfig token users and the
-    # in-cluster ServiceAccount token); older releases used "authorization".
-    api_key = configuration.api_key or {}
-    authorization = api_key.get("BearerToken") or api_key.get("authorization")
-    if authorization:
-        token = authorization.removeprefix("Bearer ").strip()
-    return Connection(
-        server=configuration.host.rstrip("/"),
-        ca_path=configuration.ssl_ca_cert,
-        certificate_path=configuration.cert_file,
-        private_key_path=configuration.key_file,
-        token=token,
-        insecure=not configuration.verify_ssl,
-    )
 
 
 class ApiError(Exception):
@@ -140,18 +103,6 @@ class TokenBucket:
             self._tokens -= 1
 
 
-def _insecure(connection: Connection) -> ssl.SSLContext | None:
-    """An https connection without verification (``insecure``), with the client certificate if any."""
-    if not connection.server.startswith("https"):
-        return None
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    if connection.certificate_path and connection.private_key_path:
-        context.load_cert_chain(connection.certificate_path, connection.private_key_path)
-    return context
-
-
 class KubeClient:
     """JSON over HTTPS to one API server. Create it inside the running event loop."""
 
@@ -172,29 +123,23 @@ class KubeClient:
         # Called right before a write is sent (after any wait for the rate limiter); it may raise
         # to stop the write. Sharded controllers re-check ownership there (runtime.py).
         self.write_guard: Callable[[], None] | None = None
-        context: ssl.SSLContext | bool
-        if connection.server.startswith("https"):
-            if connection.insecure:
-                context = False
-            else:
-                context = ssl.create_default_context(cafile=connection.ca_path)
-                if connection.certificate_path and connection.private_key_path:
-                    context.load_cert_chain(connection.certificate_path, connection.private_key_path)
-        else:
-            context = False
+        # The one source of the Authorization header, the TLS context (with any client certificate,
+        # also when ``insecure``) and the dialer (proxy, TLS server name), for requests and watches.
+        self.credentials = Credentials(connection)
+        self._generation = self.credentials.generation
+        self._authorization: str | None = None
         headers = {"User-Agent": user_agent, "Accept": "application/json"}
-        if connection.token:
-            headers["Authorization"] = f"Bearer {connection.token}"
         self._http = http1.Http1Pool(
             connection.server,
-            ssl_context=context if isinstance(context, ssl.SSLContext) else _insecure(connection),
+            ssl_context=self.credentials.ssl_context(),
             headers=headers,
+            dial=self.credentials.dial,
         )
         # watches (``stream``) keep aiohttp: one long request each
         self._session = aiohttp.ClientSession(
             base_url=None,
             headers=headers,
-            connector=aiohttp.TCPConnector(ssl=context, limit=100, keepalive_timeout=60),
+            connector=aiohttp.TCPConnector(limit=100, keepalive_timeout=60),
             timeout=aiohttp.ClientTimeout(total=60, connect=10),
             json_serialize=lambda o: orjson.dumps(o).decode(),
         )
@@ -243,7 +188,7 @@ class KubeClient:
             await self.limiter.acquire()
             if self.write_guard is not None and method in WRITE_METHODS:
                 self.write_guard()
-            response = await self._http.request(method, target, data, content_type, max_body=max_body)
+            response = await self._send(method, target, data, content_type, max_body=max_body)
             status = response.status
             if 200 <= status < 300:
                 break
@@ -269,6 +214,37 @@ class KubeClient:
             return {"items": payload}
         raise http1.ProtocolError(f"{method} {path}: a {status} answer that is no JSON object")
 
+    async def _send(
+        self, method: str, target: str, data: bytes | None, content_type: str, *, max_body: int | None = None
+    ) -> http1.Response:
+        """One request with the current credentials; a 401 (or an authorizer's 403) is sent once more
+        when renewing the credentials changed them (a request refused by authentication or
+        authorization was not carried out). The answer is recorded in ``credentials.health``."""
+        credentials = self.credentials
+        for attempt in range(2):
+            authorization = await credentials.authorization()
+            self._apply(authorization)
+            response = await self._http.request(method, target, data, content_type, max_body=max_body)
+            renewed = attempt == 0 and response.status in (401, 403)
+            if not (renewed and await credentials.renew(response.status, authorization)):
+                break
+        if response.status in (401, 403) or credentials.health.refusing:
+            verb, resource = describe(method, target)
+            credentials.health.observe(response.status, verb, resource, response.body)
+        return response
+
+    def _apply(self, authorization: str | None) -> None:
+        """Bring the pool up to date: the Authorization header, no idle connection of an old TLS context."""
+        if authorization != self._authorization:
+            self._authorization = authorization
+            self._http.set_header("Authorization", authorization)
+        context = self.credentials.ssl_context()  # the client certificate files checked, when due
+        generation = self.credentials.generation
+        if generation != self._generation:
+            self._generation = generation
+            self._http.ssl_context = context
+            self._http.drop_idle()
+
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> JsonObject:
         return await self.request("GET", path, params=params)
 
@@ -291,13 +267,30 @@ class KubeClient:
         """A streaming GET (a watch): yields an iterator over the body's chunks as they arrive.
         A non-2xx answer raises ``ApiError`` before anything is yielded."""
         await self.limiter.acquire()
-        async with self._session.get(
-            self.connection.server + path, params=params, timeout=timeout
-        ) as response:
-            if not 200 <= response.status < 300:
+        credentials = self.credentials
+        verb, resource = describe("GET", path, watch=params.get("watch") in ("true", "1"))
+        for attempt in range(2):
+            authorization = await credentials.authorization()
+            context = credentials.ssl_context()
+            async with self._session.get(
+                self.connection.server + path,
+                params=params,
+                timeout=timeout,
+                headers={"Authorization": authorization} if authorization else None,
+                ssl=context if context is not None else True,
+                server_hostname=credentials.server_hostname,
+                proxy=self.connection.proxy_url,
+            ) as response:
+                if 200 <= response.status < 300:
+                    credentials.health.observe(response.status, verb, resource)
+                    yield response.content.iter_any()
+                    return
                 raw = await _read_at_most(response.content, ERROR_BODY_MAX)
+                renewed = attempt == 0 and response.status in (401, 403)
+                if renewed and await credentials.renew(response.status, authorization):
+                    continue
+                credentials.health.observe(response.status, verb, resource, raw)
                 raise _api_error(http1.Response(response.status, response.reason or "", raw))
-            yield response.content.iter_any()
 
     async def list_all(self, path: str, *, page_size: int = 500) -> tuple[list[JsonObject], str]:
         """LIST with pagination; returns the items and the list's resourceVersion. A page over

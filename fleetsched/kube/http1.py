@@ -39,7 +39,9 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 MiB = 1024 * 1024
@@ -62,6 +64,10 @@ class Limits:
     interim: int = 8  # 1xx answers before the final one
     chunk_line: int = 1024  # one chunk-size line with its extensions
     in_flight: int = 256 * MiB  # every connection's unfinished answers together
+
+
+# (protocol factory, host, port) -> the connected transport and protocol
+Dial = Callable[[Callable[[], "_Connection"], str, int], Awaitable[tuple[Any, "_Connection"]]]
 
 
 @dataclass(slots=True)
@@ -364,8 +370,12 @@ class Http1Pool:
         timeout: float = 60.0,
         connect_timeout: float = 10.0,
         limits: Limits | None = None,
+        dial: Dial | None = None,
     ) -> None:
+        """``dial(protocol_factory, host, port)`` opens a connection instead of the loop's
+        ``create_connection`` with ``ssl_context`` (the credentials' dialer: proxy, TLS server name)."""
         url = urlsplit(server)
+        self.dial = dial
         self.host = url.hostname or "localhost"
         self.port = url.port or (443 if url.scheme == "https" else 80)
         self.ssl_context = ssl_context if url.scheme == "https" else None
@@ -375,11 +385,26 @@ class Http1Pool:
         self.limits = limits or Limits()
         self._budget = _Budget(self.limits.in_flight)
         self._peer = f"{self.host}:{self.port}"
-        host_header = url.netloc.rpartition("@")[2]
-        self._static = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host_header, **headers}.items())
+        self._headers = {"Host": url.netloc.rpartition("@")[2], **headers}
+        self._static = "".join(f"{k}: {v}\r\n" for k, v in self._headers.items())
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(limit)
         self._open: set[_Connection] = set()
+
+    def set_header(self, name: str, value: str | None) -> None:
+        """Send ``name: value`` with every request from now on (None: no longer send it)."""
+        if value is None:
+            self._headers.pop(name, None)
+        else:
+            self._headers[name] = value
+        self._static = "".join(f"{k}: {v}\r\n" for k, v in self._headers.items())
+
+    def drop_idle(self) -> None:
+        """Close the idle connections (their TLS setup is out of date); busy ones finish their request."""
+        for connection in self._idle:
+            connection.close()
+            self._open.discard(connection)
+        self._idle.clear()
 
     async def request(
         self,
@@ -421,17 +446,23 @@ class Http1Pool:
             self._open.discard(connection)
         loop = asyncio.get_running_loop()
         wait = min(self.connect_timeout, deadline - loop.time())
-        try:
-            _, protocol = await asyncio.wait_for(
-                loop.create_connection(
-                    lambda: _Connection(self.limits, self._budget, self._peer),
-                    self.host,
-                    self.port,
-                    ssl=self.ssl_context,
-                    server_hostname=self.host if self.ssl_context is not None else None,
-                ),
-                max(wait, 0),
+
+        def protocol_factory() -> _Connection:
+            return _Connection(self.limits, self._budget, self._peer)
+
+        opening = (
+            self.dial(protocol_factory, self.host, self.port)
+            if self.dial is not None
+            else loop.create_connection(
+                protocol_factory,
+                self.host,
+                self.port,
+                ssl=self.ssl_context,
+                server_hostname=self.host if self.ssl_context is not None else None,
             )
+        )
+        try:
+            _, protocol = await asyncio.wait_for(opening, max(wait, 0))
         except TimeoutError:
             raise TimeoutError(f"connecting to {self._peer} timed out after {wait:.3g}s") from None
         self._open.add(protocol)
