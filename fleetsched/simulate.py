@@ -56,7 +56,7 @@ from fleetsched.scheduler.convert import (
     peer_from_dict,
     status_from_dict,
 )
-from fleetsched.scheduler.framework import PluginSelectionError
+from fleetsched.scheduler.framework import PluginSelectionError, containment
 from fleetsched.scheduler.outcome import PluginScore, ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding, SchedulingBinding
@@ -1225,6 +1225,13 @@ def _part(part: PluginScore) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # A plugin's SystemExit/KeyboardInterrupt fails its binding; Ctrl-C (marked as the process's own
+    # shutdown by this block's SIGINT handler) still stops the run.
+    with containment.interrupts_shut_down():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from fleetsched.api.load import LoadError
 
     progress = Progress(

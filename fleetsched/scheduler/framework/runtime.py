@@ -36,7 +36,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fleetsched.scheduler.config.types import ExtensionPoint, Profile
-from fleetsched.scheduler.errors import SchedulingError
+from fleetsched.scheduler.framework.containment import (
+    Call,
+    PluginError,
+    PluginHealth,
+    check_scores,
+    describe,
+    entering,
+    escapes,
+    leaving,
+    quote,
+)
 from fleetsched.scheduler.framework.interface import (
     MAX_EXTENDER_PRIORITY,
     MAX_SCORE,
@@ -77,7 +87,7 @@ from fleetsched.scheduler.outcome import (
     PluginScore,
     SkippedPlugin,
 )
-from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, TargetCluster
+from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, FrozenDict, TargetCluster
 
 __all__ = [
     "POINT_PROTOCOLS",
@@ -178,18 +188,6 @@ class FrameworkError(ValueError):
     One line, naming the profile and the plugin (``PluginArgsError`` is the args case)."""
 
 
-class PluginError(SchedulingError):
-    """A plugin or an extender raised, or overran its time budget: the binding fails, named."""
-
-    def __init__(self, plugin: str, point: str, message: str) -> None:
-        super().__init__(message)
-        self.plugin = plugin
-        self.point = point
-
-    def wrapped(self, prefix: str) -> SchedulingError:
-        return PluginError(self.plugin, self.point, f"{prefix}: {self.message}")
-
-
 class ClusterSnapshot(Protocol):
     """What the runtime reads of a cluster snapshot (``pipeline.Snapshot``): immutable clusters,
     their names, a process-unique ``generation`` (memo validity), and positions by deletion."""
@@ -224,8 +222,10 @@ class SerialDriver:
         for request in requests:
             try:
                 answers.append(_perform_one(request))
-            except Exception as e:  # an answer, not a crash: the algorithm decides what a failure means
-                answers.append(e)
+            except BaseException as e:  # an answer, not a crash: the algorithm decides what it means
+                if escapes(e):
+                    raise
+                answers.append(_as_exception(e))
         return answers
 
 
@@ -245,9 +245,20 @@ class ConcurrentDriver:
         for future in futures:
             try:
                 answers.append(future.result())
-            except Exception as e:
-                answers.append(e)
+            except BaseException as e:
+                if escapes(e):
+                    raise
+                answers.append(_as_exception(e))
         return answers
+
+
+class CallRaised(Exception):
+    """An estimator or extender call raised something other than an ``Exception`` (a SystemExit, a
+    KeyboardInterrupt of its own): an answer like any failure, not the end of the process."""
+
+
+def _as_exception(e: BaseException) -> Exception:
+    return e if isinstance(e, Exception) else CallRaised(describe(e))
 
 
 def _perform_one(request: Any) -> Any:
@@ -617,6 +628,26 @@ def _call_all(callbacks: Sequence[Callable[[], None]]) -> None:
 # ---- the Framework -------------------------------------------------------------------------------
 
 
+class _Handle:
+    """The ``Handle`` a plugin's factory is given: the profile's name, the clock and the bindings
+    waiting at Permit, and nothing else of the Framework (no way to its plugins, memo or settings)."""
+
+    __slots__ = ("_framework",)
+
+    def __init__(self, framework: Framework) -> None:
+        self._framework = framework
+
+    @property
+    def profile_name(self) -> str:
+        return self._framework.profile_name
+
+    def clock(self) -> float:
+        return self._framework.clock()
+
+    def waiting_binding(self, key: str) -> _WaitingBinding | None:
+        return self._framework.waiting_binding(key)
+
+
 class Framework:
     """The plugins of one profile, ready to run; safe to share between worker threads.
 
@@ -650,6 +681,10 @@ class Framework:
         self._instances: dict[str, Plugin] = {}
         self._waiting: dict[str, _WaitingBinding] = {}
         self._waiting_lock = threading.Lock()
+        # Overruns and broken plugins of this profile (``containment.PluginHealth``).
+        self.health = PluginHealth(profile.scheduler_name, clock=clock)
+        # What plugins are given at construction: the Handle's three calls, not this object.
+        self._handle = _Handle(self)
         for point in ExtensionPoint:
             for entry in profile.enabled(point):
                 plugin = self._instance(registry, entry.name)
@@ -753,11 +788,14 @@ class Framework:
             raise FrameworkError(f"profiles[{profile}].plugins: unknown plugin {name!r} (known: {known})")
         args = _validate_args(profile, name, registry.args_model(name), self.profile.plugin_args.get(name))
         try:
-            plugin = factory(args, self)
+            plugin = factory(args, self._handle)
         except PluginArgsError:
             raise
-        except Exception as e:
-            raise PluginArgsError(profile, name, "", f"the plugin failed to start: {e}") from e
+        except BaseException as e:
+            if escapes(e):
+                raise
+            detail = describe(e) if not isinstance(e, Exception) else str(e)
+            raise PluginArgsError(profile, name, "", f"the plugin failed to start: {detail}") from None
         if getattr(plugin, "name", None) != name:
             raise FrameworkError(
                 f"profiles[{profile}].plugins: the factory of {name!r} made a plugin named "
@@ -789,8 +827,9 @@ class Framework:
         if self.queue_sort is not None:
             try:
                 return bool(self.queue_sort.less(a, b))
-            except Exception:  # a broken QueueSort must not stop the queue: Karmada's order then
-                pass
+            except BaseException as e:  # a broken QueueSort must not stop the queue: Karmada's order then
+                if escapes(e):
+                    raise
         if a.priority != b.priority:
             return a.priority > b.priority
         return a.timestamp < b.timestamp
@@ -818,7 +857,37 @@ class Framework:
         if plugin in self.ignorable:
             skipped.append(SkippedPlugin(plugin, point, message))
             return
-        raise PluginError(plugin, point, f"plugin {plugin} failed at {point}: {message}")
+        raise PluginError.failed(plugin, point, message)
+
+    def _skip_or_raise(self, error: PluginError, skipped: list[SkippedPlugin]) -> None:
+        """``_failed`` for an error already made: skip the plugin (ignorable) or raise it."""
+        if error.plugin in self.ignorable:
+            skipped.append(SkippedPlugin(error.plugin, error.point, error.detail))
+            return
+        raise error
+
+    def _call(self, name: str, point: str, fn: Callable[[], Any]) -> tuple[Any, float]:
+        """One call into a plugin: refused at once while the plugin is marked broken, recorded as
+        this thread's current call (the edge names it when it gives up on the binding), timed and
+        counted against the plugin's budget. Whatever it raises but the process's own shutdown comes
+        back as a ``PluginError`` naming the plugin and the point. Returns (value, seconds)."""
+        call: Call = self.health.admit(name, point)
+        ident = entering(call)
+        t0 = self._timer()
+        try:
+            value = fn()
+        except BaseException as e:
+            seconds = self._timer() - t0
+            leaving(ident)
+            if escapes(e):
+                raise
+            self.health.returned(call, overran=self._overran(seconds))
+            self._observe(name, point, Code.ERROR, seconds)
+            raise PluginError.failed(name, point, describe(e)) from None
+        seconds = self._timer() - t0
+        leaving(ident)
+        self.health.returned(call, overran=self._overran(seconds))
+        return value, seconds
 
     def _budget_message(self, seconds: float) -> str:
         return f"took {seconds:.3f}s, over its time budget of {self.budget:g}s"
@@ -858,7 +927,9 @@ class Framework:
                 memo = self._outcome_memo(snapshot)
                 with self._memo_lock:
                     cached = memo.get(combined) if memo is not None else None
-            except Exception:  # a broken (or unhashable) binding_key: the plugin's own call names it
+            except BaseException as e:  # a broken (or unhashable) binding_key: its own call names it
+                if escapes(e):
+                    raise
                 keys = combined = None
             if cached is not None:
                 if cached.snapshot is not snapshot:
@@ -940,9 +1011,10 @@ class Framework:
             )
         skip_scores: set[str] = set()
         point_started = filtered
+        offered = tuple(feasible)  # what plugins are given: never the list the runtime goes on with
         for pre in self.pre_scores:
             status = self._call_status(
-                pre.name, "PreScore", lambda p=pre: p.pre_score(ctx, feasible), skipped
+                pre.name, "PreScore", lambda p=pre: p.pre_score(ctx, offered), skipped
             )
             if status is not None and status.code is Code.SKIP:
                 skip_scores.add(pre.name)
@@ -968,7 +1040,7 @@ class Framework:
             raws.append(vector)
             weights.append(slot.weight)
             normalized.append(
-                self._normalize(slot, ctx, feasible, _gather(vector, feasible_index), skipped)
+                self._normalize(slot, ctx, offered, _gather(vector, feasible_index), skipped)
                 if slot.normalize
                 else None
             )
@@ -1063,14 +1135,15 @@ class Framework:
         self, name: str, point: str, call: Callable[[], Status], skipped: list[SkippedPlugin]
     ) -> Status | None:
         """One timed plugin call answering a Status; None when it failed and was skipped."""
-        t0 = self._timer()
         try:
-            status = call()
-        except Exception as e:
-            self._observe(name, point, Code.ERROR, self._timer() - t0)
-            self._failed(name, point, f"{type(e).__name__}: {e}", skipped)
+            status, seconds = self._call(name, point, call)
+        except PluginError as e:
+            self._skip_or_raise(e, skipped)
             return None
-        seconds = self._timer() - t0
+        if not isinstance(status, Status):
+            self._observe(name, point, Code.ERROR, seconds)
+            self._failed(name, point, f"returned {quote(status)}, not a Status", skipped)
+            return None
         self._observe(name, point, status.code, seconds)
         if status.code is Code.ERROR:
             self._failed(name, point, status.message() or "error", skipped)
@@ -1094,8 +1167,10 @@ class Framework:
             try:
                 key = slot.plugin.binding_key(ctx)  # type: ignore[attr-defined]
                 hash(key)
-            except Exception as e:
-                self._failed(slot.name, "Filter", f"binding_key: {type(e).__name__}: {e}", skipped)
+            except BaseException as e:
+                if escapes(e):
+                    raise
+                self._failed(slot.name, "Filter", f"binding_key: {describe(e)}", skipped)
                 return None
         clusters = snapshot.clusters
         entry: _Entry | None = None
@@ -1105,8 +1180,10 @@ class Framework:
             try:
                 with self._memo_lock:
                     entry = self._memo.get(memo_key)
-            except TypeError as e:
-                self._failed(slot.name, "Filter", f"binding_key: TypeError: {e}", skipped)
+            except BaseException as e:  # the key's __eq__ is the plugin's code too
+                if escapes(e):
+                    raise
+                self._failed(slot.name, "Filter", f"binding_key: {describe(e)}", skipped)
                 return None
             if entry is not None and entry.generation == snapshot.generation and entry.rejections is not None:
                 self.memo_stats["hit"] += 1
@@ -1146,22 +1223,24 @@ class Framework:
             misses = live
         self.memo_stats["miss" if misses else "hit"] += 1
         if misses:
-            t0 = self._timer()
-            try:
+            plugin = slot.plugin
+
+            def ask() -> None:
                 if slot.batch:
-                    asked = ClusterSelection([clusters[i] for i in misses], clusters, misses)
-                    got = slot.plugin.filter_clusters(ctx, asked)  # type: ignore[attr-defined]
+                    asked = ClusterSelection([clusters[i] for i in misses], clusters, tuple(misses))
+                    got = plugin.filter_clusters(ctx, asked)  # type: ignore[attr-defined]
                     for i, status in zip(misses, got, strict=True):
                         answers[i] = status
                 else:
-                    filter_one = slot.plugin.filter
+                    filter_one = plugin.filter
                     for i in misses:
                         answers[i] = filter_one(ctx, clusters[i])
-            except Exception as e:
-                self._observe(slot.name, "Filter", Code.ERROR, self._timer() - t0)
-                self._failed(slot.name, "Filter", f"{type(e).__name__}: {e}", skipped)
+
+            try:
+                _, seconds = self._call(slot.name, "Filter", ask)
+            except PluginError as e:
+                self._skip_or_raise(e, skipped)
                 return None
-            seconds = self._timer() - t0
             self._observe(slot.name, "Filter", Code.SUCCESS, seconds)
             if self._overran(seconds):
                 self._failed(slot.name, "Filter", self._budget_message(seconds), skipped)
@@ -1178,8 +1257,10 @@ class Framework:
                     self._failed(slot.name, "Filter", status.message() or "error", skipped)
                     return None
                 failed[i] = status
-        except AttributeError:
-            self._failed(slot.name, "Filter", f"returned {status!r}, not a Status", skipped)
+        except BaseException as e:  # not a Status (its ``code`` is whatever the plugin made it)
+            if escapes(e):
+                raise
+            self._failed(slot.name, "Filter", f"returned {quote(status)}, not a Status", skipped)
             return None
         if unasked is None:
             unasked = _unasked(answers, snapshot)
@@ -1210,14 +1291,18 @@ class Framework:
                 try:
                     key = getattr(slot.plugin, slot.key_name)(ctx)
                     hash(key)
-                except Exception as e:
-                    self._failed(slot.name, "Score", f"{slot.key_name}: {type(e).__name__}: {e}", skipped)
+                except BaseException as e:
+                    if escapes(e):
+                        raise
+                    self._failed(slot.name, "Score", f"{slot.key_name}: {describe(e)}", skipped)
                     return None
             try:
                 with self._memo_lock:
                     entry = self._memo.get(("S", slot.name, key))
-            except TypeError as e:
-                self._failed(slot.name, "Score", f"{slot.key_name}: TypeError: {e}", skipped)
+            except BaseException as e:
+                if escapes(e):
+                    raise
+                self._failed(slot.name, "Score", f"{slot.key_name}: {describe(e)}", skipped)
                 return None
             if entry is not None and entry.generation == snapshot.generation and entry.vector is not None:
                 self.memo_stats["hit"] += 1
@@ -1256,26 +1341,39 @@ class Framework:
                 misses = wanted
         self.memo_stats["miss" if misses else "hit"] += 1
         if misses:
-            t0 = self._timer()
-            try:
+            plugin = slot.plugin
+
+            def ask() -> list[Any]:
                 if slot.batch:
-                    asked = ClusterSelection([clusters[i] for i in misses], clusters, misses)
-                    got = slot.plugin.score_clusters(ctx, asked)  # type: ignore[attr-defined]
-                    for i, score in zip(misses, got, strict=True):
-                        answers[i] = int(score)
-                else:
-                    score_one = slot.plugin.score
-                    for i in misses:
-                        answers[i] = int(score_one(ctx, clusters[i]))
-                if vector is not None:
-                    for i in misses:
-                        vector[i] = answers[i]
-            except Exception as e:
+                    asked = ClusterSelection([clusters[i] for i in misses], clusters, tuple(misses))
+                    got = list(plugin.score_clusters(ctx, asked))  # type: ignore[attr-defined]
+                    if len(got) != len(misses):
+                        raise ValueError(f"returned {len(got)} scores for {len(misses)} clusters")
+                    return got
+                score_one = plugin.score
+                return [score_one(ctx, clusters[i]) for i in misses]
+
+            try:
+                got, seconds = self._call(slot.name, "Score", ask)
+            except PluginError as e:
                 # Karmada aborts the attempt on a score error (§5.8): the binding fails, named.
-                self._observe(slot.name, "Score", Code.ERROR, self._timer() - t0)
-                self._failed(slot.name, "Score", f"{type(e).__name__}: {e}", skipped)
+                self._skip_or_raise(e, skipped)
                 return None
-            seconds = self._timer() - t0
+            try:
+                # kube-scheduler's checks: an int; a plugin without NormalizeScore within 0..100
+                check_scores(
+                    slot.name, "Score", got, lambda j: clusters[misses[j]].name, bounded=not slot.normalize
+                )
+            except PluginError as e:
+                self._observe(slot.name, "Score", Code.ERROR, seconds)
+                # Karmada aborts the attempt on a score error (§5.8): the binding fails, named.
+                self._skip_or_raise(e, skipped)
+                return None
+            for i, score in zip(misses, got, strict=True):
+                answers[i] = score
+            if vector is not None:
+                for i in misses:
+                    vector[i] = answers[i]
             self._observe(slot.name, "Score", Code.SUCCESS, seconds)
             if self._overran(seconds):
                 self._failed(slot.name, "Score", self._budget_message(seconds), skipped)
@@ -1296,26 +1394,33 @@ class Framework:
         self,
         slot: _ScoreSlot,
         ctx: FilterContext,
-        feasible: list[ClusterInfo],
+        feasible: tuple[ClusterInfo, ...],
         raw: list[int],
         skipped: list[SkippedPlugin],
     ) -> Sequence[int] | None:
         if not slot.normalize:
             return None
-        t0 = self._timer()
+        normalize = slot.plugin.normalize_score  # type: ignore[attr-defined]
         try:
-            out = [int(s) for s in slot.plugin.normalize_score(ctx, feasible, raw)]  # type: ignore[attr-defined]
-            if len(out) != len(raw):
-                raise ValueError(f"returned {len(out)} scores for {len(raw)} clusters")
-            outside = [v for v in out if not MIN_SCORE <= v <= MAX_SCORE]
-            if outside:
-                raise ValueError(f"returned {outside[0]}, outside {MIN_SCORE}..{MAX_SCORE}")
-        except Exception as e:
-            self._observe(slot.name, NORMALIZE_SCORE, Code.ERROR, self._timer() - t0)
-            self._failed(slot.name, NORMALIZE_SCORE, f"{type(e).__name__}: {e}", skipped)
+            got, seconds = self._call(
+                slot.name, NORMALIZE_SCORE, lambda: list(normalize(ctx, feasible, tuple(raw)))
+            )
+        except PluginError as e:
+            self._skip_or_raise(e, skipped)
             return [0] * len(raw)
-        self._observe(slot.name, NORMALIZE_SCORE, Code.SUCCESS, self._timer() - t0)
-        return out
+        try:
+            if len(got) != len(raw):
+                raise PluginError.failed(
+                    slot.name, NORMALIZE_SCORE, f"returned {len(got)} scores for {len(raw)} clusters"
+                )
+            # kube-scheduler: every normalised score an int within MinNodeScore..MaxNodeScore
+            check_scores(slot.name, NORMALIZE_SCORE, got, lambda j: feasible[j].name, bounded=True)
+        except PluginError as e:
+            self._observe(slot.name, NORMALIZE_SCORE, Code.ERROR, seconds)
+            self._skip_or_raise(e, skipped)
+            return [0] * len(raw)
+        self._observe(slot.name, NORMALIZE_SCORE, Code.SUCCESS, seconds)
+        return got
 
     def _post_filter(
         self,
@@ -1326,23 +1431,27 @@ class Framework:
     ) -> list[tuple[str, PostFilterResult]]:
         if not self.post_filters:
             return []
-        diagnosis: dict[str, Status] = {}
+        found: dict[str, Status] = {}
         clusters = snapshot.clusters
         for name, failed in failures:
             for i, status in failed.items():
-                diagnosis.setdefault(
-                    clusters[i].name, Status(status.code, status.reasons, status.plugin or name)
-                )
+                found.setdefault(clusters[i].name, Status(status.code, status.reasons, status.plugin or name))
+        diagnosis = FrozenDict(found)  # one for every PostFilter plugin: none may change it for the next
         out = []
         for plugin in self.post_filters:
-            t0 = self._timer()
             try:
-                result = plugin.post_filter(ctx, diagnosis)
-            except Exception as e:
-                self._observe(plugin.name, "PostFilter", Code.ERROR, self._timer() - t0)
-                self._failed(plugin.name, "PostFilter", f"{type(e).__name__}: {e}", skipped)
+                result, seconds = self._call(
+                    plugin.name, "PostFilter", lambda p=plugin: p.post_filter(ctx, diagnosis)
+                )
+            except PluginError as e:
+                self._skip_or_raise(e, skipped)
                 continue
-            self._observe(plugin.name, "PostFilter", result.status.code, self._timer() - t0)
+            if not isinstance(result, PostFilterResult) or not isinstance(result.status, Status):
+                self._observe(plugin.name, "PostFilter", Code.ERROR, seconds)
+                message = f"returned {quote(result)}, not a PostFilterResult"
+                self._failed(plugin.name, "PostFilter", message, skipped)
+                continue
+            self._observe(plugin.name, "PostFilter", result.status.code, seconds)
             out.append((plugin.name, result))
         return out
 
@@ -1471,13 +1580,13 @@ class Framework:
                 return
             undone = True
             for plugin in reversed(done):
-                t0 = self._timer()
                 try:
-                    plugin.unreserve(ctx, targets)
-                except Exception:  # Unreserve must not raise; one that does cannot stop the others
-                    self._observe(plugin.name, UNRESERVE, Code.ERROR, self._timer() - t0)
+                    _, seconds = self._call(
+                        plugin.name, UNRESERVE, lambda p=plugin: p.unreserve(ctx, targets)
+                    )
+                except PluginError:  # Unreserve must not raise; one that does cannot stop the others
                     continue
-                self._observe(plugin.name, UNRESERVE, Code.SUCCESS, self._timer() - t0)
+                self._observe(plugin.name, UNRESERVE, Code.SUCCESS, seconds)
 
         started = self._timer()
         for plugin in self.reserves:
@@ -1544,27 +1653,28 @@ class Framework:
     def run_post_bind(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> None:
         started = self._timer()
         for plugin in self.post_binds:
-            t0 = self._timer()
             try:
-                plugin.post_bind(ctx, targets)
-            except Exception:  # informational: a failure changes nothing that was written
-                self._observe(plugin.name, "PostBind", Code.ERROR, self._timer() - t0)
+                _, seconds = self._call(plugin.name, "PostBind", lambda p=plugin: p.post_bind(ctx, targets))
+            except PluginError:  # informational: a failure changes nothing that was written
                 continue
-            self._observe(plugin.name, "PostBind", Code.SUCCESS, self._timer() - t0)
+            self._observe(plugin.name, "PostBind", Code.SUCCESS, seconds)
         if self.post_binds:
             self._point("PostBind", Code.SUCCESS, started)
 
     def _binding_call(self, name: str, point: str, call: Callable[[], Status]) -> Status:
         """A binding-cycle call; a raise or overrun is an Error naming the plugin (ignorable: Success)."""
-        t0 = self._timer()
         try:
-            status = call()
-        except Exception as e:
-            self._observe(name, point, Code.ERROR, self._timer() - t0)
+            status, seconds = self._call(name, point, call)
+        except PluginError as e:
             if name in self.ignorable:
                 return Status.success()
-            return Status(Code.ERROR, (f"plugin {name} failed at {point}: {type(e).__name__}: {e}",), name)
-        seconds = self._timer() - t0
+            return Status(Code.ERROR, (e.message,), name)
+        if not isinstance(status, Status):
+            self._observe(name, point, Code.ERROR, seconds)
+            if name in self.ignorable:
+                return Status.success()
+            message = f"plugin {name} failed at {point}: returned {quote(status)}, not a Status"
+            return Status(Code.ERROR, (message,), name)
         self._observe(name, point, status.code, seconds)
         if self._overran(seconds) and status.code is not Code.WAIT:
             if name in self.ignorable:
