@@ -473,3 +473,29 @@ def test_a_framework_fails_a_broken_plugins_bindings_at_once() -> None:
     messages = [_failed_message(scheduler) for _ in range(4)]
     assert all("plugin Hostile failed at Filter: took" in m for m in messages[:3])
     assert "plugin Hostile is marked broken after 3 overruns of its time budget" in messages[3]
+
+
+def test_the_read_only_values_still_pickle_serialise_and_compare() -> None:
+    import pickle
+
+    import orjson
+
+    from fleetsched.scheduler.types import ClusterMemo, FrozenDict, FrozenList, NodeClaim
+
+    cluster = a_cluster("m1").labeled(zone="a").free(10).build()
+    cluster.memo[object()] = 1
+    copy = pickle.loads(pickle.dumps(cluster))  # simulate --jobs with spawned workers
+    assert copy.labels == {"zone": "a"} and type(copy.labels) is FrozenDict
+    assert type(copy.memo) is ClusterMemo and len(copy.memo) == 0  # a cache: not carried over
+    claim = NodeClaim(hard_node_affinity={"nodeSelectorTerms": [{"matchExpressions": [{"key": "k"}]}]})
+    terms = claim.hard_node_affinity["nodeSelectorTerms"]  # type: ignore[index]
+    assert type(terms) is FrozenList and isinstance(terms, list)
+    with pytest.raises(TypeError):
+        terms.append({})
+    with pytest.raises(TypeError):
+        terms[0]["matchExpressions"] = []
+    assert orjson.loads(orjson.dumps(claim.hard_node_affinity)) == {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "k"}]}]
+    }
+    assert pickle.loads(pickle.dumps(claim)).hard_node_affinity == claim.hard_node_affinity
+    assert dict(cluster.labels) == {"zone": "a"} and cluster.labels.copy() == {"zone": "a"}
