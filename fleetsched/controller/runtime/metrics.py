@@ -319,7 +319,7 @@ def exposition() -> bytes:
     return generate_latest(REGISTRY)
 
 
-# Plugins contained (issue 23; scheduler/framework/containment.py, controller/compute.py).
+# Plugins contained (issue 23; scheduler/framework/containment.py, controller/scheduler/compute.py).
 PLUGIN_OVERRUNS = Counter(
     "fleetsched_scheduler_plugin_overruns_total",
     "Plugin calls that overran their time budget: returned after the profile's pluginTimeoutSeconds, "

@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-from fleetsched.controller import metrics
-from fleetsched.controller.compute import BudgetExceeded, CoreExecutor, CoreRaised, CoreSaturated
+from fleetsched.controller.runtime import metrics
+from fleetsched.controller.scheduler.compute import BudgetExceeded, CoreExecutor, CoreRaised, CoreSaturated
 from fleetsched.plugin import ClusterInfo, FilterContext, Status
 from fleetsched.scheduler.config.types import ExtensionPoint
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
