@@ -185,9 +185,11 @@ HealthListener = Callable[[str, str, str, str, str], None]
 _LISTENERS: list[HealthListener] = []
 
 
-def listen(listener: HealthListener | None) -> None:
-    """Set the one process-wide listener of health changes (None: none)."""
+def listen(listener: HealthListener | None) -> HealthListener | None:
+    """Set the one process-wide listener of health changes (None: none); returns the one before."""
+    before = _LISTENERS[0] if _LISTENERS else None
     _LISTENERS[:] = [] if listener is None else [listener]
+    return before
 
 
 def _tell(event: str, profile: str, plugin: str, point: str, detail: str) -> None:

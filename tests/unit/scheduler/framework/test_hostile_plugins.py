@@ -411,7 +411,9 @@ class FakeClock:
 
 def test_repeated_overruns_mark_a_plugin_broken_until_a_probe_passes() -> None:
     events: list[tuple[str, str, str]] = []
-    containment.listen(lambda event, profile, plugin, point, detail: events.append((event, plugin, point)))
+    before = containment.listen(
+        lambda event, profile, plugin, point, detail: events.append((event, plugin, point))
+    )
     try:
         clock = FakeClock()
         health = PluginHealth("p", overruns_to_break=3, cool_down=30.0, clock=clock)
@@ -436,7 +438,7 @@ def test_repeated_overruns_mark_a_plugin_broken_until_a_probe_passes() -> None:
         assert health.broken() == frozenset()
         health.admit("Slow", "Filter")
     finally:
-        containment.listen(None)
+        containment.listen(before)
     kinds = [e for e, _, _ in events]
     assert kinds.count("broken") == 1 and kinds.count("recovered") == 1 and "refused" in kinds
 

@@ -53,6 +53,7 @@ async def test_a_hung_plugin_holds_only_its_own_profiles_threads_and_is_named() 
     healthy = Scheduler()
     executor = CoreExecutor(threads=2, budget=0.2, grace=0.1)
     labels = {"profile": "hostile", "plugin": "Hanging", "extension_point": "Filter"}
+    abandoned = sample("fleetsched_scheduler_abandoned_computations")
     overruns = sample("fleetsched_scheduler_plugin_overruns_total", **labels)
     try:
         stuck = await asyncio.gather(
@@ -82,6 +83,11 @@ async def test_a_hung_plugin_holds_only_its_own_profiles_threads_and_is_named() 
         assert sample("fleetsched_scheduler_core_saturated_total", profile="hostile") >= 1
     finally:
         hanging.release.set()
+        # the stuck computations end (and log late_result_discarded) before the test does
+        for _ in range(100):
+            if sample("fleetsched_scheduler_abandoned_computations") <= abandoned:
+                break
+            await asyncio.sleep(0.1)
         executor.close()
 
 
