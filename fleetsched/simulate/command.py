@@ -21,7 +21,7 @@ from fleetsched.scheduler.convert import (
     peer_from_dict,
     status_from_dict,
 )
-from fleetsched.scheduler.framework import PluginSelectionError
+from fleetsched.scheduler.framework import PluginSelectionError, containment
 from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding
@@ -254,6 +254,13 @@ def _extenders(loaded: LoadedConfiguration | None) -> tuple[Mapping[str, Sequenc
 
 
 def run(args: argparse.Namespace) -> int:
+    # A plugin's SystemExit/KeyboardInterrupt fails its binding; Ctrl-C (marked as the process's own
+    # shutdown by this block's SIGINT handler) still stops the run.
+    with containment.interrupts_shut_down():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from fleetsched.api.load import LoadError
 
     progress = Progress(

@@ -655,7 +655,8 @@ class SchedulerOperator:
             snapshot = self.assumptions.overlay(snapshot)
         scheduler = self._scheduler_for(scheduler_name)
         result = await self.compute.run(
-            scheduler.schedule, binding, status, snapshot, key=key, inline=scheduler.computes_only
+            scheduler.schedule, binding, status, snapshot, key=key, inline=scheduler.computes_only,
+            pool=scheduler_name,  # a profile's stuck threads never take another's (compute.py)
         )
         return result, snapshot
 

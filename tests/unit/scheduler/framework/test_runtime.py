@@ -744,7 +744,8 @@ class Misbehaving:
         pytest.param(
             "normalize",
             ExtensionPoint.SCORE,
-            "failed at NormalizeScore: ValueError: returned 150, outside 0..100",
+            "failed at NormalizeScore: returned an invalid score 150 for cluster m1, it should be in the "
+            "range of [0, 100] after normalizing",
             id="normalised out of range",
         ),
     ],
