@@ -64,8 +64,8 @@ from fleetsched.extender.protocol import (
     decode_priorities,
     encode_args,
 )
-from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS, Profile
 from fleetsched.scheduler.framework.interface import ExtenderFilterResult as FilterResult
+from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtenderTLS, Profile
 from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetsched.api.text import fit_conditions, for_terminal
 from fleetsched.scheduler.assume import AssumeRecord, format_load
-from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
+from fleetsched.scheduler.framework.profile import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.outcome import SCHEDULED_CONDITION, PluginScore, ScheduleResult
 
 if TYPE_CHECKING:

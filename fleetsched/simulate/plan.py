@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fleetsched.api.document import BindingDocument, plain_json_default
-from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
     peer_from_dict,
     status_from_dict,
 )
+from fleetsched.scheduler.framework.profile import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.pipeline import Scheduler
 from fleetsched.scheduler.types import PeerBinding
 

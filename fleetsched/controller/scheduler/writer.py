@@ -24,7 +24,7 @@ import orjson
 
 from fleetsched.api.text import fit_annotations, fit_conditions
 from fleetsched.scheduler import ScheduleResult
-from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
+from fleetsched.scheduler.framework.profile import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.outcome import SCHEDULED_CONDITION
 
 EXPLANATION_ANNOTATION = "scheduler.fleetsched.io/explanation"

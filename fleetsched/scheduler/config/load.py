@@ -27,8 +27,8 @@ from fleetsched.scheduler.config import plugins as out_of_tree
 from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import API_VERSION, KIND, SchedulerConfiguration
 from fleetsched.scheduler.config.resolve import Catalog, Problem, referenced_plugins, resolve
-from fleetsched.scheduler.config.types import ExtensionPoint
 from fleetsched.scheduler.framework.defaults import in_tree_points
+from fleetsched.scheduler.framework.profile import ExtensionPoint
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "ConfigError", "LoadedConfiguration", "load_configuration",
            "parse_configuration"]

@@ -43,7 +43,8 @@ from fleetsched.scheduler.config.configuration import (
     SchedulerConfiguration,
 )
 from fleetsched.scheduler.config.durations import format_duration
-from fleetsched.scheduler.config.types import (
+from fleetsched.scheduler.framework.defaults import default_plugins
+from fleetsched.scheduler.framework.profile import (
     DEFAULT_SCHEDULER_NAME,
     ExtenderConfig,
     ExtenderTLS,
@@ -52,7 +53,6 @@ from fleetsched.scheduler.config.types import (
     Profile,
     redact_url,
 )
-from fleetsched.scheduler.framework.defaults import default_plugins
 
 __all__ = ["Catalog", "Problem", "referenced_plugins", "resolve"]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fleetsched.scheduler.config.types import ExtensionPoint
 from fleetsched.scheduler.framework.checkpoint import checkpoint
 from fleetsched.scheduler.framework.containment import (
     Call,
@@ -24,6 +23,7 @@ from fleetsched.scheduler.framework.containment import (
     leaving,
 )
 from fleetsched.scheduler.framework.interface import Code
+from fleetsched.scheduler.framework.profile import ExtensionPoint
 from fleetsched.scheduler.outcome import SkippedPlugin
 
 # The generic scheduler's steps, under Karmada's names (the ``schedule_step`` label of

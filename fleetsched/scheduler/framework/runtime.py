@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from fleetsched.scheduler.config.types import ExtensionPoint, Profile
 from fleetsched.scheduler.framework.checkpoint import checkpoint
 from fleetsched.scheduler.framework.containment import (
     PluginError,
@@ -104,6 +103,7 @@ from fleetsched.scheduler.framework.memo import (
     reuse_answers,
     unasked_positions,
 )
+from fleetsched.scheduler.framework.profile import ExtensionPoint, Profile
 from fleetsched.scheduler.framework.registry import Registry, validate_args
 from fleetsched.scheduler.outcome import ExtenderVerdict, PluginScore, SkippedPlugin
 from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, FrozenDict

@@ -10,7 +10,7 @@ import pytest
 
 from fleetsched.extender import ExtenderConfigError, HTTPExtender
 from fleetsched.extender.client import MAX_PEM_BYTES
-from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS, redact_url
+from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtenderTLS, redact_url
 
 
 def build(tls: ExtenderTLS, url: str = "https://extender.example:8443/x") -> HTTPExtender:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from fleetsched.plugin import ClusterInfo, FilterContext, PostFilterResult, QueuedBindingInfo, Status
-from fleetsched.scheduler.config.types import ExtensionPoint
 from fleetsched.scheduler.framework import containment
 from fleetsched.scheduler.framework.containment import PluginError, PluginHealth
+from fleetsched.scheduler.framework.profile import ExtensionPoint
 from fleetsched.scheduler.framework.runtime import Framework
 from fleetsched.scheduler.pipeline import Scheduler
 from fleetsched.scheduler.types import ClusterAffinity, ClusterSelection, LabelSelector

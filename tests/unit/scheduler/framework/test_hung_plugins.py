@@ -16,7 +16,7 @@ import pytest
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.scheduler.compute import BudgetExceeded, CoreExecutor, CoreRaised, CoreSaturated
 from fleetsched.plugin import ClusterInfo, FilterContext, Status
-from fleetsched.scheduler.config.types import ExtensionPoint
+from fleetsched.scheduler.framework.profile import ExtensionPoint
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 
 from ..builders import a_binding

@@ -18,7 +18,6 @@ from fleetsched.plugin import (
     Status,
     TargetCluster,
 )
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.framework.interface import (
     FilterPlugin,
@@ -31,6 +30,7 @@ from fleetsched.scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework.registry import DuplicatePluginError, Registry
 from fleetsched.scheduler.framework.runtime import Framework, FrameworkError
 from fleetsched.scheduler.outcome import ScheduleResult
