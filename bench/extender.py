@@ -45,8 +45,8 @@ from typing import Any
 from fleetsched.api.quantity import Quantity
 from fleetsched.extender.client import HTTPExtender
 from fleetsched.extender.metrics import count_ignored_failure
-from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
 from fleetsched.scheduler.framework.interface import Extender
+from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtenderTLS
 from fleetsched.scheduler.outcome import ScheduleResult
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 from fleetsched.scheduler.types import (

@@ -26,8 +26,8 @@ from typing import Any
 
 from fleetsched.api.load import load_files
 from fleetsched.scheduler.config import load_configuration
-from fleetsched.scheduler.config.types import ExtensionPoint, Profile
 from fleetsched.scheduler.framework import default_profile, in_tree_registry
+from fleetsched.scheduler.framework.profile import ExtensionPoint, Profile
 from fleetsched.scheduler.pipeline import Scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fleetsched.api.text import for_terminal
     from fleetsched.scheduler import config
 
     prog = f"fleetsched config {args.config_command}"
@@ -97,5 +98,5 @@ def run(args: argparse.Namespace) -> int:
             )
             for point, entries in profile.plugins.items()
         )
-        print(f"profile {profile.scheduler_name}: {points}")
+        print(for_terminal(f"profile {profile.scheduler_name}: {points}", limit=65536))
     return 0

@@ -13,11 +13,17 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["Format", "Quantity", "QuantityError", "parse_quantity"]
+__all__ = ["MAX_QUANTITY_LENGTH", "Format", "Quantity", "QuantityError", "QuantityTooLong", "parse_quantity"]
 
 
 class QuantityError(ValueError):
     """The text is not a Kubernetes quantity."""
+
+
+class QuantityTooLong(QuantityError):
+    """The text is longer than any amount needs (``MAX_QUANTITY_LENGTH``): refused before any digit is
+    read, so no integer conversion sees it (Python refuses more than 4,300 digits with a bare
+    ValueError, and exact arithmetic on such numbers costs the caller, not the sender)."""
 
 
 class Format(StrEnum):
@@ -32,6 +38,9 @@ _DECIMAL_SUFFIX = {exp: suffix for suffix, exp in _DECIMAL.items()}
 _BINARY_SUFFIX = {power: suffix for suffix, power in _BINARY.items()}
 _NANO = 10**9
 _MAX_EXPONENT = 1000
+# Characters of quantity text. Kubernetes has no such bound (it parses any length into an arbitrary-
+# precision decimal), but every real amount fits in 40; 1,000 keeps every exact value below 10**2000.
+MAX_QUANTITY_LENGTH = 1000
 
 _PATTERN = re.compile(
     r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
@@ -137,12 +146,20 @@ def _parse_simple(text: str) -> Quantity | None:
 
 
 def parse_quantity(text: str | int | float) -> Quantity:
-    """Parse Kubernetes quantity text (YAML may also hand over a plain number)."""
+    """Parse Kubernetes quantity text (YAML may also hand over a plain number). Raises
+    ``QuantityError``; ``QuantityTooLong`` for text over ``MAX_QUANTITY_LENGTH`` characters."""
     if type(text) is str:
+        check_length(text)
         simple = _parse_simple(text)
         if simple is not None:
             return simple
     return _parse_general(text)
+
+
+def check_length(text: str) -> None:
+    """Raise ``QuantityTooLong`` for text over ``MAX_QUANTITY_LENGTH`` characters."""
+    if len(text) > MAX_QUANTITY_LENGTH:
+        raise QuantityTooLong(f"quantity is {len(text)} characters long, more than {MAX_QUANTITY_LENGTH}")
 
 
 def _parse_general(text: str | int | float) -> Quantity:
@@ -157,6 +174,7 @@ def _parse_general(text: str | int | float) -> Quantity:
         text = repr(text)
     if not isinstance(text, str):
         raise QuantityError(f"quantity must be a string or a number, not {type(text).__name__}")
+    check_length(text)  # also for a float's repr and a str subclass
     match = _PATTERN.match(text)
     if match is None:
         raise QuantityError(f"quantities must match the regular expression "

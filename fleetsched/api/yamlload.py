@@ -1,12 +1,14 @@
 """Reading YAML and JSON documents from files, standard input or bytes, safely, with one-line errors.
 
 Owns the path from bytes to plain Python values for every command that reads YAML or JSON
-(``simulate``, ``estimate``; offered to the controller and webhook): strict UTF-8 decoding, a YAML
-loader that refuses duplicate mapping keys (as kubectl does), integers no JSON number can hold,
-and alias expansion past a budget, checked on the parsed node graph *before* any value is built
-(an 842-byte alias bomb otherwise becomes gigabytes as soon as something copies the values), and
-the one error type, ``LoadError``, whose ``str()`` is one line naming file, document, line and
-column, field path and reason. It knows nothing about Kubernetes kinds (``load`` does).
+(``simulate``, ``estimate``, the scheduler's configuration file; offered to the controller and
+webhook): files read only when regular and within a size limit (``read_regular_file``: a device
+or FIFO is refused before it is read), nesting bounded when the budget says so, strict UTF-8
+decoding, a YAML loader that refuses duplicate mapping keys (as kubectl does), integers no JSON
+number can hold, and alias expansion past a budget, checked on the parsed node graph *before*
+any value is built (an 842-byte alias bomb otherwise becomes gigabytes as soon as something copies
+the values), and the one error type, ``LoadError``, whose ``str()`` is one line naming file,
+document, line and column, field path and reason. It knows nothing about Kubernetes kinds (``load`` does).
 
 Parsing is libyaml's (C); values of plain documents (no anchors, merge keys or uncommon tags:
 nearly all Kubernetes YAML) are built by one loop here with the same checks, in the same order,
@@ -18,6 +20,8 @@ from __future__ import annotations
 import collections
 import functools
 import json
+import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +30,8 @@ from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from fleetsched.api.text import escape_controls
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -37,6 +43,7 @@ __all__ = [
     "iter_documents",
     "load_json",
     "read_input",
+    "read_regular_file",
 ]
 
 
@@ -49,10 +56,13 @@ class Budget:
     whatever their size; Kubernetes YAML rarely uses aliases at all.
     ``max_int_digits``: decimal digits of an integer; more than a float64 (what a JSON number
     decodes to on the API server) can hold is refused. Other bases are bounded by the same value.
+    ``max_depth``: nesting of mappings and sequences; ``None`` leaves it to libyaml's own limit
+    (1,000 levels), which is deeper than code that walks values recursively can follow safely.
     """
 
     max_alias_nodes: int = 100_000
     max_int_digits: int = 309
+    max_depth: int | None = None
 
     @property
     def max_int(self) -> int:
@@ -118,7 +128,8 @@ class LoadError(ValueError):
         if self.path:
             parts.append(self.path)
         parts.append(self.reason)
-        return ": ".join(parts)
+        # Keys and values come from the input: no control character reaches a terminal or a log.
+        return escape_controls(": ".join(parts))
 
 
 # Fields whose value is a map with user-chosen keys: their keys print as ``[key]`` (Karmada's
@@ -171,6 +182,35 @@ def read_input(name: str) -> bytes:
         return Path(name).read_bytes()
     except OSError as exc:
         raise LoadError(f"cannot read file: {exc.strerror or exc}", path=name) from None
+
+
+def read_regular_file(path: str, *, limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file at ``path``, at most ``limit`` of them, or a one-line ``LoadError``.
+
+    A device, FIFO, socket or directory is refused before anything is read (``/dev/zero`` would
+    otherwise be read until memory runs out, and a FIFO would block the open), and so is a file
+    that holds more than ``limit`` bytes; the file is read once, through the descriptor checked.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise LoadError(f"cannot read the {what}: {exc.strerror or exc}", file=path) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LoadError(f"cannot read the {what}: not a regular file", file=path)
+        if info.st_size > limit:
+            reason = f"the {what} holds {info.st_size} bytes, more than the {limit} allowed"
+            raise LoadError(reason, file=path)
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            data = stream.read(limit + 1)
+    except OSError as exc:
+        raise LoadError(f"cannot read the {what}: {exc.strerror or exc}", file=path) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # grew since fstat
+        raise LoadError(f"the {what} holds more than the {limit} bytes allowed", file=path)
+    return data
 
 
 def decode_text(data: bytes, name: str) -> str:
@@ -426,6 +466,19 @@ def _check_aliases(root: Node, budget: Budget) -> None:
         )
 
 
+def _check_depth(root: Node, limit: int) -> None:
+    """Refuse mappings and sequences nested more than ``limit`` levels, counted in the tree the
+    document expands to (iterative: no recursion; after the alias check, which bounds that tree)."""
+    stack: list[tuple[Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (MappingNode, SequenceNode)):
+            continue
+        if depth > limit:
+            raise _Refused(f"Forbidden: nested more than {limit} levels deep", node)
+        stack.extend((child, depth + 1) for _, child in _children(node))
+
+
 def _walk_distinct(root: Node) -> Iterator[Node]:
     seen: set[int] = set()
     stack = [root]
@@ -471,6 +524,9 @@ def iter_documents(text: str, filename: str, *, budget: Budget = DEFAULT_BUDGET)
             root = loader.get_node()
             if anchors:
                 _check_aliases(root, budget)
+            if budget.max_depth is not None:
+                _check_depth(root, budget.max_depth)
+            if anchors:
                 value = loader.construct_document(root)
             else:
                 try:

@@ -45,9 +45,17 @@ class _ModelError(Exception):
     """The model path cannot answer; the summary path is used instead."""
 
 
-def _to_int32(n: int) -> int:
-    n &= 0xFFFFFFFF
-    return n - 2**32 if n >= 2**31 else n
+def _saturate_int32(n: int) -> int:
+    """The int32 answer, saturated: any amount from 2147483647 up is 2147483647 (every estimate is
+    already clamped at 0 from below), as the accurate estimator's totals are.
+
+    Deliberately not Karmada: ``maxAvailableReplicas`` in pkg/estimator/client/general.go returns
+    ``int32(maximumReplicas)``, Go's conversion, which keeps the low 32 bits; and before that
+    ``getAllowedPodNumber`` takes ``Quantity.Value()`` (apimachinery's ``scaledValue`` ends in
+    ``big.Int.Int64()``, the low 64 bits) of a quantity beyond int64. A Cluster reporting
+    ``pods: "999999999999E"`` wraps there to -1,734,606,848 and its bindings go Unschedulable; here
+    it has room for 2147483647, which the scheduler reads as "no bound" (scheduler.md §7.1)."""
+    return max(min(n, MAX_INT32), -MAX_INT32 - 1)
 
 
 def _ceil(x: Fraction) -> int:
@@ -295,12 +303,12 @@ def _estimate(base: _ClusterBase, request: _Request | None, resource_modeling: b
     if base.pods <= 0:
         return 0
     if request is None:
-        return _to_int32(base.pods)
+        return _saturate_int32(base.pods)
     if resource_modeling and not base.model_error:
         # The first-fit simulation stops at its upper bound, 2147483647 (estimator.md §5.1 step 3).
-        return _to_int32(min(_model_estimate(base, request), MAX_INT32, base.pods))
+        return _saturate_int32(min(_model_estimate(base, request), MAX_INT32, base.pods))
     summary = _summary_estimate(base, request)
-    return _to_int32(base.pods if summary is None else min(summary, base.pods))
+    return _saturate_int32(base.pods if summary is None else min(summary, base.pods))
 
 
 # ---- the vectorised path: the same arithmetic over arrays, for calls over many clusters ----------
@@ -733,9 +741,8 @@ def _estimate_many(
         else:
             out = summary
         out = np.where(pods <= 0, 0, out)
-    # _to_int32: keep the low 32 bits as a signed number.
-    low = out & 0xFFFFFFFF
-    return np.where(low >= 2**31, low - 2**32, low).tolist()  # type: ignore[no-any-return]
+    # _saturate_int32: saturate at 2147483647 (never negative here: every column is clamped at 0).
+    return np.minimum(out, MAX_INT32).tolist()  # type: ignore[no-any-return]
 
 
 def estimate_cluster(
@@ -851,7 +858,7 @@ def estimate_component_sets(
             return 0
     per_set_pods = sum(c.replicas for c in components)
     if per_set_pods <= 0:
-        return _to_int32(pods)
+        return _saturate_int32(pods)
     sets = pods // per_set_pods
     per_set: dict[str, int] = {}
     for c in components:
@@ -874,4 +881,4 @@ def estimate_component_sets(
             sets = min(sets, avail // need)
     if resource_modeling and s.allocatable_modelings and not base.model_error:
         sets = min(sets, _simulate_sets(base, components, sets))
-    return _to_int32(sets)
+    return _saturate_int32(sets)

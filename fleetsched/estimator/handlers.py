@@ -48,11 +48,17 @@ def _decode(decode: Callable[[Any, RequestLimits | None], Any], message: Any, li
             failure: str) -> Any:
     try:
         return decode(message, limits)
-    except LimitExceeded:
-        raise
     except EstimatorError as exc:
+        if _refused(exc):
+            raise
         # a decode error is a plugin Error (spec 3.7 step 1), reported like any other (3.10)
         raise EstimatorError(f"{failure} [{exc.message}]") from exc
+
+
+def _refused(exc: EstimatorError) -> bool:
+    """A request fleetsched refuses before estimating (over a limit, a quantity too long to read):
+    INVALID_ARGUMENT naming the field, never wrapped as a plugin error."""
+    return isinstance(exc, LimitExceeded) or exc.code == "InvalidArgument"
 
 
 def _checked_for_empty_cluster(decode: Callable[[Any, RequestLimits | None], Any], message: Any,
@@ -63,10 +69,9 @@ def _checked_for_empty_cluster(decode: Callable[[Any, RequestLimits | None], Any
         return
     try:
         decode(message, limits)
-    except LimitExceeded:
-        raise
-    except EstimatorError:
-        pass
+    except EstimatorError as exc:
+        if _refused(exc):
+            raise
 
 
 def max_available_replicas(service: EstimatorService, message: Any, *,

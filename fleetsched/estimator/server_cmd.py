@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import sys
 from pathlib import Path
@@ -61,8 +62,9 @@ _LIMIT_HELP = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-name", required=True,
                         help="name of the member cluster this estimator serves")
-    parser.add_argument("--kubeconfig", default="",
-                        help="kubeconfig of the member cluster (in-cluster if empty)")
+    parser.add_argument(
+        "--kubeconfig", default="",
+        help="kubeconfig of the member cluster (empty: KUBECONFIG, in-cluster, ~/.kube/config)")
     parser.add_argument("--master", default="", help="member API server address, overrides the kubeconfig's")
     parser.add_argument("--server-port", type=int, default=10352, help="gRPC port (all interfaces)")
     parser.add_argument("--server-bind-address", default="0.0.0.0", help="gRPC listen address (fleetsched)")
@@ -172,7 +174,7 @@ async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Conne
     from fleetsched.kube.client import KubeClient
 
     if args.master:
-        connection = type(connection)(**{**connection.__dict__, "server": args.master.rstrip("/")})
+        connection = dataclasses.replace(connection, server=args.master.rstrip("/"))
     client = KubeClient(connection, qps=args.kube_api_qps, burst=args.kube_api_burst,
                         user_agent=f"fleetsched-estimator/{args.cluster_name}")
     table, quotas, state, metrics = NodeTable(), QuotaStore(), SyncState(), EstimatorMetrics()
@@ -224,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         connection = load_connection(args.kubeconfig or None)
     except Exception as exc:  # the kubernetes config loader raises its own exception types
-        source = args.kubeconfig or "the in-cluster config"
+        source = args.kubeconfig or "KUBECONFIG, the pod's ServiceAccount or ~/.kube/config"
         print(f"fleetsched estimator: --kubeconfig: cannot load {source}: {exc}", file=sys.stderr)
         return 2
     try:

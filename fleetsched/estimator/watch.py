@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import gc
 import json
-import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -119,15 +118,6 @@ class WatchedKind:
     event: Callable[[str, JsonObject], None]
     # applied to each listed item as its page arrives, so a 50,000-pod LIST is never held whole
     digest: Callable[[JsonObject], Any] | None = None
-
-
-def _ssl_context(connection: Connection) -> ssl.SSLContext | bool:
-    if not connection.server.startswith("https") or connection.insecure:
-        return False
-    context = ssl.create_default_context(cafile=connection.ca_path)
-    if connection.certificate_path and connection.private_key_path:
-        context.load_cert_chain(connection.certificate_path, connection.private_key_path)
-    return context
 
 
 class MemberWatcher:
@@ -264,19 +254,13 @@ class MemberWatcher:
                 log.info("member_watch_connected")
 
     async def run(self, stop: asyncio.Event) -> None:
-        timeout = aiohttp.ClientTimeout(total=None, connect=10, sock_read=self.watch_timeout + 30)
-        headers = {"Accept": "application/json"}
-        if self.connection.token:
-            headers["Authorization"] = f"Bearer {self.connection.token}"
-        connector = aiohttp.TCPConnector(ssl=_ssl_context(self.connection))
-        async with aiohttp.ClientSession(headers=headers, timeout=timeout, connector=connector) as session:
-            tasks = [asyncio.create_task(self._run_kind(kind, session, stop)) for kind in self.kinds]
-            await stop.wait()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        tasks = [asyncio.create_task(self._run_kind(kind, stop)) for kind in self.kinds]
+        await stop.wait()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _run_kind(self, kind: WatchedKind, session: aiohttp.ClientSession, stop: asyncio.Event) -> None:
+    async def _run_kind(self, kind: WatchedKind, stop: asyncio.Event) -> None:
         delay = 0.2
         while not stop.is_set():
             try:
@@ -288,7 +272,7 @@ class MemberWatcher:
                 self._update_state()
                 delay = 0.2
                 while not stop.is_set():
-                    version = await self._watch(kind, session, params, version)
+                    version = await self._watch(kind, params, version)
             except asyncio.CancelledError:
                 raise
             except _Expired:
@@ -320,32 +304,43 @@ class MemberWatcher:
                 return items, str(meta.get("resourceVersion", ""))
             query = dict(params, limit="500", **{"continue": token})
 
-    async def _watch(self, kind: WatchedKind, session: aiohttp.ClientSession, params: Mapping[str, str],
-                     version: str) -> str:
-        """Stream events until the server ends the watch; return the last resourceVersion seen."""
+    async def _watch(self, kind: WatchedKind, params: Mapping[str, str], version: str) -> str:
+        """Stream events until the server ends the watch; return the last resourceVersion seen. The
+        stream is the client's (its credentials, TLS context and proxy)."""
         query = dict(params, watch="1", resourceVersion=version, allowWatchBookmarks="true",
                      timeoutSeconds=str(self.watch_timeout))
-        await self.client.limiter.acquire()
-        async with session.get(self.connection.server + kind.path, params=query) as response:
-            if response.status == 410:
+        timeout = aiohttp.ClientTimeout(total=None, connect=10, sock_read=self.watch_timeout + 30)
+        try:
+            async with self.client.stream(kind.path, query, timeout=timeout) as chunks:
+                buffer = b""
+                async for chunk in chunks:
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        version = self._on_line(kind, line, version)
+                if buffer.strip():
+                    version = self._on_line(kind, buffer, version)
+        except ApiError as exc:
+            if exc.status == 410:
+                raise _Expired() from None
+            raise
+        return version
+
+    @staticmethod
+    def _on_line(kind: WatchedKind, line: bytes, version: str) -> str:
+        if not line.strip():
+            return version
+        event = json.loads(line)
+        event_type = event.get("type")
+        obj = event.get("object") or {}
+        if event_type == "ERROR":
+            if obj.get("code") == 410:
                 raise _Expired()
-            if response.status >= 400:
-                raise ApiError(response.status, response.reason or "", await response.text())
-            async for line in response.content:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                event_type = event.get("type")
-                obj = event.get("object") or {}
-                if event_type == "ERROR":
-                    if obj.get("code") == 410:
-                        raise _Expired()
-                    raise ApiError(int(obj.get("code") or 500), str(obj.get("reason", "")),
-                                   str(obj.get("message", "")))
-                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                if event_type == "BOOKMARK":
-                    continue
-                kind.event(str(event_type), obj)
+            raise ApiError(int(obj.get("code") or 500), str(obj.get("reason", "")),
+                           str(obj.get("message", "")))
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+        if event_type != "BOOKMARK":
+            kind.event(str(event_type), obj)
         return version
 
 

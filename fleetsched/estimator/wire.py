@@ -8,7 +8,9 @@ toleration lists and request maps are left unset.
 
 Decoding reads the bytes fields and, when they are empty, the legacy field numbers of Karmada <= 1.17,
 whose payload bytes are identical (2.4). A corrupt payload or unparsable quantity raises
-:class:`EstimatorError` (gRPC UNKNOWN, like Karmada's plain errors).
+:class:`EstimatorError` (gRPC UNKNOWN, like Karmada's plain errors). Quantity text over
+``MAX_QUANTITY_LENGTH`` characters (Karmada parses any length) is INVALID_ARGUMENT naming the field:
+``replicaRequirements.resourceRequest[cpu]: quantity is 5000 characters long, more than 1000``.
 
 Given :class:`~fleetsched.estimator.limits.RequestLimits`, decoding also checks every count against them
 as soon as it is known (a node affinity's terms right after its bytes are parsed, before any value is
@@ -23,7 +25,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from fleetsched.api.quantity import Quantity, QuantityError, parse_quantity
+from fleetsched.api.quantity import Quantity, QuantityError, QuantityTooLong, check_length, parse_quantity
 from fleetsched.estimator import limits as bounds
 from fleetsched.estimator import model
 from fleetsched.estimator.pb import compat_pb2, estimator_pb2, k8s_types_pb2
@@ -69,8 +71,8 @@ def _quantity_text(raw: Any) -> str:
         return text
     try:
         return str(go_parse_quantity(text))
-    except model.EstimatorError:
-        return text  # sent as written; the estimator rejects it as Karmada's would
+    except (model.EstimatorError, QuantityTooLong):
+        return text  # sent as written; the estimator rejects it as Karmada's would (or as too long)
 
 
 def encode_quantity(raw: Any) -> bytes:
@@ -245,7 +247,8 @@ def _scan_quantity(text: str) -> tuple[str, str, str, str]:
 
 def go_parse_quantity(text: str) -> Quantity:
     """Quantity text as Kubernetes' ParseQuantity reads it, with its error texts (spec 2.3: an unparsable
-    string fails the RPC)."""
+    string fails the RPC). Raises ``QuantityTooLong`` before reading text over ``MAX_QUANTITY_LENGTH``."""
+    check_length(text)
     sign, whole, fraction, suffix = _scan_quantity(text)
     if suffix not in _KNOWN_SUFFIXES:
         exponent_text = suffix[1:]
@@ -264,14 +267,22 @@ def go_parse_quantity(text: str) -> Quantity:
     return quantity
 
 
-def decode_quantity(data: bytes) -> Quantity:
+def decode_quantity(data: bytes, path: str = "quantity") -> Quantity:
     try:
         message = k8s_types_pb2.Quantity.FromString(data)
     except DecodeError as exc:
         raise model.EstimatorError(f"failed to unmarshal quantity: {exc}") from exc
     if not message.HasField("string"):
         return Quantity(0)
-    return go_parse_quantity(message.string)
+    try:
+        return go_parse_quantity(message.string)
+    except QuantityTooLong as exc:
+        raise model.EstimatorError(f"{path}: {exc}", code="InvalidArgument") from None
+
+
+def _map_key(name: str) -> str:
+    """A map key for a field path, cut short: the key is the sender's text and may be megabytes."""
+    return name if len(name) <= 64 else f"{name[:61]}..."
 
 
 class _Budget:
@@ -362,7 +373,8 @@ def _requirements_from_pb(message: Any, *, component: bool, path: str,
         claim = _claim_from_pb(pb.NodeClaim(), legacy.nodeClaim, f"{path}.nodeClaim", budget)
     return model.ReplicaRequirements(
         node_claim=claim,
-        resource_request=tuple((name, decode_quantity(data)) for name, data in sorted(request_bytes.items())),
+        resource_request=tuple((name, decode_quantity(data, f"{path}.resourceRequest[{_map_key(name)}]"))
+                               for name, data in sorted(request_bytes.items())),
         namespace="" if component else message.namespace,
         priority_class_name=message.priorityClassName,
     )

@@ -32,7 +32,11 @@ already a dependency of the operator and the webhook, over adding a second HTTP 
 TLS: ``https`` URLs verify the server against ``tls.caFile``/``tls.caData`` (or the system CAs),
 optionally under ``tls.serverName``; ``tls.certFile``/``tls.keyFile`` present a client certificate
 (mutual TLS); ``tls.insecure`` skips verification. Certificate files are read when the extender is
-built, so a bad path fails at start-up with the field named, not at the first binding.
+built, so a bad path fails at start-up with the field named, not at the first binding; each must be
+a regular file of at most ``MAX_PEM_BYTES`` (``/dev/zero`` or a FIFO is refused, not read).
+
+A ``urlPrefix`` with user info (``user:password@``) is refused: the extender's name is its URL and
+it is shown in conditions, metrics labels and logs (``ExtenderConfig.name`` redacts it regardless).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import uvloop
 
+from fleetsched.api.yamlload import LoadError, read_regular_file
 from fleetsched.extender import metrics
 from fleetsched.extender.errors import ExtenderError, FaultKind
 from fleetsched.extender.objects import binding_json, cluster_json
@@ -59,12 +64,13 @@ from fleetsched.extender.protocol import (
     decode_priorities,
     encode_args,
 )
-from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS, Profile
 from fleetsched.scheduler.framework.interface import ExtenderFilterResult as FilterResult
+from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtenderTLS, Profile
 from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "MAX_PEM_BYTES",
     "EdgeLoop",
     "ExtenderConfigError",
     "HTTPExtender",
@@ -75,6 +81,8 @@ __all__ = [
 # An answer names at most every candidate with a reason; 8 MiB holds tens of thousands of clusters.
 DEFAULT_MAX_RESPONSE_BYTES = 8 << 20
 DEFAULT_POOL_SIZE = 16
+# A CA bundle, client certificate or key: the system's whole CA bundle is about 200 KiB.
+MAX_PEM_BYTES = 4 << 20
 # Shorter than the idle timeouts of common servers (aiohttp 75 s, Go 90 s, nginx 75 s), so the client
 # is normally the one to close an idle connection.
 KEEPALIVE_SECONDS = 15.0
@@ -121,11 +129,10 @@ class EdgeLoop:
 
 def _read(path: str, name: str, field: str) -> bytes:
     try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        detail = f"tls.{field}: cannot read {path}: {exc.strerror}"
-        raise ExtenderConfigError(f"extender {name}: {detail}") from None
+        return read_regular_file(path, limit=MAX_PEM_BYTES)
+    except LoadError as exc:
+        why = exc.reason.removeprefix("cannot read the file: ")
+        raise ExtenderConfigError(f"extender {name}: tls.{field}: cannot read {path}: {why}") from None
 
 
 def _ssl_context(tls: ExtenderTLS | None, name: str) -> ssl.SSLContext:
@@ -208,6 +215,9 @@ class HTTPExtender:
         self.timeout = config.http_timeout_seconds
         self.max_response_bytes = max_response_bytes
         url = urlsplit(config.url_prefix)
+        if url.username is not None or url.password is not None:
+            raise ExtenderConfigError(
+                f"extender {self.name}: urlPrefix: must not carry user info (user:password@)")
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ExtenderConfigError(
                 f"extender {self.name}: urlPrefix: must be an http:// or https:// URL with a host")

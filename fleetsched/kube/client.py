@@ -1,10 +1,18 @@
 """A small asynchronous Kubernetes REST client for the operator's reads, writes, Leases, Events and
 watch streams (``stream``, which ``watch.py`` builds on).
 
-It is an aiohttp session with the credentials from a kubeconfig (or the in-cluster service
-account), a client-side token-bucket limiter (``--kube-api-qps`` / ``--kube-api-burst``, as
-client-go's), JSON merge patches, and errors that keep the API's status code and reason so callers
-can tell a 409 Conflict from the rest.
+It is a strict, bounded HTTP/1.1 pool (``http1.py``) for requests and an aiohttp session for
+watches, with the credentials from a kubeconfig (or the in-cluster service account), a client-side
+token-bucket limiter (``--kube-api-qps`` / ``--kube-api-burst``, as client-go's), JSON merge
+patches, and errors that keep the API's status code and reason so callers can tell a 409 Conflict
+from the rest.
+
+Only a 2xx answer is a success: anything else raises ``ApiError``, and an answer that is no valid
+HTTP (or over a size limit, or late) raises ``http1.ProtocolError`` / ``TimeoutError``, both
+``OSError``s, which every caller retries. A 429, or a 5xx carrying Retry-After (integer seconds),
+is sent again after that wait, as client-go does: at most ``max_retries`` times, each wait capped at
+``retry_after_max``, going through the rate limiter and the write guard again; once they are used
+up the last answer raises ``ApiError`` like any other, so a write is never counted as done on it.
 
 It must not know about bindings or scheduling.
 """
@@ -13,61 +21,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
 import orjson
+import structlog
 
 from fleetsched.kube import http1
+from fleetsched.kube.auth import Connection as Connection
+from fleetsched.kube.auth import Credentials, describe
+from fleetsched.kube.auth import load_connection as load_connection
+
+log = structlog.get_logger("fleetsched.kube")
 
 JsonObject = dict[str, Any]
 
 MERGE_PATCH = "application/merge-patch+json"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# The most one LIST page's answer may hold. Pages are asked for ``limit`` objects (500), not bytes;
+# 64 MiB holds 500 objects of 128 KiB. A page over it is asked for again with half the limit, down
+# to one object, which always fits (an object is at most the apiserver's 3 MiB request limit).
+MAX_PAGE = 64 * http1.MiB
+MAX_RETRIES = 10  # client-go's default for 429 / Retry-After
+RETRY_AFTER_MAX = 10.0  # seconds: the longest wait a Retry-After is honoured for
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})  # the writes that take a fieldManager
-
-
-@dataclass(frozen=True, slots=True)
-class Connection:
-    """Where the API is and how to authenticate; loaded once at start-up."""
-
-    server: str
-    ca_path: str | None = None
-    certificate_path: str | None = None
-    private_key_path: str | None = None
-    token: str | None = None
-    insecure: bool = False
-
-
-def load_connection(kubeconfig: str | None) -> Connection:
-    """Read ``kubeconfig`` (its current context), or the in-cluster config when it is None."""
-    from kubernetes import client, config  # imported here: only needed once at start-up
-
-    configuration = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        config.load_incluster_config(client_configuration=configuration)
-    token = None
-    # kubernetes' loaders keep the bearer token under "BearerToken" (kubeconfig token users and the
-    # in-cluster ServiceAccount token); older releases used "authorization".
-    api_key = configuration.api_key or {}
-    authorization = api_key.get("BearerToken") or api_key.get("authorization")
-    if authorization:
-        token = authorization.removeprefix("Bearer ").strip()
-    return Connection(
-        server=configuration.host.rstrip("/"),
-        ca_path=configuration.ssl_ca_cert,
-        certificate_path=configuration.cert_file,
-        private_key_path=configuration.key_file,
-        token=token,
-        insecure=not configuration.verify_ssl,
-    )
 
 
 class ApiError(Exception):
@@ -123,18 +103,6 @@ class TokenBucket:
             self._tokens -= 1
 
 
-def _insecure(connection: Connection) -> ssl.SSLContext | None:
-    """An https connection without verification (``insecure``), with the client certificate if any."""
-    if not connection.server.startswith("https"):
-        return None
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    if connection.certificate_path and connection.private_key_path:
-        context.load_cert_chain(connection.certificate_path, connection.private_key_path)
-    return context
-
-
 class KubeClient:
     """JSON over HTTPS to one API server. Create it inside the running event loop."""
 
@@ -150,32 +118,28 @@ class KubeClient:
         self.connection = connection
         self.limiter = TokenBucket(qps, burst)
         self.field_manager = field_manager
+        self.max_retries = MAX_RETRIES
+        self.retry_after_max = RETRY_AFTER_MAX
         # Called right before a write is sent (after any wait for the rate limiter); it may raise
         # to stop the write. Sharded controllers re-check ownership there (runtime.py).
         self.write_guard: Callable[[], None] | None = None
-        context: ssl.SSLContext | bool
-        if connection.server.startswith("https"):
-            if connection.insecure:
-                context = False
-            else:
-                context = ssl.create_default_context(cafile=connection.ca_path)
-                if connection.certificate_path and connection.private_key_path:
-                    context.load_cert_chain(connection.certificate_path, connection.private_key_path)
-        else:
-            context = False
+        # The one source of the Authorization header, the TLS context (with any client certificate,
+        # also when ``insecure``) and the dialer (proxy, TLS server name), for requests and watches.
+        self.credentials = Credentials(connection)
+        self._generation = self.credentials.generation
+        self._authorization: str | None = None
         headers = {"User-Agent": user_agent, "Accept": "application/json"}
-        if connection.token:
-            headers["Authorization"] = f"Bearer {connection.token}"
         self._http = http1.Http1Pool(
             connection.server,
-            ssl_context=context if isinstance(context, ssl.SSLContext) else _insecure(connection),
+            ssl_context=self.credentials.ssl_context(),
             headers=headers,
+            dial=self.credentials.dial,
         )
         # watches (``stream``) keep aiohttp: one long request each
         self._session = aiohttp.ClientSession(
             base_url=None,
             headers=headers,
-            connector=aiohttp.TCPConnector(ssl=context, limit=100, keepalive_timeout=60),
+            connector=aiohttp.TCPConnector(limit=100, keepalive_timeout=60),
             timeout=aiohttp.ClientTimeout(total=60, connect=10),
             json_serialize=lambda o: orjson.dumps(o).decode(),
         )
@@ -203,12 +167,11 @@ class KubeClient:
         params: Mapping[str, str] | None = None,
         content_type: str = "application/json",
         decode: bool = True,
+        max_body: int | None = None,
     ) -> JsonObject:
         """The answer's JSON object; ``decode=False`` skips reading a successful answer (``{}``),
-        for a caller that does not use it (an Event's echo). An error answer raises ``ApiError``."""
-        await self.limiter.acquire()
-        if self.write_guard is not None and method in WRITE_METHODS:
-            self.write_guard()
+        for a caller that does not use it (an Event's echo). An error answer raises ``ApiError``;
+        ``max_body``: see ``http1.Limits.body``."""
         sends = method in BODY_METHODS
         if params:
             query = dict(params)
@@ -220,17 +183,67 @@ class KubeClient:
         # orjson: bindings are several KiB of JSON each way, and stdlib json was a tenth of the
         # operator's CPU in the bench.
         data = None if body is None else orjson.dumps(body)
-        response = await self._http.request(method, target, data, content_type)
-        raw = response.body
-        if response.status < 400 and not decode:
+        retries = 0
+        while True:
+            await self.limiter.acquire()
+            if self.write_guard is not None and method in WRITE_METHODS:
+                self.write_guard()
+            response = await self._send(method, target, data, content_type, max_body=max_body)
+            status = response.status
+            if 200 <= status < 300:
+                break
+            wait = _retry_wait(response) if retries < self.max_retries else None
+            if wait is None:
+                raise _api_error(response)
+            retries += 1
+            log.info("kube_request_retry", method=method, path=path, status=status,
+                     retry_after=wait, attempt=retries)
+            await asyncio.sleep(min(wait, self.retry_after_max))
+        if not decode:
             return {}
-        payload: Any = orjson.loads(raw) if raw[:1] in (b"{", b"[") else {}
-        if response.status >= 400:
-            text = raw.decode("utf-8", "replace")
-            reason = payload.get("reason", "") if isinstance(payload, dict) else ""
-            message = payload.get("message", text) if isinstance(payload, dict) else text
-            raise ApiError(response.status, reason or response.reason or "", message, payload)
-        return payload if isinstance(payload, dict) else {"items": payload}
+        raw = response.body
+        if not raw:
+            return {}
+        try:
+            payload: Any = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise http1.ProtocolError(f"{method} {path}: a {status} answer that is no JSON: {exc}") from None
+        if isinstance(payload, dict):
+            return payload
+        if isinstance(payload, list):
+            return {"items": payload}
+        raise http1.ProtocolError(f"{method} {path}: a {status} answer that is no JSON object")
+
+    async def _send(
+        self, method: str, target: str, data: bytes | None, content_type: str, *, max_body: int | None = None
+    ) -> http1.Response:
+        """One request with the current credentials; a 401 (or an authorizer's 403) is sent once more
+        when renewing the credentials changed them (a request refused by authentication or
+        authorization was not carried out). The answer is recorded in ``credentials.health``."""
+        credentials = self.credentials
+        for attempt in range(2):
+            authorization = await credentials.authorization()
+            self._apply(authorization)
+            response = await self._http.request(method, target, data, content_type, max_body=max_body)
+            renewed = attempt == 0 and response.status in (401, 403)
+            if not (renewed and await credentials.renew(response.status, authorization)):
+                break
+        if response.status in (401, 403) or credentials.health.refusing:
+            verb, resource = describe(method, target)
+            credentials.health.observe(response.status, verb, resource, response.body)
+        return response
+
+    def _apply(self, authorization: str | None) -> None:
+        """Bring the pool up to date: the Authorization header, no idle connection of an old TLS context."""
+        if authorization != self._authorization:
+            self._authorization = authorization
+            self._http.set_header("Authorization", authorization)
+        context = self.credentials.ssl_context()  # the client certificate files checked, when due
+        generation = self.credentials.generation
+        if generation != self._generation:
+            self._generation = generation
+            self._http.ssl_context = context
+            self._http.drop_idle()
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> JsonObject:
         return await self.request("GET", path, params=params)
@@ -254,29 +267,86 @@ class KubeClient:
         """A streaming GET (a watch): yields an iterator over the body's chunks as they arrive.
         A non-2xx answer raises ``ApiError`` before anything is yielded."""
         await self.limiter.acquire()
-        async with self._session.get(
-            self.connection.server + path, params=params, timeout=timeout
-        ) as response:
-            if response.status >= 400:
-                raw = await response.read()
-                payload: Any = orjson.loads(raw) if raw[:1] == b"{" else {}
-                text = raw.decode("utf-8", "replace")
-                raise ApiError(
-                    response.status,
-                    payload.get("reason", "") or response.reason or "",
-                    payload.get("message", text),
-                    payload,
-                )
-            yield response.content.iter_any()
+        credentials = self.credentials
+        verb, resource = describe("GET", path, watch=params.get("watch") in ("true", "1"))
+        for attempt in range(2):
+            authorization = await credentials.authorization()
+            context = credentials.ssl_context()
+            async with self._session.get(
+                self.connection.server + path,
+                params=params,
+                timeout=timeout,
+                headers={"Authorization": authorization} if authorization else None,
+                ssl=context if context is not None else True,
+                server_hostname=credentials.server_hostname,
+                proxy=self.connection.proxy_url,
+            ) as response:
+                if 200 <= response.status < 300:
+                    credentials.health.observe(response.status, verb, resource)
+                    yield response.content.iter_any()
+                    return
+                raw = await _read_at_most(response.content, ERROR_BODY_MAX)
+                renewed = attempt == 0 and response.status in (401, 403)
+                if renewed and await credentials.renew(response.status, authorization):
+                    continue
+                credentials.health.observe(response.status, verb, resource, raw)
+                raise _api_error(http1.Response(response.status, response.reason or "", raw))
 
     async def list_all(self, path: str, *, page_size: int = 500) -> tuple[list[JsonObject], str]:
-        """LIST with pagination; returns the items and the list's resourceVersion."""
+        """LIST with pagination; returns the items and the list's resourceVersion. A page over
+        ``MAX_PAGE`` is asked for again with half the ``limit`` (see ``MAX_PAGE``)."""
         items: list[JsonObject] = []
-        params = {"limit": str(page_size)}
+        cont = ""
         while True:
-            page = await self.get(path, params)
+            params = {"limit": str(page_size), **({"continue": cont} if cont else {})}
+            try:
+                page = await self.request("GET", path, params=params, max_body=MAX_PAGE)
+            except http1.AnswerTooLarge:
+                if page_size <= 1:
+                    raise
+                page_size //= 2
+                log.warning("kube_list_page_too_large", path=path, retry_limit=page_size)
+                continue
             items.extend(page.get("items", []))
             cont = page.get("metadata", {}).get("continue")
             if not cont:
                 return items, page.get("metadata", {}).get("resourceVersion", "")
-            params = {"limit": str(page_size), "continue": cont}
+
+
+ERROR_BODY_MAX = 64 * 1024  # what is read of a watch's error answer (a Status object)
+
+
+def _retry_wait(response: http1.Response) -> float | None:
+    """Seconds to wait before sending again, as client-go's ``checkWait``: a 429, or a 5xx with
+    Retry-After, whose Retry-After is whole seconds. None: do not send again."""
+    status = response.status
+    if status != 429 and status < 500:
+        return None
+    value = response.retry_after
+    if value is None or not value.isdigit() or len(value) > 6:
+        return None
+    return float(value)
+
+
+def _api_error(response: http1.Response) -> ApiError:
+    raw = response.body
+    text = bytes(raw[:4096]).decode("utf-8", "replace")
+    payload: Any = {}
+    if raw[:1] == b"{":
+        with contextlib.suppress(orjson.JSONDecodeError):
+            payload = orjson.loads(raw)
+    reason = payload.get("reason", "") if isinstance(payload, dict) else ""
+    message = payload.get("message", text) if isinstance(payload, dict) else text
+    if not isinstance(payload, dict):
+        payload = {}
+    return ApiError(response.status, str(reason or response.reason or ""), str(message), payload)
+
+
+async def _read_at_most(content: aiohttp.StreamReader, limit: int) -> bytes:
+    data = bytearray()
+    while len(data) < limit:
+        piece = await content.read(limit - len(data))
+        if not piece:
+            break
+        data += piece
+    return bytes(data)

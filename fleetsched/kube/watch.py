@@ -14,6 +14,8 @@
    answer or as an ERROR event, means LIST again.
 4. Failed attempts are retried with an exponential backoff (``WatchSettings``); a request that
    receives nothing for ``inactivity_timeout`` is taken as dead, so the watch never goes blind.
+   A stream that breaks its framing (aiohttp's parser refuses it), answers anything but 2xx, or
+   sends an event line over ``MAX_EVENT_LINE`` is a failed attempt too.
 
 A handler that raises is logged (``event_handler_failed``) and the watch goes on, as kopf does.
 ``run_watches`` runs several until a stop flag and says when all of them have listed once.
@@ -30,14 +32,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
 import aiohttp
 import orjson
 import structlog
 
+from fleetsched.kube import http1
 from fleetsched.kube.client import ApiError, JsonObject, KubeClient
+from fleetsched.kube.http1 import ProtocolError
 
 log = structlog.get_logger("fleetsched.watch")
 
@@ -45,6 +49,10 @@ EventFn = Callable[[str | None, JsonObject], None]
 Transform = Callable[[JsonObject], JsonObject]
 
 GONE = 410
+# The longest watch event line read: one event holds one object, at most the apiserver's 3 MiB
+# request limit as JSON (etcd keeps 1.5 MiB), so 16 MiB is never met by a genuine event; a stream
+# that sends more without a newline is broken, and the watch starts again.
+MAX_EVENT_LINE = 16 * http1.MiB
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,23 +193,47 @@ class Watch:
         )
         try:
             async with self.client.stream(self.path, params, timeout=timeout) as chunks:
-                buffer = b""
-                async for chunk in chunks:
-                    buffer = buffer + chunk if buffer else chunk
-                    start = 0
-                    end = buffer.find(b"\n")
-                    while end >= 0:
-                        if end > start:
-                            self._on_line(buffer[start:end])
-                        start = end + 1
-                        end = buffer.find(b"\n", start)
-                    buffer = buffer[start:] if start else buffer
-                if buffer.strip():
-                    self._on_line(buffer)
+                await self._read_lines(chunks)
         except ApiError as exc:
             if exc.status == GONE:
                 raise Gone from exc
             raise
+
+    async def _read_lines(self, chunks: AsyncIterator[bytes]) -> None:
+        """Each line of the stream to ``_on_line``; a line longer than ``MAX_EVENT_LINE`` raises
+        ``ProtocolError`` (the watch is retried) instead of growing without end."""
+        pending: list[bytes] = []  # the start of a line whose end has not arrived yet
+        pending_size = 0
+        async for chunk in chunks:
+            start = 0
+            if pending:
+                end = chunk.find(b"\n")
+                if end < 0:
+                    pending.append(chunk)
+                    pending_size += len(chunk)
+                    if pending_size > MAX_EVENT_LINE:
+                        raise ProtocolError(f"watch event line over {MAX_EVENT_LINE // http1.MiB} MiB")
+                    continue
+                pending.append(chunk[:end])
+                line = b"".join(pending)
+                pending, pending_size = [], 0
+                if line.strip():
+                    self._on_line(line)
+                start = end + 1
+            end = chunk.find(b"\n", start)
+            while end >= 0:
+                if end > start:
+                    self._on_line(chunk[start:end])
+                start = end + 1
+                end = chunk.find(b"\n", start)
+            if start < len(chunk):
+                pending_size = len(chunk) - start
+                if pending_size > MAX_EVENT_LINE:
+                    raise ProtocolError(f"watch event line over {MAX_EVENT_LINE // http1.MiB} MiB")
+                pending = [chunk[start:] if start else chunk]
+        line = b"".join(pending)
+        if line.strip():
+            self._on_line(line)
 
     def _on_line(self, line: bytes) -> None:
         if self.skip_version is not None:

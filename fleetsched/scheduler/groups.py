@@ -4,21 +4,17 @@ Owns where the affinity-group loop starts, when it moves on, which error is repo
 to ``spec.clusters`` and ``schedulerObservingAffinityName`` on success and failure, and the
 condition mapping. Overflow tiers inside a term are handled by ``assign.py``. Pure.
 
-Checkpoints (a cooperative budget): a caller that must bound one binding's scheduling time runs
-``Scheduler.schedule`` inside ``with checkpointing(fn):``; ``fn`` is called before each affinity
-term is tried (and by anyone else who calls ``checkpoint()``) and stops the attempt by raising.
-The hook is a context variable so that ``Scheduler.schedule``'s signature stays as it is; the
-core neither knows nor catches what ``fn`` raises. Without one, ``checkpoint()`` does nothing.
+Checkpoints (a cooperative budget, ``framework/checkpoint.py``, re-exported here): ``checkpoint()``
+runs before each affinity term is tried.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fleetsched.scheduler.errors import FitError, SchedulingError
+from fleetsched.scheduler.framework.checkpoint import checkpoint, checkpointing
 from fleetsched.scheduler.outcome import SUCCESS_MESSAGE, Condition, GroupAttempt, ScheduleResult
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding, TargetCluster
 
@@ -26,28 +22,6 @@ if TYPE_CHECKING:
     from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 
 __all__ = ["checkpoint", "checkpointing", "condition_for", "schedule_binding", "start_index"]
-
-_CHECKPOINT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "fleetsched_scheduler_checkpoint", default=None
-)
-
-
-@contextlib.contextmanager
-def checkpointing(check: Callable[[], None]) -> Iterator[None]:
-    """Call ``check`` at each checkpoint of the scheduling done inside this block (this context)."""
-    token = _CHECKPOINT.set(check)
-    try:
-        yield
-    finally:
-        _CHECKPOINT.reset(token)
-
-
-def checkpoint() -> None:
-    """A point where a budgeted caller may stop the attempt (its check raises); else a no-op."""
-    check = _CHECKPOINT.get()
-    if check is not None:
-        check()
-
 
 def condition_for(error: SchedulingError | None) -> Condition:
     """§3.5: Success, or the reason of the error's kind with its full text."""

@@ -23,7 +23,6 @@ import numpy as np
 
 from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.scheduler.assign import ClusterDetail, assign_replicas, strategy_of
-from fleetsched.scheduler.config.types import Profile
 from fleetsched.scheduler.errors import FitError, SchedulingError
 from fleetsched.scheduler.framework.defaults import default_profile, in_tree_registry
 from fleetsched.scheduler.framework.interface import (
@@ -33,6 +32,7 @@ from fleetsched.scheduler.framework.interface import (
     Extender,
     ReplicaEstimator,
 )
+from fleetsched.scheduler.framework.profile import Profile
 from fleetsched.scheduler.framework.registry import Registry
 from fleetsched.scheduler.framework.runtime import (
     STEP_ASSIGN_REPLICAS,

@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fleetsched.scheduler.config.types import Profile
 from fleetsched.scheduler.framework.defaults import in_tree_registry
 from fleetsched.scheduler.framework.interface import Extender, PluginArgsError
+from fleetsched.scheduler.framework.profile import Profile
 from fleetsched.scheduler.framework.registry import DuplicatePluginError, Registry
 from fleetsched.scheduler.framework.runtime import FrameworkError
 from fleetsched.scheduler.pipeline import Scheduler, Settings

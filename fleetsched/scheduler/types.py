@@ -23,9 +23,12 @@ __all__ = [
     "BindingStatus",
     "ClusterAffinity",
     "ClusterInfo",
+    "ClusterMemo",
     "ClusterSelection",
     "Component",
     "FieldSelector",
+    "FrozenDict",
+    "FrozenList",
     "LabelRequirement",
     "LabelSelector",
     "NodeClaim",
@@ -44,6 +47,7 @@ __all__ = [
     "TargetCluster",
     "Toleration",
     "WeightPreference",
+    "deep_freeze",
 ]
 
 ClusterName = NewType("ClusterName", str)
@@ -60,6 +64,83 @@ SPREAD_BY_CLUSTER = "cluster"
 SPREAD_BY_REGION = "region"
 SPREAD_BY_ZONE = "zone"
 SPREAD_BY_PROVIDER = "provider"
+
+
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise TypeError(f"'{type(self).__name__}' is read-only: the scheduler's views serve every decision")
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A dict that cannot be changed in place (item assignment, ``del``, ``clear``, ``update``,
+    ``pop``, ``setdefault``, ``|=`` raise ``TypeError``), for the mappings of the values plugins read.
+
+    A dict subclass rather than a ``MappingProxyType``: reads stay the dict's own C code, it pickles
+    (``simulate --jobs``), compares equal to a dict of the same items, and ``copy()``/``dict(x)``
+    give an ordinary dict to whoever wants one to change."""
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = clear = update = pop = popitem = setdefault = __ior__ = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def copy(self) -> dict[Any, Any]:  # type: ignore[override]
+        return dict(self)
+
+
+_EMPTY = FrozenDict()
+
+
+def frozen_mapping(values: Mapping[Any, Any] | None) -> FrozenDict:
+    """``values`` as a FrozenDict (the same object when it is one already)."""
+    if type(values) is FrozenDict:
+        return values
+    return FrozenDict(values) if values else _EMPTY
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A list that cannot be changed in place (``FrozenDict``'s counterpart for JSON-shaped values:
+    still a ``list`` to whoever checks, and serialised as one)."""
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _read_only
+    sort = reverse = __iadd__ = __imul__ = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def copy(self) -> list[Any]:  # type: ignore[override]
+        return list(self)
+
+
+def deep_freeze(value: Any) -> Any:
+    """A JSON-shaped value with every dict a FrozenDict and every list a FrozenList."""
+    if isinstance(value, Mapping):
+        return FrozenDict({k: deep_freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return FrozenList(deep_freeze(v) for v in value)
+    return value
+
+
+class ClusterMemo(dict):  # type: ignore[type-arg]
+    """Values that depend only on one (immutable) cluster, remembered by whoever computes them under
+    a key object of their own (a private module-level ``object()`` or class): ``memo.get(key)`` and
+    ``memo[key] = value``. Nobody can list, remove or replace the entries of others without their key:
+    iteration, ``keys()``/``items()``/``values()``, ``del``, ``clear``, ``pop``, ``update`` raise
+    ``TypeError``. A cache: it pickles empty."""
+
+    __slots__ = ()
+
+    __iter__ = __reversed__ = keys = values = items = copy = __delitem__ = clear = _read_only
+    pop = popitem = update = __ior__ = __or__ = __ror__ = _read_only
+
+    def __repr__(self) -> str:
+        return f"ClusterMemo({len(self)} entries)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ClusterMemo, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +253,10 @@ class NodeClaim:
     # Kept as the JSON-shaped NodeSelector ({nodeSelectorTerms: [...]}) for estimator clients.
     hard_node_affinity: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
+    def __post_init__(self) -> None:
+        if self.hard_node_affinity is not None and type(self.hard_node_affinity) is not FrozenDict:
+            object.__setattr__(self, "hard_node_affinity", deep_freeze(self.hard_node_affinity))
+
 
 @dataclass(frozen=True, slots=True)
 class ReplicaRequirements:
@@ -263,9 +348,15 @@ class AssumedLoad:
     component; each request converted by its format, milli-units for decimal ones)."""
 
     pods: int = 0
-    resources: Mapping[str, Fraction] = field(default_factory=dict)
+    resources: Mapping[str, Fraction] = field(default_factory=FrozenDict)
     set_pods: int = 0
-    set_units: Mapping[str, int] = field(default_factory=dict)
+    set_units: Mapping[str, int] = field(default_factory=FrozenDict)
+
+    def __post_init__(self) -> None:
+        if type(self.resources) is not FrozenDict:
+            object.__setattr__(self, "resources", frozen_mapping(self.resources))
+        if type(self.set_units) is not FrozenDict:
+            object.__setattr__(self, "set_units", frozen_mapping(self.set_units))
 
     @staticmethod
     def of(workloads: Iterable[AssumedWorkload]) -> AssumedLoad:
@@ -335,6 +426,12 @@ class ResourceSummary:
     allocating: Mapping[str, Quantity]
     allocatable_modelings: tuple[tuple[int, int], ...] = ()  # (grade, count)
 
+    def __post_init__(self) -> None:
+        for name in ("allocatable", "allocated", "allocating"):
+            value = getattr(self, name)
+            if type(value) is not FrozenDict:
+                object.__setattr__(self, name, frozen_mapping(value))
+
 
 @dataclass(frozen=True, slots=True)
 class ResourceModel:
@@ -344,10 +441,12 @@ class ResourceModel:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ClusterInfo:
-    """One member cluster as the scheduler sees it. Compared and hashed by identity."""
+    """One member cluster as the scheduler sees it. Compared and hashed by identity. Deeply read-only
+    (tuples, frozen values, ``FrozenDict`` mappings): the same value serves every decision and every
+    plugin, so none may change it; ``memo`` is a ``ClusterMemo`` (see there)."""
 
     name: str
-    labels: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=FrozenDict)
     provider: str = ""
     region: str = ""
     zones: tuple[str, ...] = ()
@@ -364,7 +463,14 @@ class ClusterInfo:
     # from ``assumed`` when needed.
     assumed_load: AssumedLoad | None = None
     # Memo of values that depend only on this (immutable) cluster, e.g. estimates per request.
-    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+    memo: dict[Any, Any] = field(default_factory=ClusterMemo, repr=False)
+
+    def __post_init__(self) -> None:
+        if type(self.labels) is not FrozenDict:
+            object.__setattr__(self, "labels", frozen_mapping(self.labels))
+        if type(self.memo) is not ClusterMemo:
+            # (``dataclasses.replace(c, memo={})`` starts an empty one; a given dict's entries are kept)
+            object.__setattr__(self, "memo", ClusterMemo(self.memo))
 
 
 class ClusterSelection(tuple):  # type: ignore[type-arg]

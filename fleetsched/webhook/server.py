@@ -6,14 +6,29 @@ controller-runtime does (the outcome, including errors, is in ``response.status`
 Prometheus metrics are served here too. The serving certificate is re-read when its files
 change, so a rotated Secret needs no restart.
 
-A peer cannot hold the server's memory or its connections (``Limits``): the TLS handshake and
-the request headers must arrive within ``header_timeout``, the body within ``body_timeout``;
-a body over 7 MiB is refused from its Content-Length, unread; at most ``max_in_flight``
-admission requests are served at once, and of those at most ``max_large_in_flight`` with a
-body over ``LARGE_BODY_BYTES`` (those are decoded on their own threads, so small reviews keep
-being answered on the event loop meanwhile); a request past a limit is answered at once (or,
-for a large body, after waiting up to ``large_wait``) with a 429 AdmissionReview. Every request
-that ends early is one ``admission_aborted`` JSON log line with its reason, never a traceback.
+A peer cannot hold the server's memory, its connections or its capacity (``Limits``):
+
+- the TLS handshake and the request headers must arrive within ``header_timeout``, the body within
+  ``body_timeout``; a body over 7 MiB is refused from its Content-Length, unread;
+- a body still arriving ``SLOT_GRACE`` (0.1 s) after its headers holds a *reading* slot, never a
+  processing one (the API server's arrives within the grace, so no number of slow clients, even
+  from its own address, can keep it out): at most ``max_reading`` bodies arrive at once, at most
+  ``max_reading_per_client`` of them from one client address. When a body needs a slot and finds
+  none, the body that has been arriving longest (from the client with the most bodies arriving,
+  or, past the per-client limit, from the same client) gives its slot up if it is older than
+  ``evict_after``: it is answered 408 and closed. Only when every slot is held by a younger body
+  is the request refused (429);
+- a request whose body has arrived takes one of ``max_in_flight`` processing slots, and of those at
+  most ``max_large_in_flight`` for a body over ``LARGE_BODY_BYTES`` (held from the headers: those
+  are decoded on their own threads, so small reviews keep being answered on the event loop
+  meanwhile; a large request waits up to ``large_wait`` for one, and an older large body still
+  arriving gives its slot up as above);
+- ``/readyz`` fails (503, with the reason) once requests have been refused for capacity and no slot
+  has been freed for ``saturation_window``; it is ready again as soon as one is. ``/healthz`` is
+  not affected: a saturated server needs its traffic spread, not a restart.
+
+A request past a limit is answered at once with a 429 AdmissionReview. Every request that ends
+early is one ``admission_aborted`` JSON log line with its reason, never a traceback.
 """
 
 from __future__ import annotations
@@ -27,7 +42,7 @@ import json
 import os
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +65,11 @@ LARGE_BODY_BYTES = 256 * 1024
 # (IdleConnTimeout 90 s) so the API server, not the webhook, closes an idle connection first.
 IDLE_TIMEOUT = 120.0
 _READ_CHUNK = 64 * 1024
+# A body has this long from its headers to arrive before it needs a reading slot: the API server's
+# arrives within it (with its headers, or a few writes later), so no number of slow clients, even
+# from its own address, can keep a review out. Bodies in their grace are not counted; each holds
+# at most 256 KiB (a larger one holds a large-request slot from its headers).
+SLOT_GRACE = 0.1
 # After an early answer (413, 408, 429) the rest of the body is read and dropped for at most this
 # long, so the client can read the answer before the connection closes (aiohttp's default is 10 s
 # spent decrypting a body nobody wants; with much less, a client still sending gets a reset).
@@ -62,9 +82,13 @@ class Limits:
 
     header_timeout: float = 5.0  # TLS handshake + request line and headers
     body_timeout: float = 10.0  # the whole body, from the end of the headers
-    max_in_flight: int = 64  # admission requests being read or answered
-    max_large_in_flight: int = 2  # of those, with a body over LARGE_BODY_BYTES
+    max_in_flight: int = 64  # admission requests being answered (their body has arrived)
+    max_large_in_flight: int = 2  # requests with a body over LARGE_BODY_BYTES, headers to answer
     large_wait: float = 1.0  # how long a large request waits for a slot before a 429
+    max_reading: int = 128  # request bodies being received at once
+    max_reading_per_client: int = 64  # of those, from one client address
+    evict_after: float = 1.0  # a body arriving for longer gives its slot to a new request
+    saturation_window: float = 5.0  # refusing with no slot freed this long: /readyz fails
 
 TLS_VERSIONS = {
     "1.0": ssl.TLSVersion.TLSv1,
@@ -151,12 +175,13 @@ class _Aborted(Exception):
     """A request that ends before it can be reviewed; ``reason`` is the log and metric label."""
 
     def __init__(self, reason: str, message: str, *, code: int = 400, close: bool = True,
-                 size: int = 0) -> None:
+                 size: int = 0, head: bytes = b"") -> None:
         super().__init__(message)
         self.reason = reason
         self.code = code
         self.close = close
         self.size = size  # body bytes read before the end
+        self.head = head  # the first bytes of a body read whole, for its uid
 
 
 def _abort_log(reason: str, request: web.Request | None, metrics: Metrics, **fields: Any) -> None:
@@ -169,35 +194,67 @@ def _abort_log(reason: str, request: web.Request | None, metrics: Metrics, **fie
     log.warning("admission_aborted", reason=reason, **fields)
 
 
-async def _read_body(request: web.Request, deadline: float) -> bytearray:
+async def _read_body(request: web.Request, deadline: float,
+                     take_slot: Callable[[], _Reader] | None = None) -> bytearray:
     """The body, at most ``MAX_REQUEST_BYTES``, by ``deadline`` (loop time); raises ``_Aborted``.
+
+    With ``take_slot``, the body has ``SLOT_GRACE`` to arrive without a reading slot (a fast
+    client's always does); one still arriving then calls it for a slot (which may refuse with
+    ``_Aborted``) and goes on under it, and ends when that slot is evicted (its timeout moved to now).
 
     With a Content-Length the buffer is allocated once at its final size (growing it would copy,
     holding two buffers for a moment)."""
+    loop = asyncio.get_running_loop()
     length = request.content_length
     body = bytearray(length or 0)
     size = 0
+    reader: _Reader | None = None
+
+    async def fill() -> None:
+        nonlocal body, size
+        if length is not None:
+            with memoryview(body) as view:
+                while size < length:
+                    chunk = await request.content.read(min(_READ_CHUNK, length - size))
+                    if not chunk:
+                        break
+                    view[size:size + len(chunk)] = chunk
+                    size += len(chunk)
+            if size < length:
+                raise _Aborted("client_disconnected", f"the body ended after {size} of {length} bytes",
+                               size=size)
+        else:
+            while chunk := await request.content.read(_READ_CHUNK):
+                body += chunk
+                size = len(body)
+                if size > review.MAX_REQUEST_BYTES:
+                    raise _Aborted("body_too_large", f"request entity is too large; limit is "
+                                   f"{review.MAX_REQUEST_BYTES} bytes", code=413, size=size)
+
+    phase_end = deadline if take_slot is None else min(deadline, loop.time() + SLOT_GRACE)
     try:
-        async with asyncio.timeout_at(deadline):
-            if length is not None:
-                with memoryview(body) as view:
-                    while size < length:
-                        chunk = await request.content.read(min(_READ_CHUNK, length - size))
-                        if not chunk:
-                            break
-                        view[size:size + len(chunk)] = chunk
-                        size += len(chunk)
-                if size < length:
-                    raise _Aborted("client_disconnected", f"the body ended after {size} of {length} bytes",
-                                   size=size)
-            else:
-                while chunk := await request.content.read(_READ_CHUNK):
-                    body += chunk
-                    size = len(body)
-                    if size > review.MAX_REQUEST_BYTES:
-                        raise _Aborted("body_too_large", f"request entity is too large; limit is "
-                                       f"{review.MAX_REQUEST_BYTES} bytes", code=413, size=size)
+        while True:
+            try:
+                async with asyncio.timeout_at(phase_end) as timeout:
+                    if reader is not None:
+                        reader.timeout = timeout
+                    await fill()
+                break
+            except TimeoutError:
+                if take_slot is None or reader is not None or phase_end >= deadline:
+                    raise
+                try:
+                    reader = take_slot()  # still arriving after the grace: from now on under a slot
+                except _Aborted as exc:
+                    exc.size, exc.head = size, bytes(body[:min(size, 4096)])  # for its uid
+                    raise
+                phase_end = deadline
     except TimeoutError:
+        if reader is not None and reader.evicted:
+            raise _Aborted("body_evicted", f"the request body was still arriving after "
+                           f"{reader.evicted:.1f}s and its slot was given to a new request "
+                           f"({size} of {length if length is not None else '?'} bytes read, "
+                           f"--slow-body-evict-after); retry", code=408, size=size) from None
         raise _Aborted("body_timeout", f"the request body did not arrive within the body timeout "
                        f"({size} of {length if length is not None else '?'} bytes read)",
                        code=408, size=size) from None
@@ -205,6 +262,9 @@ async def _read_body(request: web.Request, deadline: float) -> bytearray:
         raise _Aborted("client_disconnected", f"the client went away after {size} of "
                        f"{length if length is not None else '?'} body bytes ({type(exc).__name__})",
                        size=size) from None
+    finally:
+        if reader is not None:
+            reader.timeout = None
     return body
 
 
@@ -218,8 +278,23 @@ def _refusal_response(uid: str, exc: _Aborted) -> web.Response:
     return response
 
 
+class _Reader:
+    """One request body being received: who sends it, since when, and its read deadline (which
+    eviction moves to now)."""
+
+    __slots__ = ("client", "evicted", "large", "started", "timeout")
+
+    def __init__(self, client: str, started: float, large: bool) -> None:
+        self.client = client
+        self.started = started
+        self.large = large
+        self.timeout: asyncio.Timeout | None = None
+        self.evicted = 0.0  # seconds it had been arriving when evicted; 0 while it is not
+
+
 class _Gate:
-    """The in-flight limits: a count for every request, a semaphore for large bodies."""
+    """The slots (module docstring): reading slots with eviction of the oldest slow body,
+    processing slots, large-body slots, and the saturation clock behind ``/readyz``."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -228,34 +303,132 @@ class _Gate:
         self.large = asyncio.Semaphore(limits.max_large_in_flight)
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=limits.max_large_in_flight, thread_name_prefix="webhook-review")
+        self.readers: dict[_Reader, None] = {}  # insertion order: oldest first
+        self.reading_by_client: dict[str, int] = {}
+        self.saturated_since: float | None = None  # first capacity refusal since a slot was last freed
+        self.saturated_by = ""  # the flag of the limit that refused
+        self.reported_unready = False
 
+    # -- reading slots ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def reading(self, client: str, large: bool) -> Iterator[_Reader]:
+        limits = self.limits
+        now = asyncio.get_running_loop().time()
+        if self.reading_by_client.get(client, 0) >= limits.max_reading_per_client \
+                and not self._evict(now, client=client):
+            raise _Aborted("too_many_bodies_from_client", f"too many request bodies arriving from "
+                           f"{client} (limit {limits.max_reading_per_client}, "
+                           f"--max-requests-reading-per-client); retry", code=429)
+        if len(self.readers) >= limits.max_reading and not self._evict(now):
+            self._refused(now, "--max-requests-reading")
+            raise _Aborted("too_many_bodies", f"too many request bodies arriving (limit "
+                           f"{limits.max_reading}, --max-requests-reading); retry", code=429)
+        reader = _Reader(client, now, large)
+        self.readers[reader] = None
+        self.reading_by_client[client] = self.reading_by_client.get(client, 0) + 1
+        self._freed()  # a slot was found: whatever was refused before, this one is served
+        try:
+            yield reader
+        finally:
+            if self._drop(reader):
+                self._freed()
+
+    def _drop(self, reader: _Reader) -> bool:
+        if self.readers.pop(reader, 0) is not None:
+            return False  # already dropped (evicted)
+        left = self.reading_by_client[reader.client] - 1
+        if left:
+            self.reading_by_client[reader.client] = left
+        else:
+            del self.reading_by_client[reader.client]
+        return True
+
+    def _evict(self, now: float, *, client: str | None = None, large: bool = False) -> bool:
+        """Free a reading slot (or a large slot) by cutting the body arriving for longest, if that
+        is over ``evict_after``: from ``client`` if given, else from the client with the most bodies
+        arriving (the oldest of those). True if one was cut."""
+        cutoff = now - self.limits.evict_after
+        best: _Reader | None = None
+        for reader in self.readers:
+            if reader.started > cutoff:
+                break  # the rest are younger still
+            if (client is not None and reader.client != client) or (large and not reader.large) \
+                    or reader.timeout is None or reader.timeout.expired():
+                continue  # not a candidate, or its read is ending anyway
+            if best is None or self.reading_by_client[reader.client] > self.reading_by_client[best.client]:
+                best = reader
+                if client is not None or large:
+                    break
+        if best is None:
+            return False
+        best.evicted = max(now - best.started, 0.001)
+        assert best.timeout is not None
+        best.timeout.reschedule(now)  # its read ends with TimeoutError at the next loop turn
+        self._drop(best)
+        return True
+
+    # -- large-body slots -------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def admit(self, large: bool) -> AsyncIterator[None]:
+    async def large_slot(self) -> AsyncIterator[None]:
+        if self.large.locked():
+            self._evict(asyncio.get_running_loop().time(), large=True)
+        try:
+            async with asyncio.timeout(self.limits.large_wait):
+                await self.large.acquire()
+        except TimeoutError:
+            raise _Aborted("too_many_large_requests", f"too many large admission requests in flight "
+                           f"(limit {self.limits.max_large_in_flight} over {LARGE_BODY_BYTES} bytes, "
+                           f"--max-large-requests-in-flight); retry", code=429) from None
+        self.large_in_flight += 1
+        try:
+            yield
+        finally:
+            self.large_in_flight -= 1
+            self.large.release()
+            if self.large_in_flight == 0:  # the last large one is done
+                _release_free_memory()
+
+    # -- processing slots ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def reviewing(self, body: bytearray) -> Iterator[None]:
         if self.in_flight >= self.limits.max_in_flight:
+            self._refused(asyncio.get_running_loop().time(), "--max-requests-in-flight")
             raise _Aborted("too_many_requests", f"too many admission requests in flight (limit "
-                           f"{self.limits.max_in_flight}, --max-requests-in-flight); retry", code=429)
+                           f"{self.limits.max_in_flight}, --max-requests-in-flight); retry", code=429,
+                           head=bytes(body[:4096]))
         self.in_flight += 1
         try:
-            if not large:
-                yield
-                return
-            try:
-                async with asyncio.timeout(self.limits.large_wait):
-                    await self.large.acquire()
-            except TimeoutError:
-                raise _Aborted("too_many_large_requests", f"too many large admission requests in flight "
-                               f"(limit {self.limits.max_large_in_flight} over {LARGE_BODY_BYTES} bytes, "
-                               f"--max-large-requests-in-flight); retry", code=429) from None
-            self.large_in_flight += 1
-            try:
-                yield
-            finally:
-                self.large_in_flight -= 1
-                self.large.release()
-                if self.large_in_flight == 0:  # the last large one is done
-                    _release_free_memory()
+            yield
         finally:
             self.in_flight -= 1
+            self._freed()
+
+    # -- saturation ---------------------------------------------------------------------------------
+    def _refused(self, now: float, flag: str) -> None:
+        if self.saturated_since is None:
+            self.saturated_since = now
+            self.saturated_by = flag
+
+    def _freed(self) -> None:
+        self.saturated_since = None
+
+    def unready_reason(self) -> str | None:
+        """Why ``/readyz`` fails now, or None: requests refused for capacity, no slot freed since,
+        for ``saturation_window``. Flips are logged once each."""
+        since = self.saturated_since
+        now = asyncio.get_running_loop().time()
+        if since is None or now - since < self.limits.saturation_window:
+            if self.reported_unready:
+                self.reported_unready = False
+                log.info("admission_ready_again")
+            return None
+        reason = (f"saturated: requests refused for capacity ({self.saturated_by}) and no slot freed "
+                  f"for {now - since:.1f}s")
+        if not self.reported_unready:
+            self.reported_unready = True
+            log.warning("admission_saturated", limit=self.saturated_by, seconds=round(now - since, 1),
+                        reading=len(self.readers), in_flight=self.in_flight)
+        return reason
 
 
 def tune_allocator() -> None:
@@ -289,10 +462,17 @@ def _load_libc() -> Any:
 _LIBC = _load_libc()
 
 
+def _client_of(request: web.Request) -> str:
+    """The client's address (no port): the unit of per-client fairness."""
+    peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+    return str(peer[0]) if peer else "unknown"
+
+
 async def _guarded(request: web.Request, gate: _Gate, metrics: Metrics, *, path: str,
                    work: Callable[[bytearray, str | None], Any]) -> tuple[Any, int]:
-    """Admit, read and run ``work(body, content_type)``, on a thread for a large body.
-    Returns (result, body size); raises ``_Aborted`` (already logged) for a request cut short."""
+    """Read under a reading slot, then run ``work(body, content_type)`` under a processing slot,
+    on a thread for a large body. Returns (result, body size); raises ``_Aborted`` (already logged)
+    for a request cut short."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + gate.limits.body_timeout
     length = request.content_length
@@ -302,22 +482,32 @@ async def _guarded(request: web.Request, gate: _Gate, metrics: Metrics, *, path:
             raise _Aborted("body_too_large", f"request entity is too large; limit is "
                            f"{review.MAX_REQUEST_BYTES} bytes (Content-Length {length})", code=413)
         large = length is None or length > LARGE_BODY_BYTES
-        async with gate.admit(large):
-            body = await _read_body(request, deadline)
+        async with contextlib.AsyncExitStack() as stack:
+            if large:
+                await stack.enter_async_context(gate.large_slot())
+            with contextlib.ExitStack() as reading:
+                client = _client_of(request)
+                body = await _read_body(request, deadline,
+                                        lambda: reading.enter_context(gate.reading(client, large)))
             size = len(body)
             content_type = request.headers.get("Content-Type")
-            if large:
-                # Decoding a large body takes long enough that the loop should keep answering
-                # other (small) requests meanwhile.
-                result = await loop.run_in_executor(gate.executor, work, body, content_type)
-            else:
-                result = work(body, content_type)
+            with gate.reviewing(body):
+                if large:
+                    # Decoding a large body takes long enough that the loop should keep answering
+                    # other (small) requests meanwhile.
+                    result = await loop.run_in_executor(gate.executor, work, body, content_type)
+                else:
+                    result = work(body, content_type)
             del body
             return result, size
     except _Aborted as exc:
         _abort_log(exc.reason, request, metrics, code=exc.code, message=str(exc), bytes=exc.size or size,
                    content_length=length)
         raise
+
+
+_PEEK_REASONS = frozenset({"too_many_requests", "too_many_large_requests", "too_many_bodies",
+                           "too_many_bodies_from_client", "body_too_large"})
 
 
 def _admission_handler(path: str, config: ServerConfig, metrics: Metrics, gate: _Gate
@@ -335,9 +525,8 @@ def _admission_handler(path: str, config: ServerConfig, metrics: Metrics, gate: 
             try:
                 (payload, outcome), size = await _guarded(request, gate, metrics, path=path, work=work)
             except _Aborted as exc:
-                head = b""
-                if exc.size == 0 and exc.reason in ("too_many_requests", "too_many_large_requests",
-                                                    "body_too_large"):
+                head = exc.head
+                if not head and exc.size == 0 and exc.reason in _PEEK_REASONS:
                     # The answer should carry the uid the API server checks: peek at the first bytes.
                     with contextlib.suppress(Exception):
                         async with asyncio.timeout(0.2):
@@ -392,8 +581,19 @@ async def _ok(_: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
-def _add_health(app: web.Application) -> None:
-    for path in ("/readyz", "/readyz/", "/healthz", "/healthz/"):
+Readiness = Callable[[], "str | None"]  # why the server is not ready, or None
+
+
+def _add_health(app: web.Application, readiness: Readiness | None) -> None:
+    async def ready(_: web.Request) -> web.Response:
+        reason = readiness() if readiness is not None else None
+        if reason is not None:
+            return web.Response(status=503, text=f"not ready: {reason}")
+        return web.Response(text="ok")
+
+    for path in ("/readyz", "/readyz/"):
+        app.router.add_get(path, ready)
+    for path in ("/healthz", "/healthz/"):
         app.router.add_get(path, _ok)
 
 
@@ -405,8 +605,9 @@ def build_app(config: ServerConfig, metrics: Metrics | None = None) -> web.Appli
     for path in review.ENDPOINTS:
         app.router.add_route("*", path, _admission_handler(path, config, metrics, gate))
     app.router.add_post("/convert", _convert_handler(config, metrics, gate))
-    _add_health(app)
+    _add_health(app, gate.unready_reason)
     app["metrics"] = metrics
+    app["readiness"] = gate.unready_reason
 
     async def stop_executor(_: web.Application) -> None:
         gate.executor.shutdown(wait=False, cancel_futures=True)
@@ -479,11 +680,13 @@ async def serve_https(runner: web.AppRunner, host: str, port: int, context: ssl.
                                     ssl_handshake_timeout=limits.header_timeout)
 
 
-def build_probe_app(metrics: Metrics | None, *, health: bool) -> web.Application:
-    """A plain-HTTP application for the metrics and/or health-probe address."""
+def build_probe_app(metrics: Metrics | None, *, health: bool,
+                    readiness: Readiness | None = None) -> web.Application:
+    """A plain-HTTP application for the metrics and/or health-probe address; ``readiness`` is the
+    admission application's (``app["readiness"]``), so both ports answer ``/readyz`` alike."""
     app = web.Application()
     if health:
-        _add_health(app)
+        _add_health(app, readiness)
     if metrics is not None:
         async def serve_metrics(_: web.Request) -> web.Response:
             return web.Response(body=metrics.render(),

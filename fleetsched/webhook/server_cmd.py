@@ -60,11 +60,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--body-timeout", type=_positive_float, default=10.0,
                         help="seconds for a request's body after its headers (default 10)")
     parser.add_argument("--max-requests-in-flight", type=_positive_int, default=64,
-                        help="admission requests served at once; more are answered with code 429 at once "
-                             "(default 64)")
+                        help="admission requests answered at once, counted from the end of their body; more "
+                             "are answered with code 429 at once (default 64)")
+    parser.add_argument("--max-requests-reading", type=_positive_int, default=128,
+                        help="request bodies being received at once; a body arriving for longer than "
+                             "--slow-body-evict-after gives its slot to a new request (code 408), and when "
+                             "none has, the new one is answered with code 429 (default 128)")
+    parser.add_argument("--max-requests-reading-per-client", type=_positive_int, default=64,
+                        help="of those, bodies from one client address; past it the oldest of that "
+                             "client's gives way, as above (default 64)")
+    parser.add_argument("--slow-body-evict-after", type=_non_negative_float, default=1.0,
+                        help="seconds after which a body still arriving gives its reading slot to a new "
+                             "request when every slot is taken (default 1)")
+    parser.add_argument("--readiness-saturation-window", type=_positive_float, default=5.0,
+                        help="seconds of refusing requests for capacity with no slot freed after which "
+                             "/readyz answers 503 (ready again when a slot is freed; default 5)")
     parser.add_argument("--max-large-requests-in-flight", type=_positive_int, default=2,
-                        help=f"of those, requests with a body over {server.LARGE_BODY_BYTES // 1024} KiB; "
-                             "more wait up to --large-request-wait, then get code 429 (default 2)")
+                        help=f"requests with a body over {server.LARGE_BODY_BYTES // 1024} KiB, from their "
+                             "headers to their answer; more wait up to --large-request-wait, then get code "
+                             "429 (default 2)")
     parser.add_argument("--large-request-wait", type=_non_negative_float, default=1.0,
                         help="seconds a large request waits for a slot (default 1)")
     parser.add_argument("--max-review-memory", type=_positive_int, default=review.MAX_REVIEW_MEMORY,
@@ -142,7 +156,11 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
         limits=server.Limits(header_timeout=args.header_timeout, body_timeout=args.body_timeout,
                              max_in_flight=args.max_requests_in_flight,
                              max_large_in_flight=args.max_large_requests_in_flight,
-                             large_wait=args.large_request_wait),
+                             large_wait=args.large_request_wait,
+                             max_reading=args.max_requests_reading,
+                             max_reading_per_client=args.max_requests_reading_per_client,
+                             evict_after=args.slow_body_evict_after,
+                             saturation_window=args.readiness_saturation_window),
         client_ca_file=Path(args.client_ca_file) if args.client_ca_file else None,
     )
     metrics_address = parse_bind_address(args.metrics_bind_address)
@@ -152,7 +170,8 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
     metrics = server.Metrics()
     runners: list[web.AppRunner] = []
 
-    main_runner = web.AppRunner(server.build_app(config, metrics), access_log=None, handle_signals=False)
+    main_app = server.build_app(config, metrics)
+    main_runner = web.AppRunner(main_app, access_log=None, handle_signals=False)
     await main_runner.setup()
     runners.append(main_runner)
     listener = await server.serve_https(main_runner, args.bind_address, args.port, context, config, metrics)
@@ -166,8 +185,9 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
         has_metrics, _ = extra.get(probe_address, (False, False))
         extra[probe_address] = (has_metrics, True)
     for (host, port), (with_metrics, with_health) in extra.items():
-        runner = web.AppRunner(server.build_probe_app(metrics if with_metrics else None, health=with_health),
-                               access_log=None, handle_signals=False)
+        probe_app = server.build_probe_app(metrics if with_metrics else None, health=with_health,
+                                           readiness=main_app["readiness"])
+        runner = web.AppRunner(probe_app, access_log=None, handle_signals=False)
         await runner.setup()
         runners.append(runner)
         try:

@@ -2,12 +2,14 @@
 
 ``make_certificates`` writes a throwaway CA and a serving certificate (SANs 127.0.0.1, ::1,
 localhost and the in-cluster Service names); ``WebhookProcess`` starts the server on free
-loopback ports, waits until ``/readyz`` answers over HTTPS, and stops it. Nothing here is used
-by the server itself.
+loopback ports, waits until ``/readyz`` answers over HTTPS, and stops it; ``SlowClients`` holds
+connections that send their bodies a byte at a time. Nothing here is used by the server itself.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import json
 import os
@@ -16,6 +18,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -26,8 +29,8 @@ from typing import Any
 
 from fleetsched.testing.pki import CertificateAuthority, write_private
 
-__all__ = ["CPP_LABEL", "PP_LABEL", "WebhookProcess", "a_policy", "a_review", "body", "free_port",
-           "make_certificates", "make_client_certificate"]
+__all__ = ["CPP_LABEL", "PP_LABEL", "SlowClients", "WebhookProcess", "a_policy", "a_review", "body",
+           "free_port", "make_certificates", "make_client_certificate"]
 
 SERVICE_NAMES = ("fleetsched-webhook.fleetsched-system.svc",
                  "fleetsched-webhook.fleetsched-system.svc.cluster.local")
@@ -139,6 +142,88 @@ class WebhookProcess:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+class SlowClients:
+    """``count`` HTTPS connections to ``port`` that each send a review's headers (Content-Length
+    ``length``) and then one byte of its body every ``interval`` seconds, never finishing; a
+    connection the server ends is opened again at once, so the pressure stays. They connect from
+    ``source`` (any 127.x.y.z address is loopback on Linux). Use as a context manager; ``held`` is
+    how many are connected now, ``opened`` and ``ended`` count connections over the whole run."""
+
+    def __init__(self, port: int, context: ssl.SSLContext, count: int, *, interval: float = 0.5,
+                 source: str = "127.0.0.1", path: str = "/validate-propagationpolicy",
+                 length: int = 5000) -> None:
+        self.port, self.context, self.count = port, context, count
+        self.interval, self.source, self.path, self.length = interval, source, path, length
+        self.held = 0
+        self.opened = 0
+        self.ended = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="slow-clients", daemon=True)
+        self._tasks: list[asyncio.Future[None]] = []
+
+    async def _one(self) -> None:
+        head = (f"POST {self.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {self.length}\r\n\r\n").encode() + b'{"apiVersion":'
+        while True:
+            try:
+                reader, writer = await asyncio.open_connection(
+                    "127.0.0.1", self.port, ssl=self.context, server_hostname="127.0.0.1",
+                    local_addr=(self.source, 0), ssl_handshake_timeout=30)
+            except (OSError, ssl.SSLError, TimeoutError):
+                await asyncio.sleep(0.05)
+                continue
+            self.opened += 1
+            self.held += 1
+            try:
+                writer.write(head)
+                ended = asyncio.ensure_future(reader.read())  # whatever the server answers, to its end
+                sent = len(head)
+                while not ended.done() and sent < self.length - 1:
+                    await asyncio.wait([ended], timeout=self.interval)
+                    if not ended.done():
+                        writer.write(b" ")
+                        sent += 1
+                ended.cancel()
+                with contextlib.suppress(BaseException):
+                    await ended
+            except (OSError, ssl.SSLError):
+                pass
+            finally:
+                self.held -= 1
+                self.ended += 1
+                writer.transport.abort()
+
+    def wait_held(self, count: int | None = None, *, timeout: float = 120.0) -> None:
+        """Until ``count`` (default: all) connections are open and sending; raises on timeout."""
+        want = self.count if count is None else count
+        deadline = time.monotonic() + timeout
+        while self.held < want:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {self.held} of {want} slow connections open after {timeout}s")
+            time.sleep(0.05)
+
+    def __enter__(self) -> SlowClients:
+        self._thread.start()
+
+        def start() -> None:
+            self._tasks = [asyncio.ensure_future(self._one()) for _ in range(self.count)]
+
+        self._loop.call_soon_threadsafe(start)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        async def stop() -> None:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=60)
+        self._loop.close()
 
 
 # --- request builders -----------------------------------------------------------------------

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -151,6 +152,7 @@ class Pki:
     serving_cert: Path
     serving_key: Path
     client_ca: Path
+    client_ca_key: Path
     admin_cert: Path
     admin_key: Path
     service_account_public: Path
@@ -177,6 +179,7 @@ class Pki:
             "apiserver.crt": serving_cert,
             "apiserver.key": serving_key,
             "client-ca.crt": clients.cert_pem,
+            "client-ca.key": clients.key_pem,
             "admin.crt": admin_cert,
             "admin.key": admin_key,
             "sa.pub": sa_public,
@@ -190,11 +193,21 @@ class Pki:
             serving_cert=directory / "apiserver.crt",
             serving_key=directory / "apiserver.key",
             client_ca=directory / "client-ca.crt",
+            client_ca_key=directory / "client-ca.key",
             admin_cert=directory / "admin.crt",
             admin_key=directory / "admin.key",
             service_account_public=directory / "sa.pub",
             service_account_private=directory / "sa.key",
         )
+
+
+    def issue_client(self, user: str, *, groups: Sequence[str] = ()) -> tuple[bytes, bytes]:
+        """A client certificate (PEM) and key the apiservers take as ``user`` in ``groups``."""
+        authority = CertificateAuthority(
+            key=serialization.load_pem_private_key(self.client_ca_key.read_bytes(), None),  # type: ignore[arg-type]
+            cert=x509.load_pem_x509_certificate(self.client_ca.read_bytes()),
+        )
+        return authority.issue(user, organizations=groups)
 
 
 # ---------------------------------------------------------------------------------------------

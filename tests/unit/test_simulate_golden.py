@@ -56,7 +56,7 @@ def _simulate(files: list[str], *flags: str) -> tuple[int, str, str]:
 def test_output_is_byte_identical_to_the_golden_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, label: str, output: str, jobs: str
 ) -> None:
-    monkeypatch.setattr(simulate, "_clock", lambda: NOW)
+    monkeypatch.setattr(simulate.command, "_clock", lambda: NOW)
     code, out, err = _simulate(_files(label, tmp_path), "-o", output, "--jobs", jobs)
     assert code == 0, err
     assert err == ""
@@ -70,8 +70,8 @@ def test_derivation_in_workers_gives_the_golden_bytes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, jobs: str
 ) -> None:
     # Small chunks: with --jobs, templates are derived and checked in forked workers, chunk by chunk.
-    monkeypatch.setattr(simulate, "_clock", lambda: NOW)
-    monkeypatch.setattr(simulate, "DERIVE_CHUNK", 7)
+    monkeypatch.setattr(simulate.command, "_clock", lambda: NOW)
+    monkeypatch.setattr(simulate.plan, "DERIVE_CHUNK", 7)
     files = _files("policies-12x40x160", tmp_path)
     code, out, err = _simulate(files, "-o", "json", "--jobs", jobs, "--progress")
     assert code == 0, err
@@ -82,7 +82,7 @@ def test_derivation_in_workers_gives_the_golden_bytes(
 def _write() -> None:  # pragma: no cover - run by hand when the output changes on purpose
     import tempfile
 
-    simulate._clock = lambda: NOW  # type: ignore[assignment]
+    simulate.command._clock = lambda: NOW  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
         for label in INPUTS:
             for output in ("json", "yaml"):

@@ -33,7 +33,7 @@ import fleet_gen  # noqa: E402
 @pytest.fixture(autouse=True)
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     # Two runs compare byte for byte only at the same "now" (timestamps of the Scheduled condition).
-    monkeypatch.setattr(simulate, "_clock", lambda: NOW)
+    monkeypatch.setattr(simulate.command, "_clock", lambda: NOW)
 
 
 @pytest.fixture(scope="module")
@@ -270,5 +270,5 @@ def test_a_real_process_with_jobs_on_a_pipe(generated: list[str]) -> None:
     ],
 )
 def test_a_list_item_is_written_as_json_dumps_would(value: object) -> None:
-    expected = json.dumps(value, indent=2, default=simulate._json_default).replace("\n", "\n    ")
-    assert simulate._json_item(value) == expected
+    expected = json.dumps(value, indent=2, default=simulate.plan.json_default).replace("\n", "\n    ")
+    assert simulate.pool._json_item(value) == expected

@@ -101,7 +101,8 @@ class _ResourcesAction(argparse.Action):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--kubeconfig", help="kubeconfig of the Karmada control plane (in-cluster when absent)"
+        "--kubeconfig",
+        help="kubeconfig of the Karmada control plane (absent: KUBECONFIG, in-cluster, ~/.kube/config)",
     )
     parser.add_argument(
         "--resources",

@@ -12,8 +12,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
+import structlog
 
+from fleetsched.kube import auth
 from fleetsched.kube.client import Connection
+
+log = structlog.get_logger("fleetsched.controller")
 
 RawEventFn = Callable[[Any], Awaitable[None]]
 
@@ -86,19 +90,40 @@ def on_raw_event(
 
 
 def kopf_registry(connection: Connection) -> kopf.OperatorRegistry:
-    """A registry whose only handler so far logs kopf in with ``connection``."""
+    """A registry whose only handler so far logs kopf in with ``connection``'s current credentials:
+    kopf calls it again at a plugin credential's expiry and after a 401 (a token file read again,
+    a plugin run again)."""
     registry = kopf.OperatorRegistry()
+    kept: list[auth.Credentials] = []  # made at the first login
+    used: list[str | None] = []
 
     @kopf.on.login(registry=registry)
-    def login(**_: Any) -> kopf.ConnectionInfo:
+    async def login(**_: Any) -> kopf.ConnectionInfo:
+        if not kept:
+            kept.append(auth.Credentials(connection))
+            if connection.tls_server_name:
+                log.warning("kopf_ignores_tls_server_name", tls_server_name=connection.tls_server_name,
+                            why="kopf checks the server's certificate against the server's own host name")
+        credentials = kept[0]
+        if used:  # called again: what kopf had expired or was refused
+            await credentials.renew(401, used[-1])
+        authorization = await credentials.authorization()
+        used.append(authorization)
+        scheme, _, token = (authorization or "").partition(" ")
+        files = credentials.certificate_files()
+        basic = connection.basic_auth if scheme == "Basic" else None
         return kopf.ConnectionInfo(
             server=connection.server,
             ca_path=connection.ca_path,
             insecure=connection.insecure,
-            certificate_path=connection.certificate_path,
-            private_key_path=connection.private_key_path,
-            token=connection.token,
-            scheme="Bearer" if connection.token else None,
+            certificate_path=files[0] if files else None,
+            private_key_path=files[1] if files else None,
+            token=token if scheme == "Bearer" else None,
+            scheme="Bearer" if scheme == "Bearer" else None,
+            username=basic[0] if basic else None,
+            password=basic[1] if basic else None,
+            proxy_url=connection.proxy_url,
+            expiration=credentials.expiration(),
         )
 
     return registry

@@ -16,13 +16,14 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import structlog
 import uvloop
 
 from fleetsched.controller.runtime import controller as runtime
 from fleetsched.controller.runtime.leader import LeaderElectionConfig
 from fleetsched.controller.runtime.shard import SHARD_MODES, ShardConfig
 from fleetsched.flags import parse_feature_gates
-from fleetsched.kube import logs
+from fleetsched.kube import auth, logs
 from fleetsched.kube.client import Connection, KubeClient
 
 
@@ -200,3 +201,7 @@ def run_command(
             return runner.run(serve(args))
     except KeyboardInterrupt:
         return 0
+    except auth.KubeconfigError as exc:  # no kubeconfig, no pod environment, unusable files
+        structlog.get_logger("fleetsched.controller").error("invalid_flag", flag="--kubeconfig",
+                                                            error=str(exc))
+        return 2

@@ -234,6 +234,10 @@ class ControllerRuntime:
         return self.elector is None or self.elector.is_leader
 
     def ready(self) -> tuple[bool, str]:
+        credentials = getattr(self.client, "credentials", None)
+        refused = credentials.health.problem() if credentials is not None else None
+        if refused:
+            return False, refused
         if not self.synced.is_set():
             return False, "caches not synced"
         if self.sharding is not None:

@@ -28,6 +28,7 @@ from typing import Any
 import structlog
 
 from fleetsched.api.document import format_time
+from fleetsched.api.text import EVENT_MESSAGE_LIMIT, fit_message
 from fleetsched.kube.client import ApiError, KubeClient
 
 log = structlog.get_logger("fleetsched.events")
@@ -111,7 +112,12 @@ def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str,
             "uid": target.uid,
         },
         "reason": event.reason,
-        "message": event.message[:1024],
+        # kube's NoteLengthLimit, cut at a reason (or target cluster) boundary with a count.
+        "message": fit_message(
+            event.message,
+            EVENT_MESSAGE_LIMIT,
+            noun="clusters" if event.reason == REASON_SUCCEED else "reasons",
+        ),
         "type": event.type,
         "count": 1,
         "firstTimestamp": stamp,

@@ -317,3 +317,32 @@ def observe_plugin(plugin: str, extension_point: str, result: str, seconds: floa
 
 def exposition() -> bytes:
     return generate_latest(REGISTRY)
+
+
+# Plugins contained (issue 23; scheduler/framework/containment.py, controller/scheduler/compute.py).
+PLUGIN_OVERRUNS = Counter(
+    "fleetsched_scheduler_plugin_overruns_total",
+    "Plugin calls that overran their time budget: returned after the profile's pluginTimeoutSeconds, "
+    "or still running when the worker gave up on the binding (--scheduling-timeout).",
+    ["profile", "plugin", "extension_point"],
+    registry=REGISTRY,
+)
+PLUGIN_BROKEN = Gauge(
+    "fleetsched_scheduler_plugin_broken",
+    "1 while the plugin is marked broken after repeated overruns (its bindings fail at once), else 0.",
+    ["profile", "plugin"],
+    registry=REGISTRY,
+)
+PLUGIN_REFUSED = Counter(
+    "fleetsched_scheduler_plugin_broken_refusals_total",
+    "Calls of a plugin marked broken that were refused, failing their binding at once.",
+    ["profile", "plugin"],
+    registry=REGISTRY,
+)
+CORE_SATURATED = Counter(
+    "fleetsched_scheduler_core_saturated_total",
+    "Bindings failed at once because every core thread of their profile was held by a computation "
+    "stopped past its budget.",
+    ["profile"],
+    registry=REGISTRY,
+)

@@ -51,7 +51,8 @@ log = structlog.get_logger("fleetsched.scheduler")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--kubeconfig", help="kubeconfig of the Karmada control plane (in-cluster when absent)"
+        "--kubeconfig",
+        help="kubeconfig of the Karmada control plane (absent: KUBECONFIG, in-cluster, ~/.kube/config)",
     )
     parser.add_argument(
         "--scheduler-name",
@@ -358,7 +359,12 @@ async def _run(
             )
             await client.close()
             return 2
-        accurate = await accurate_estimator(client, args)
+        try:
+            accurate = await accurate_estimator(client, args)
+        except ValueError as exc:  # a certificate file that is not a readable, bounded regular file
+            log.error("invalid_flag", flag="--enable-scheduler-estimator", error=str(exc))
+            await client.close()
+            return 2
         estimators.append(accurate)
         if 0 < args.scheduling_timeout <= args.scheduler_estimator_timeout:
             log.warning(

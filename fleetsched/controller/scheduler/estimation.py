@@ -19,9 +19,9 @@ import argparse
 import asyncio
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from fleetsched.api.yamlload import LoadError, read_regular_file
 from fleetsched.controller.runtime import metrics
 from fleetsched.estimator.client import AccurateEstimatorClient, ClientTLS, EstimatorClientConfig
 from fleetsched.kube.client import ApiError, KubeClient
@@ -49,8 +49,20 @@ class RpcMetrics:
         metrics.ESTIMATOR_RPCS.labels(method, code).inc()
 
 
-def _read(path: str | None) -> bytes | None:
-    return Path(path).read_bytes() if path else None
+# A CA bundle, client certificate or key (as the extender client's limit).
+MAX_PEM_BYTES = 4 << 20
+
+
+def _read(path: str | None, flag: str) -> bytes | None:
+    """A PEM file named by ``flag``: a regular file of at most ``MAX_PEM_BYTES`` (``/dev/zero`` is
+    refused, not read); ValueError naming the flag otherwise."""
+    if not path:
+        return None
+    try:
+        return read_regular_file(path, limit=MAX_PEM_BYTES)
+    except LoadError as exc:
+        why = exc.reason.removeprefix("cannot read the file: ")
+        raise ValueError(f"{flag}: cannot read {path}: {why}") from None
 
 
 async def accurate_estimator(client: KubeClient, args: argparse.Namespace) -> AccurateEstimatorClient:
@@ -68,9 +80,9 @@ async def accurate_estimator(client: KubeClient, args: argparse.Namespace) -> Ac
             raise
 
     tls = ClientTLS(
-        ca=_read(args.scheduler_estimator_ca_file),
-        cert=_read(args.scheduler_estimator_cert_file),
-        key=_read(args.scheduler_estimator_key_file),
+        ca=_read(args.scheduler_estimator_ca_file, "--scheduler-estimator-ca-file"),
+        cert=_read(args.scheduler_estimator_cert_file, "--scheduler-estimator-cert-file"),
+        key=_read(args.scheduler_estimator_key_file, "--scheduler-estimator-key-file"),
         insecure_skip_verify=args.insecure_skip_estimator_verify,
     )
     config = EstimatorClientConfig(

@@ -575,8 +575,8 @@ class SchedulerOperator:
             self.own_generation[qkey] = patches.generation_after_spec
             try:
                 response = await self.client.merge_patch(binding_path(kind, key), patches.spec)
-            except (ApiError, NotOwner) as exc:  # NotOwner: stopped by the client's write guard
-                if isinstance(exc, ApiError):
+            except (ApiError, NotOwner, OSError) as exc:  # NotOwner: the write guard; OSError: no answer
+                if not isinstance(exc, NotOwner):
                     metrics.API_WRITES.labels("spec", "error").inc()
                 self.own_generation.pop(qkey, None)
                 if cycle is not None:
@@ -593,8 +593,8 @@ class SchedulerOperator:
             body = {"metadata": {"resourceVersion": resource_version}, **patches.status}
             try:
                 response = await self._write_status(kind, key, body, result)
-            except (ApiError, NotOwner) as exc:
-                if isinstance(exc, ApiError):
+            except (ApiError, NotOwner, OSError) as exc:
+                if not isinstance(exc, NotOwner):
                     metrics.API_WRITES.labels("status", "error").inc()
                 if cycle is not None:
                     cycle.unreserve()
@@ -655,7 +655,8 @@ class SchedulerOperator:
             snapshot = self.assumptions.overlay(snapshot)
         scheduler = self._scheduler_for(scheduler_name)
         result = await self.compute.run(
-            scheduler.schedule, binding, status, snapshot, key=key, inline=scheduler.computes_only
+            scheduler.schedule, binding, status, snapshot, key=key, inline=scheduler.computes_only,
+            pool=scheduler_name,  # a profile's stuck threads never take another's (compute.py)
         )
         return result, snapshot
 

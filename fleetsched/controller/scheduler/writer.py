@@ -22,8 +22,10 @@ from typing import Any
 
 import orjson
 
+from fleetsched.api.text import fit_annotations, fit_conditions
 from fleetsched.scheduler import ScheduleResult
-from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME
+from fleetsched.scheduler.framework.profile import DEFAULT_SCHEDULER_NAME
+from fleetsched.scheduler.outcome import SCHEDULED_CONDITION
 
 EXPLANATION_ANNOTATION = "scheduler.fleetsched.io/explanation"
 EXPLANATION_LIMIT = 2048
@@ -118,7 +120,11 @@ def compute_patches(
     new_annotations = dict(_meta(rendered).get("annotations") or {})
     if explain is not None and (spec_patch or old_annotations.get(EXPLANATION_ANNOTATION) != explain):
         new_annotations[EXPLANATION_ANNOTATION] = explain
-    changed_annotations = {k: v for k, v in new_annotations.items() if old_annotations.get(k) != v}
+    changed_annotations = fit_annotations(
+        old_annotations,
+        {k: v for k, v in new_annotations.items() if old_annotations.get(k) != v},
+        optional=(EXPLANATION_ANNOTATION,),
+    )
     if changed_annotations:
         spec_patch["metadata"] = {"annotations": changed_annotations}
     generation_after = generation + 1 if "spec" in spec_patch else generation
@@ -126,7 +132,10 @@ def compute_patches(
         spec_patch.setdefault("metadata", {})["resourceVersion"] = resource_version
 
     old_status = original.get("status") or {}
-    new_status = rendered.get("status") or {}
+    new_status = dict(rendered.get("status") or {})
+    if isinstance(new_status.get("conditions"), list):
+        # The CRD holds a condition message to 32768 characters: cut at a reason boundary, counted.
+        new_status["conditions"] = fit_conditions(new_status["conditions"], types=(SCHEDULED_CONDITION,))
     status_changes = {
         k: new_status[k] for k in STATUS_KEYS if k in new_status and old_status.get(k) != new_status[k]
     }

@@ -8,7 +8,7 @@ here). Its product is plain values: ``types.Profile`` per ``schedulerName`` (wha
 runtime builds a Framework from) inside a ``configuration.SchedulerConfiguration``. Must not run
 anything: the runtime validates each plugin's args.
 
-Exports resolve lazily (PEP 562): ``import fleetsched.scheduler.config.types``, as the scheduling
+Exports resolve lazily (PEP 562): ``import fleetsched.scheduler.framework.profile``, as the scheduling
 core does, does not import pydantic or YAML.
 """
 
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     )
     from fleetsched.scheduler.config.plugins import ENTRY_POINT_GROUP, PluginLoadError
     from fleetsched.scheduler.config.render import configuration_to_dict, configuration_to_yaml
-    from fleetsched.scheduler.config.types import (
+    from fleetsched.scheduler.framework.defaults import default_plugins, default_profile, in_tree_points
+    from fleetsched.scheduler.framework.profile import (
         DEFAULT_SCHEDULER_NAME,
         ExtenderConfig,
         ExtenderTLS,
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
         PluginEntry,
         Profile,
     )
-    from fleetsched.scheduler.framework.defaults import default_plugins, default_profile, in_tree_points
 
 _EXPORTS: dict[str, str] = {
     "API_VERSION": "configuration",

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from fleetsched.scheduler.assume import DEFAULT_TTL
-from fleetsched.scheduler.config.types import Profile
 from fleetsched.scheduler.framework.defaults import default_profile
+from fleetsched.scheduler.framework.profile import Profile
 
 __all__ = [
     "API_VERSION",

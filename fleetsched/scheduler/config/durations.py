@@ -1,7 +1,9 @@
 """Go durations as the configuration file writes them (``5s``, ``500ms``, ``1m30s``), to seconds and back.
 
 The file follows kube-scheduler's ``metav1.Duration``: a string with units; a bare number is refused
-(Go's ``time.ParseDuration`` says "missing unit"), except ``0``.
+(Go's ``time.ParseDuration`` says "missing unit"), except ``0``; so is a duration past Go's
+``time.Duration`` (int64 nanoseconds, about 292 years), which Go refuses as "invalid duration".
+Which range suits which field is the resolver's rule (``resolve.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ __all__ = ["format_duration", "parse_duration"]
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+# Go's time.Duration: int64 nanoseconds.
+MAX_SECONDS = (2**63 - 1) / 1e9
+_MAX_TEXT = 64  # "2562047h47m16.854775807s" is 24 characters: anything much longer is not a duration
 
 
 def parse_duration(text: str) -> float:
@@ -24,6 +29,8 @@ def parse_duration(text: str) -> float:
         return 0.0
     if not body:
         raise ValueError("must be a duration such as 5s or 500ms")
+    if len(body) > _MAX_TEXT:
+        raise ValueError(f"must be a duration such as 5s or 500ms (got {len(body)} characters)")
     position, total = 0, 0.0
     while position < len(body):
         match = _PART.match(body, position)
@@ -31,6 +38,8 @@ def parse_duration(text: str) -> float:
             raise ValueError("must be a duration such as 5s, 500ms or 1m30s")
         total += float(match[1]) * _UNITS[match[2]]
         position = match.end()
+    if not total <= MAX_SECONDS:  # also inf and nan
+        raise ValueError("out of range: longer than Go's time.Duration holds (about 292 years)")
     return total
 
 

@@ -3,6 +3,11 @@
 The only I/O of the package is here: reading the file (``load_configuration``) and importing the
 out-of-tree plugins a profile enables. Every refusal is a ``ConfigError`` whose ``str()`` is one line,
 ``<file>: <field path>: <reason>``, with ``(and N more problems)`` when there are several.
+
+The text goes through the hardened reader every offline command uses (``fleetsched.api.yamlload``):
+strict UTF-8, duplicate keys refused, integers past a float64 refused before conversion, alias
+expansion bounded, nesting bounded (``MAX_DEPTH``), and the file itself bounded (``MAX_BYTES``, a
+regular file only), so no input ends in a traceback or in minutes of parsing.
 """
 
 from __future__ import annotations
@@ -14,17 +19,27 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from fleetsched.api import yamlload
+from fleetsched.api.text import escape_controls
 from fleetsched.scheduler.config import plugins as out_of_tree
 from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import API_VERSION, KIND, SchedulerConfiguration
 from fleetsched.scheduler.config.resolve import Catalog, Problem, referenced_plugins, resolve
-from fleetsched.scheduler.config.types import ExtensionPoint
 from fleetsched.scheduler.framework.defaults import in_tree_points
+from fleetsched.scheduler.framework.profile import ExtensionPoint
 
-__all__ = ["ConfigError", "LoadedConfiguration", "load_configuration", "parse_configuration"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "ConfigError", "LoadedConfiguration", "load_configuration",
+           "parse_configuration"]
+
+# A configuration of many profiles with plugin args is tens of kilobytes; 1 MiB leaves room for large
+# pluginConfig args and keeps parsing and validation well under a second.
+MAX_BYTES = 1 << 20
+# The deepest the format nests is pluginConfig args; plugins walk those recursively.
+MAX_DEPTH = 64
+# What the file may add through aliases: far more than any hand-written configuration shares.
+_BUDGET = yamlload.Budget(max_alias_nodes=10_000, max_depth=MAX_DEPTH)
 
 
 class ConfigError(ValueError):
@@ -34,7 +49,8 @@ class ConfigError(ValueError):
         self.reason = " ".join(reason.split())
         self.source = source
         self.path = path
-        super().__init__(": ".join(part for part in (source, path, self.reason) if part))
+        # Field names and values come from the file: no control character reaches a terminal.
+        super().__init__(escape_controls(": ".join(part for part in (source, path, self.reason) if part)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,15 +106,23 @@ def _first(problems: tuple[Problem, ...], source: str) -> ConfigError:
     return ConfigError(first.reason + suffix, source=source, path=first.path)
 
 
+def _load_error(exc: yamlload.LoadError, source: str) -> ConfigError:
+    reason = exc.reason
+    if exc.line is not None:
+        if reason.startswith("malformed YAML: "):
+            reason = f"malformed YAML (line {exc.line}): {reason.removeprefix('malformed YAML: ')}"
+        else:
+            reason += f" (line {exc.line}, column {exc.column})"
+    return ConfigError(reason, source=source, path=exc.path)
+
+
 def _document(text: str, source: str) -> Mapping[str, Any]:
+    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise ConfigError(f"larger than the {MAX_BYTES} bytes a configuration may hold", source=source)
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ConfigError(f"malformed YAML{where}: {exc.problem or exc.context}", source=source) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", source=source) from None
+        documents = [d for _, d in yamlload.iter_documents(text, source, budget=_BUDGET) if d is not None]
+    except yamlload.LoadError as exc:
+        raise _load_error(exc, source) from None
     if not documents:
         raise ConfigError(f"empty file: expected a {KIND} ({API_VERSION})", source=source)
     if len(documents) > 1:
@@ -175,11 +199,11 @@ def load_configuration(
     """Read and resolve the file at ``path``; ConfigError (one line) when it cannot be used."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the configuration file: {exc.strerror or exc}", source=name) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"not UTF-8 text: {exc.reason}", source=name) from None
+        text = yamlload.decode_text(
+            yamlload.read_regular_file(name, limit=MAX_BYTES, what="configuration file"), name
+        )
+    except yamlload.LoadError as exc:
+        raise _load_error(exc, name) from None
     return parse_configuration(
         text, source=name, workload_affinity=workload_affinity, entry_points=entry_points
     )

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from fleetsched.scheduler.config.types import ExtensionPoint
+from fleetsched.scheduler.framework.profile import ExtensionPoint
 
 __all__ = [
     "ENTRY_POINT_GROUP",

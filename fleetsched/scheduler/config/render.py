@@ -17,8 +17,8 @@ import yaml
 from fleetsched.scheduler.config.configuration import API_VERSION, KIND, SchedulerConfiguration
 from fleetsched.scheduler.config.durations import format_duration
 from fleetsched.scheduler.config.resolve import ALL
-from fleetsched.scheduler.config.types import ExtenderConfig, ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework.defaults import default_plugins
+from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtensionPoint, PluginEntry, Profile
 
 __all__ = ["configuration_to_dict", "configuration_to_yaml"]
 

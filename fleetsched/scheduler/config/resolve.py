@@ -11,6 +11,11 @@ framework's ``multiPoint`` expansion), over our defaults which are per extension
   (the point's own entry wins); ``multiPoint.disabled`` removes defaults at every point;
 * a score weight not written is 1; exactly one queueSort plugin per profile, the same in every one.
 
+Numbers are held to ranges a running scheduler can use (``Bounds`` below): a duration, weight or
+count past them is refused here, naming the field, rather than overflowing a timer or a thread pool
+later. An extender's ``urlPrefix`` may not carry user info (``user:password@``): the name of an
+extender is its URL, and it is shown in conditions, Events, metrics labels, logs and ``--explain``.
+
 Checks name the field path and the reason; every problem is collected, the first is reported.
 Which plugins exist, and at which points, comes in as a catalogue: the in-tree one
 (``framework.defaults.in_tree_points``) plus the out-of-tree plugins found through entry points.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,15 +42,17 @@ from fleetsched.scheduler.config.configuration import (
     LeaderElection,
     SchedulerConfiguration,
 )
-from fleetsched.scheduler.config.types import (
+from fleetsched.scheduler.config.durations import format_duration
+from fleetsched.scheduler.framework.defaults import default_plugins
+from fleetsched.scheduler.framework.profile import (
     DEFAULT_SCHEDULER_NAME,
     ExtenderConfig,
     ExtenderTLS,
     ExtensionPoint,
     PluginEntry,
     Profile,
+    redact_url,
 )
-from fleetsched.scheduler.framework.defaults import default_plugins
 
 __all__ = ["Catalog", "Problem", "referenced_plugins", "resolve"]
 
@@ -56,6 +64,17 @@ ALL = "*"
 # client-go's leaderelection.JitterFactor, which the renew deadline must exceed times retryPeriod.
 JITTER_FACTOR = 1.2
 MAX_PORT = 65535
+# kube-scheduler's Plugin.weight and the parallelism are int32 fields; an extender's weight is held
+# to the same range, so a weighted total (at most 100 per plugin) stays far inside an int64.
+MAX_WEIGHT = 2**31 - 1
+# One worker thread each: more than this is a typo, not a machine.
+MAX_PARALLELISM = 1024
+# A single call (extender, estimator) or plugin run: longer than this is no timeout at all.
+MAX_CALL_TIMEOUT = 600.0
+# Leader election periods and the assumption TTL.
+MAX_PERIOD = 86400.0
+MAX_QPS = 1e6
+MAX_BURST = 2**31 - 1
 
 _FIELD_OF_POINT: dict[ExtensionPoint, str] = {
     ExtensionPoint.QUEUE_SORT: "queue_sort",
@@ -118,6 +137,8 @@ def resolve(
     if model.parallelism is not None:
         if model.parallelism < 1:
             problems.add("parallelism", "must be a positive integer")
+        elif model.parallelism > MAX_PARALLELISM:
+            problems.add("parallelism", f"must be at most {MAX_PARALLELISM} (one worker thread each)")
         workers = model.parallelism
     config = SchedulerConfiguration(
         profiles=tuple(profiles),
@@ -132,6 +153,14 @@ def resolve(
     if problems.items:
         return None, tuple(problems.items)
     return config, ()
+
+
+def _check_duration(seconds: float, path: str, maximum: float, problems: _Problems) -> None:
+    """A duration that must be positive and at most ``maximum`` seconds."""
+    if seconds <= 0:
+        problems.add(path, "must be a positive duration")
+    elif seconds > maximum:
+        problems.add(path, f"must be at most {format_duration(maximum)}")
 
 
 # ---- profiles -----------------------------------------------------------------------------------
@@ -177,8 +206,8 @@ def _profile(
         ignorable.add(plugin)
 
     timeout = model.plugin_timeout
-    if timeout is not None and timeout <= 0:
-        problems.add(f"{path}.pluginTimeout", "must be a positive duration")
+    if timeout is not None:
+        _check_duration(timeout, f"{path}.pluginTimeout", MAX_CALL_TIMEOUT, problems)
 
     return Profile(
         scheduler_name=name,
@@ -237,6 +266,9 @@ def _check_entries(
                 continue
             if entry.weight < 1:
                 problems.add(f"{where}.weight", "must be a positive integer")
+                continue
+            if entry.weight > MAX_WEIGHT:
+                problems.add(f"{where}.weight", f"must be at most {MAX_WEIGHT}")
                 continue
         out.append(PluginEntry(entry.name, entry.weight if entry.weight is not None and weighted else 1))
     return out
@@ -347,6 +379,12 @@ def _check_across_profiles(profiles: Sequence[Profile], problems: _Problems) -> 
 
 def _url_problem(url: str) -> str | None:
     parsed = urllib.parse.urlsplit(url)
+    if parsed.username is not None or parsed.password is not None:
+        # Never echo it: the reason names the problem, not the secret.
+        return (
+            "must not carry user info (user:password@): the URL names the extender in conditions, "
+            "Events, metrics and logs; authenticate with tlsConfig.certFile and tlsConfig.keyFile"
+        )
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         return "must be an http:// or https:// URL with a host"
     if parsed.query or parsed.fragment:
@@ -369,9 +407,10 @@ def _extender(model: v1.ExtenderModel, path: str, problems: _Problems) -> Extend
     weight = 1 if model.weight is None else model.weight
     if prioritize_verb and weight < 1:
         problems.add(f"{path}.weight", "must be a positive integer when prioritizeVerb is set")
+    elif weight > MAX_WEIGHT:
+        problems.add(f"{path}.weight", f"must be at most {MAX_WEIGHT}")
     timeout = 5.0 if model.http_timeout is None else model.http_timeout
-    if timeout <= 0:
-        problems.add(f"{path}.httpTimeout", "must be a positive duration")
+    _check_duration(timeout, f"{path}.httpTimeout", MAX_CALL_TIMEOUT, problems)
     tls = None
     if model.tls_config is not None:
         tls = _tls(model.tls_config, f"{path}.tlsConfig", problems)
@@ -419,7 +458,8 @@ def _check_unique_extenders(models: Sequence[v1.ExtenderModel], problems: _Probl
         if model.url_prefix in seen:
             problems.add(
                 f"extenders[{i}].urlPrefix",
-                f"duplicate urlPrefix {model.url_prefix!r} (also extenders[{seen[model.url_prefix]}])",
+                f"duplicate urlPrefix {redact_url(model.url_prefix)!r} "
+                f"(also extenders[{seen[model.url_prefix]}])",
             )
         seen.setdefault(model.url_prefix, i)
 
@@ -447,8 +487,7 @@ def _leader_election(model: v1.LeaderElectionModel | None, problems: _Problems) 
         problems.add("leaderElection.shardMode", f"must be one of {', '.join(SHARD_MODES)}")
     for name, seconds in (("leaseDuration", value.lease_duration), ("renewDeadline", value.renew_deadline),
                           ("retryPeriod", value.retry_period)):
-        if seconds <= 0:
-            problems.add(f"leaderElection.{name}", "must be a positive duration")
+        _check_duration(seconds, f"leaderElection.{name}", MAX_PERIOD, problems)
     if value.leader_elect or value.shard_mode == "lease":
         # client-go's leaderelection.NewLeaderElector refuses these, with these words.
         if not value.lease_duration > value.renew_deadline:
@@ -470,10 +509,16 @@ def _client_connection(model: v1.ClientConnectionModel | None, problems: _Proble
         return base
     qps = base.qps if model.qps is None else float(model.qps)
     burst = base.burst if model.burst is None else model.burst
-    if qps < 0:
+    if not math.isfinite(qps):
+        problems.add("clientConnection.qps", "must be a finite number")
+    elif qps < 0:
         problems.add("clientConnection.qps", "must not be negative (0 disables the limit)")
+    elif qps > MAX_QPS:
+        problems.add("clientConnection.qps", f"must be at most {MAX_QPS:g}")
     if burst < 0:
         problems.add("clientConnection.burst", "must not be negative")
+    elif burst > MAX_BURST:
+        problems.add("clientConnection.burst", f"must be at most {MAX_BURST}")
     return ClientConnection(kubeconfig=model.kubeconfig or "", qps=qps, burst=burst)
 
 
@@ -497,8 +542,7 @@ def _estimator(model: v1.EstimatorModel | None, problems: _Problems) -> Estimato
         key_file=pick(model.key_file, base.key_file),
         insecure_skip_verify=pick(model.insecure_skip_verify, base.insecure_skip_verify),
     )
-    if value.timeout_seconds <= 0:
-        problems.add("estimator.timeout", "must be a positive duration")
+    _check_duration(value.timeout_seconds, "estimator.timeout", MAX_CALL_TIMEOUT, problems)
     if not 1 <= value.port <= MAX_PORT:
         problems.add("estimator.port", f"must be between 1 and {MAX_PORT}")
     if bool(value.cert_file) != bool(value.key_file):
@@ -523,6 +567,5 @@ def _feature_gates(gates: Mapping[str, bool] | None, problems: _Problems) -> Map
 def _assumption_ttl(seconds: float | None, problems: _Problems) -> float:
     if seconds is None:
         return DEFAULT_ASSUMPTION_TTL
-    if seconds <= 0:
-        problems.add("assumptionTTL", "must be a positive duration")
+    _check_duration(seconds, "assumptionTTL", MAX_PERIOD, problems)
     return seconds

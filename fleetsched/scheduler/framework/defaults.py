@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from fleetsched.scheduler.config.types import DEFAULT_SCHEDULER_NAME, ExtensionPoint, PluginEntry, Profile
+from fleetsched.scheduler.framework.profile import (
+    DEFAULT_SCHEDULER_NAME,
+    ExtensionPoint,
+    PluginEntry,
+    Profile,
+)
 from fleetsched.scheduler.framework.registry import PluginSelectionError, select_plugins
 
 if TYPE_CHECKING:

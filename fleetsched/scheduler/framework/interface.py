@@ -50,11 +50,18 @@ Results and errors
 ==================
 
 An expected rejection is a value (``Status.unschedulable("reason")``), never an exception. An
-exception raised by a plugin is a bug: the runtime attributes it to the plugin and the extension
-point and fails that binding with a condition message naming both, or -- when the profile lists the
-plugin in ``ignorable_plugins`` -- skips the plugin for this binding and says so in the explanation.
+exception raised by a plugin (any ``BaseException``, ``SystemExit`` and ``KeyboardInterrupt``
+included, but the process's own shutdown; ``containment.py``) is a bug: the runtime attributes it to
+the plugin and the extension point and fails that binding with a condition message naming both,
+or -- when the profile lists the plugin in ``ignorable_plugins`` -- skips the plugin for this binding
+and says so in the explanation.
 The same holds for a call that took longer than ``Profile.plugin_timeout_seconds`` (measured after
-the call returns: Python cannot preempt it). The process never dies for a plugin.
+the call returns: Python cannot preempt it), for an answer of the wrong kind, and for scores outside
+kube-scheduler's bounds (an int, not a bool; within ``MIN_SCORE..MAX_SCORE`` after NormalizeScore or
+for a plugin without it). A plugin that overruns repeatedly is marked broken for a while (its calls
+fail at once). The views plugins read are deeply read-only (frozen dataclasses, tuples, ``FrozenDict``;
+``ClusterInfo.memo`` takes only keys of one's own): a mutation attempt raises and fails that binding.
+The process never dies for a plugin.
 
 The declared-inputs contract (what makes the core fast)
 =======================================================

@@ -8,10 +8,11 @@ no plugin: the in-tree registry is built in ``scheduler/plugins/registry.py``. N
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from fleetsched.scheduler.framework.interface import PluginFactory
+from fleetsched.scheduler.framework.interface import PluginArgsError, PluginFactory
 
 __all__ = ["DuplicatePluginError", "PluginSelectionError", "Registry", "select_plugins"]
 
@@ -115,3 +116,40 @@ def select_plugins(spec: str | Iterable[str], known: Iterable[str]) -> tuple[str
         else:
             enabled.add(name)
     return tuple(n for n in universe if n in enabled)
+
+
+def validate_args(profile: str, plugin: str, model: Any, raw: Mapping[str, Any] | None) -> Any:
+    """The plugin's args as its typed model, or None; a one-line PluginArgsError otherwise."""
+    if model is None:
+        if raw:
+            raise PluginArgsError(profile, plugin, "", "this plugin takes no args")
+        return None
+    raw = dict(raw or {})
+    if hasattr(model, "model_validate"):  # a pydantic model (not imported here: the core stays light)
+        try:
+            return model.model_validate(raw)
+        except Exception as e:
+            errors = getattr(e, "errors", None)
+            if callable(errors):
+                first = errors()[0]
+                loc = ".".join(str(p) for p in first.get("loc", ()))
+                raise PluginArgsError(profile, plugin, loc, str(first.get("msg", e))) from None
+            raise PluginArgsError(profile, plugin, "", str(e)) from None
+    if dataclasses.is_dataclass(model):
+        fields = {f.name: f for f in dataclasses.fields(model)}
+        for name in raw:
+            if name not in fields:
+                raise PluginArgsError(
+                    profile, plugin, name, f"unknown field (known: {', '.join(sorted(fields))})"
+                )
+        for name, f in fields.items():
+            missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if missing and name not in raw:
+                raise PluginArgsError(profile, plugin, name, "required")
+        try:
+            return model(**raw)
+        except (TypeError, ValueError) as e:
+            raise PluginArgsError(profile, plugin, "", str(e)) from None
+    raise PluginArgsError(
+        profile, plugin, "", f"args_model {model!r} is neither a dataclass nor a pydantic model"
+    )

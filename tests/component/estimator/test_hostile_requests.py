@@ -16,11 +16,13 @@ from typing import Any
 
 import grpc
 import pytest
+import structlog
+import structlog.testing
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from fleetsched.estimator import wire
 from fleetsched.estimator.limits import RequestLimits
-from fleetsched.estimator.pb import service_pb2_grpc
+from fleetsched.estimator.pb import k8s_types_pb2, service_pb2_grpc
 from fleetsched.estimator.server import Capacity
 
 from .conftest import StartedServer, node
@@ -232,3 +234,53 @@ def test_far_over_the_byte_limit_grpc_drops_the_message_unread(start: Callable[.
     assert dropped.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "larger than max" in dropped.value.details()
     assert after.maxReplicas == 300 * 16
+
+
+def _with_quantity(text: str, *, component: bool = False) -> Any:
+    """A request carrying ``text`` as its cpu quantity, in the bytes a Karmada scheduler sends."""
+    payload = k8s_types_pb2.Quantity(string=text).SerializeToString()
+    requirements = {"resourceRequest": {"cpu": "1"}}
+    if component:
+        request = wire.component_sets_request_to_pb({"cluster": CLUSTER, "components": [
+            {"name": "a", "replicas": 1}, {"name": "b", "replicas": 1, "replicaRequirements": requirements}]})
+        request.components[1].replicaRequirements.resourceRequestBytes["cpu"] = payload
+    else:
+        request = wire.replicas_request_to_pb({"cluster": CLUSTER, "replicaRequirements": requirements})
+        request.replicaRequirements.resourceRequestBytes["cpu"] = payload
+    return request
+
+
+@pytest.mark.parametrize(("text", "what"), [
+    pytest.param("9" * 5000, "5000 characters", id="5,000 digits"),
+    pytest.param("0." + "1" * 4999, "5001 characters", id="5,000 fraction digits"),
+    pytest.param("1e" + "0" * 4998 + "1", "5001 characters", id="5,000-digit exponent"),
+])
+def test_an_absurd_quantity_is_invalid_argument_naming_the_field_without_a_traceback(
+        start: Callable[..., StartedServer], text: str, what: str) -> None:
+    server = start(CLUSTER, NODES)
+    with structlog.testing.capture_logs() as logs, _channel(server) as channel:
+        stub = service_pb2_grpc.EstimatorStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.MaxAvailableReplicas(_with_quantity(text), timeout=GENEROUS)
+        with pytest.raises(grpc.RpcError) as refused_sets:
+            stub.MaxAvailableComponentSets(_with_quantity(text, component=True), timeout=GENEROUS)
+        after = stub.MaxAvailableReplicas(wire.replicas_request_to_pb(SMALL), timeout=GENEROUS)
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details() == (
+        f"replicaRequirements.resourceRequest[cpu]: quantity is {what} long, more than 1000")
+    assert refused_sets.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert refused_sets.value.details() == (
+        f"components[1].replicaRequirements.resourceRequest[cpu]: quantity is {what} long, more than 1000")
+    assert after.maxReplicas == 300 * 16, "the server goes on answering"
+    crashed = [e for e in logs if e.get("log_level") in ("error", "critical") or "exc_info" in e]
+    assert not crashed, crashed
+
+
+def test_a_long_but_sane_quantity_is_still_read_as_karmada_reads_it(
+        start: Callable[..., StartedServer]) -> None:
+    server = start(CLUSTER, NODES)
+    text = "0" * 900 + "2"  # leading zeros: 901 characters, the amount 2
+    with _channel(server) as channel:
+        answer = service_pb2_grpc.EstimatorStub(channel).MaxAvailableReplicas(_with_quantity(text),
+                                                                              timeout=GENEROUS)
+    assert answer.maxReplicas == 300 * 16 // 2

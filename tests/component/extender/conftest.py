@@ -11,8 +11,8 @@ import pytest
 
 from fleetsched.extender.client import EdgeLoop, HTTPExtender
 from fleetsched.extender.metrics import count_ignored_failure
-from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
 from fleetsched.scheduler.framework.interface import Extender
+from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtenderTLS
 from fleetsched.scheduler.outcome import ScheduleResult
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 from fleetsched.scheduler.types import (

@@ -8,7 +8,7 @@ import pytest
 
 from fleetsched.extender.client import ExtenderConfigError, HTTPExtender, build_extenders
 from fleetsched.extender.errors import ExtenderError, FaultKind
-from fleetsched.scheduler.config.types import ExtenderConfig, ExtenderTLS
+from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtenderTLS
 from fleetsched.testing.extender import Behaviour, ExtenderServer
 
 from .conftest import BINDING, CLUSTERS, Extenders, Pki, config, extender_scores, schedule

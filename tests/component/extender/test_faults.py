@@ -137,7 +137,7 @@ def test_a_failing_extender_that_is_not_ignorable_fails_the_binding(
 def test_a_broken_prioritize_verb_alone_fails_the_binding_unless_ignorable(
         server: ExtenderServer, pki: Pki, make: Extenders) -> None:
     filter_ok = make(config(server.url(Behaviour.OK), pki))
-    from fleetsched.scheduler.config.types import ExtenderConfig
+    from fleetsched.scheduler.framework.profile import ExtenderConfig
 
     def scorer(ignorable: bool) -> HTTPExtender:
         base = config(server.url(Behaviour.HTTP_500), pki, ignorable=ignorable)

@@ -1,8 +1,8 @@
 """Peers that try to hold the webhook's connections or memory, over real HTTPS (issue 14, item 3).
 
 A slow client is cut off, a client that leaves mid-body costs one JSON log line, an oversized
-body is refused unread, and past the in-flight limits requests get a 429 AdmissionReview
-while small reviews keep being answered.
+body is refused unread, and past the reading and large-body limits requests get a 429
+AdmissionReview while small reviews keep being answered (more on slow clients: test_slow_clients.py).
 """
 
 from __future__ import annotations
@@ -95,6 +95,25 @@ def small_review(webhook: WebhookProcess, uid: str) -> dict[str, Any]:
         conn.close()
 
 
+def late_review(webhook: WebhookProcess, uid: str, *, source: str = "127.0.0.1",
+                pause: float = 0.4) -> dict[str, Any]:
+    """A valid review whose body ends ``pause`` seconds after its headers: past the server's grace
+    (0.1 s), so it needs a reading slot (``small_review``'s body comes at once and does not). Its
+    first bytes, up to the uid, come with the headers, so even a refusal can name the uid."""
+    sent = body(a_review(a_policy({}), uid=uid))
+    cut = sent.index(uid.encode()) + len(uid) + 1
+    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    raw.settimeout(10)
+    raw.bind((source, 0))
+    raw.connect(("127.0.0.1", webhook.port))
+    with webhook.client_context().wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+        sock.sendall(headers(len(sent)) + sent[:cut])
+        time.sleep(pause)
+        with contextlib.suppress(OSError):  # a refusal may have closed the connection already
+            sock.sendall(sent[cut:])
+        return read_response(sock)[1]
+
+
 @pytest.fixture(scope="module")
 def defaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
     """The webhook as installed: default flags (header timeout 5 s, body timeout 10 s)."""
@@ -109,8 +128,9 @@ def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
     """Small limits, so that they are reached with a few sockets."""
     cert_dir: Path = tmp_path_factory.mktemp("hostile-tight")
     make_certificates(cert_dir)
-    args = ("--header-timeout", "1", "--body-timeout", "2", "--max-requests-in-flight", "3",
-            "--max-large-requests-in-flight", "1", "--large-request-wait", "0.3")
+    args = ("--header-timeout", "1", "--body-timeout", "2", "--max-requests-reading", "3",
+            "--slow-body-evict-after", "600", "--max-large-requests-in-flight", "1",
+            "--large-request-wait", "0.3")
     with WebhookProcess(cert_dir, probe_port=free_port(), extra_args=args) as process:
         yield process
 
@@ -200,16 +220,16 @@ def test_a_body_expanding_past_the_memory_budget_is_refused_before_parsing(defau
     assert "--max-review-memory" in got["response"]["status"]["message"]
 
 
-def test_past_the_in_flight_limit_requests_get_429_with_their_uid(tight: WebhookProcess) -> None:
+def test_past_the_reading_limit_requests_get_429_with_their_uid(tight: WebhookProcess) -> None:
     stalled = [tls(tight) for _ in range(3)]
     try:
         for s in stalled:  # three small requests whose bodies never finish: the limit (3) is reached
             s.sendall(headers(1000) + b"{")
         time.sleep(0.3)
-        got = small_review(tight, "one-too-many")
+        got = late_review(tight, "one-too-many")
         assert got["response"]["uid"] == "one-too-many"
         assert got["response"]["allowed"] is False and got["response"]["status"]["code"] == 429
-        assert "--max-requests-in-flight" in got["response"]["status"]["message"]
+        assert "--max-requests-reading)" in got["response"]["status"]["message"]
     finally:
         for s in stalled:
             s.close()

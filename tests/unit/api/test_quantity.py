@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetsched.api.quantity import Format, Quantity, QuantityError, parse_quantity
+from fleetsched.api.quantity import (
+    MAX_QUANTITY_LENGTH,
+    Format,
+    Quantity,
+    QuantityError,
+    QuantityTooLong,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize(
@@ -116,3 +123,31 @@ def test_the_fast_path_agrees_with_the_general_parser(whole: int, fraction: str 
     fast, general = parse_quantity(text), quantity._parse_general(text)
     assert (fast.value_exact, fast.format) == (general.value_exact, general.format)
     assert type(fast.value_exact) is type(general.value_exact) and str(fast) == str(general)
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param("9" * 5000, id="5,000 digits"),
+    pytest.param("0." + "1" * 4999, id="5,000 fraction digits"),
+    pytest.param("1e" + "0" * 4998 + "1", id="5,000-digit exponent"),
+])
+def test_text_longer_than_any_amount_is_refused_before_its_digits_are_read(text: str) -> None:
+    # Python's int() refuses more than 4,300 digits with a bare ValueError, which was the failure.
+    with pytest.raises(QuantityTooLong, match=rf"^quantity is {len(text)} characters long, more than 1000$"):
+        parse_quantity(text)
+
+
+def test_the_longest_accepted_text_is_read_exactly() -> None:
+    assert parse_quantity("0" * (MAX_QUANTITY_LENGTH - 1) + "7").value_exact == 7
+    with pytest.raises(QuantityTooLong):
+        parse_quantity("0" * MAX_QUANTITY_LENGTH + "7")
+
+
+def test_a_cluster_with_a_too_long_quantity_names_the_field() -> None:
+    from fleetsched.scheduler.convert import ConversionError, cluster_from_dict
+
+    cluster = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "m"},
+               "spec": {}, "status": {"resourceSummary": {"allocatable": {"pods": "9" * 5000}}}}
+    with pytest.raises(ConversionError) as refused:
+        cluster_from_dict(cluster)
+    assert str(refused.value) == ("status.resourceSummary.allocatable.pods: "
+                                  "quantity is 5000 characters long, more than 1000")

@@ -14,8 +14,8 @@ from fleetsched.controller.scheduler.operator import RB, OperatorConfig, Schedul
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.plugin import FilterContext, Status, TargetCluster
 from fleetsched.scheduler import Scheduler
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 
 WEB = QueueKey("ResourceBinding", "ns", "web")
 

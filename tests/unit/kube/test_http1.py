@@ -175,3 +175,123 @@ async def test_the_client_adds_its_field_manager_to_writes_only_and_skips_unread
         b"/e?fieldManager=other",
         b"/missing?fieldManager=other",
     ]
+
+
+# -- strictness: what is refused, and the clear error it gets ------------------------------------
+
+OK_HEAD = b"HTTP/1.1 200 OK\r\n"
+
+
+@pytest.mark.parametrize(
+    ("pieces", "error"),
+    [
+        pytest.param([b"HTTP/1.1 000 Nothing\r\nContent-Length: 0\r\n\r\n"], "bad status line",
+                     id="status 0"),
+        pytest.param([b"HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n"], "bad status line", id="two digits"),
+        pytest.param([b"HTTP/1.1 OK\r\nContent-Length: 0\r\n\r\n"], "bad status line", id="no status"),
+        pytest.param([b"HTTP/2 200 OK\r\nContent-Length: 0\r\n\r\n"], "bad status line", id="not HTTP/1.x"),
+        pytest.param([b"HTTP/1.1 101 Switching Protocols\r\n\r\n"], "no upgrade", id="101"),
+        pytest.param([b"HTTP/1.1 100 Continue\r\n\r\n" * 9 + OK_HEAD + b"Content-Length: 0\r\n\r\n"],
+                     "more than 8 interim (1xx) answers", id="1xx flood"),
+        pytest.param([OK_HEAD + b"Content-Length: -1\r\n\r\n"], "bad Content-Length", id="negative length"),
+        pytest.param([OK_HEAD + b"Content-Length: 0x10\r\n\r\n"], "bad Content-Length", id="hex length"),
+        pytest.param([OK_HEAD + b"Content-Length: 1\r\nContent-Length: 2\r\n\r\nxy"],
+                     "conflicting Content-Length", id="two lengths"),
+        pytest.param([OK_HEAD + b"Content-Length: 1, 2\r\n\r\nxy"], "conflicting Content-Length",
+                     id="a list of two lengths"),
+        pytest.param([OK_HEAD + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
+                     "both Content-Length and Transfer-Encoding", id="length and chunked"),
+        pytest.param([OK_HEAD + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"],
+                     "unsupported Transfer-Encoding", id="a coding not asked for"),
+        pytest.param([OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n"],
+                     "chunk data not followed by CRLF", id="chunk without CRLF"),
+        pytest.param([OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\nzz\r\nhi\r\n0\r\n\r\n"],
+                     "bad chunk-size line", id="chunk size not hex"),
+        pytest.param([OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n-1\r\n\r\n"],
+                     "bad chunk-size line", id="negative chunk size"),
+        pytest.param([OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n1;" + b"x" * 2000],
+                     "chunk-size line over 1024 bytes", id="endless chunk-size line"),
+        pytest.param([OK_HEAD + b"X: " + b"y" * 70000], "head over 64 KiB", id="endless head"),
+        pytest.param([OK_HEAD + b"Content-Length: 99999999999\r\n\r\n"], "over 16 MiB", id="length over cap"),
+    ],
+)
+def test_a_malformed_answer_is_refused_with_a_clear_error(pieces: list[bytes], error: str) -> None:
+    got, reusable = answer_of(*pieces)
+    assert isinstance(got, http1.ProtocolError), got
+    assert error in str(got) and " HTTP answer from " in str(got)
+    assert not reusable
+
+
+def test_what_http_allows_is_still_read() -> None:
+    got, _ = answer_of(b"HTTP/1.1 100 Continue\r\n\r\n" * 8 + OK_HEAD + b"Content-Length: 2\r\n\r\nok")
+    assert isinstance(got, http1.Response) and (got.status, got.body) == (200, b"ok")
+    got, _ = answer_of(OK_HEAD + b"Content-Length: 2\r\nContent-Length: 02, 2\r\n\r\nok")
+    assert isinstance(got, http1.Response) and got.body == b"ok"  # the same length twice
+    got, _ = answer_of(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 0\r\n\r\n")
+    assert isinstance(got, http1.Response) and (got.status, got.retry_after) == (429, "3")
+
+
+def test_bodies_over_the_limit_are_refused_however_they_are_framed() -> None:
+    small = http1.Limits(body=1000)
+
+    def answer(*pieces: bytes) -> http1.Response | BaseException:
+        loop = asyncio.new_event_loop()
+        try:
+            connection = http1._Connection(small)
+            waiter: asyncio.Future[http1.Response] = loop.create_future()
+            connection.expect(waiter, small.body)
+            for piece in pieces:
+                connection.data_received(piece)
+                if waiter.done():
+                    break
+            else:
+                connection.connection_lost(None)
+            return waiter.exception() or waiter.result()
+        finally:
+            loop.close()
+
+    chunked = OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+    for pieces in (
+        [chunked] + [b"100\r\n" + b"x" * 256 + b"\r\n"] * 5,  # 1,280 bytes in five chunks
+        [chunked] + [b"1\r\nx\r\n"] * 300,  # small chunks: the framing counts too
+        [OK_HEAD + b"\r\n"] + [b"x" * 100] * 11,  # until the close
+        [OK_HEAD + b"Content-Length: 1001\r\n\r\n"],
+    ):
+        got = answer(*pieces)
+        assert isinstance(got, http1.AnswerTooLarge), got
+    assert isinstance(answer(OK_HEAD + b"Content-Length: 900\r\n\r\n" + b"x" * 900), http1.Response)
+
+
+def test_the_answers_in_flight_share_one_budget() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        limits = http1.Limits(body=1000, in_flight=1400)
+        budget = http1._Budget(limits.in_flight)
+        first, second = http1._Connection(limits, budget), http1._Connection(limits, budget)
+        waiters = [loop.create_future(), loop.create_future()]
+        first.expect(waiters[0], limits.body)
+        second.expect(waiters[1], limits.body)
+        first.data_received(OK_HEAD + b"Content-Length: 900\r\n\r\n" + b"x" * 700)
+        second.data_received(OK_HEAD + b"Content-Length: 900\r\n\r\n" + b"x" * 700)
+        assert not waiters[0].done()
+        assert isinstance(waiters[1].exception(), http1.AnswerTooLarge)
+        assert "answers in flight over 1400 bytes together" in str(waiters[1].exception())
+        first.data_received(b"x" * 200)
+        assert waiters[0].result().body == b"x" * 900
+        assert budget.used == 0  # both released: one finished, one refused
+    finally:
+        loop.close()
+
+
+def test_bytes_nobody_asked_for_close_the_connection() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        connection = http1._Connection()
+        waiter: asyncio.Future[http1.Response] = loop.create_future()
+        connection.expect(waiter, 1000)
+        connection.data_received(OK_HEAD + b"Content-Length: 1\r\n\r\nx")
+        assert waiter.result().body == b"x" and connection.keep_alive and not connection.closed
+        connection.data_received(b"x" * 10000)  # the server floods an idle connection
+        assert connection.closed and not connection.reusable and not connection._buffer
+    finally:
+        loop.close()

@@ -3,6 +3,7 @@ move the resourceVersion, 410 means relist, and a relist hands over what vanishe
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
@@ -92,3 +93,28 @@ async def test_a_watch_given_the_caller_s_list_starts_from_it_and_a_relist_still
     w.client = Lister()  # type: ignore[assignment]
     await w._list()  # after a 410
     assert [(k, o["metadata"]["name"]) for k, o in received] == [(None, "b"), ("DELETED", "a")]
+
+
+async def chunks_of(*pieces: bytes) -> Any:
+    for piece in pieces:
+        yield piece
+
+
+async def test_lines_are_read_however_the_stream_is_cut_and_an_endless_line_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    received: list[tuple[str | None, dict[str, Any]]] = []
+    w = a_watch(received)
+    lines = [b'{"type":"ADDED","object":{"metadata":{"name":"%d","resourceVersion":"%d"}}}' % (i, i)
+             for i in range(4)]
+    stream = b"\n".join(lines) + b"\n\n"
+    cuts = [0, 3, 40, 41, 90, 200, 201, len(stream) - 1, len(stream)]
+    await w._read_lines(chunks_of(*(stream[a:b] for a, b in itertools.pairwise(cuts))))
+    assert [o["metadata"]["name"] for _, o in received] == ["0", "1", "2", "3"]
+
+    monkeypatch.setattr(watch, "MAX_EVENT_LINE", 1000)
+    with pytest.raises(watch.ProtocolError, match="watch event line over"):  # one long piece
+        await w._read_lines(chunks_of(lines[0] + b"\n" + b"x" * 1001))
+    with pytest.raises(watch.ProtocolError, match="watch event line over"):  # many short ones
+        await w._read_lines(chunks_of(*[b"y" * 100] * 11))
+    assert isinstance(watch.ProtocolError("x"), OSError)  # Watch.run retries it with backoff

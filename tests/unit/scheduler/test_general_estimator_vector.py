@@ -19,6 +19,7 @@ from fleetsched.api.quantity import Quantity
 from fleetsched.estimator import general
 from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.scheduler.types import (
+    MAX_INT32,
     ClusterInfo,
     ClusterSelection,
     ReplicaRequirements,
@@ -271,7 +272,7 @@ def test_a_quantity_beyond_int64_is_answered_by_the_scalar_path_exactly() -> Non
     fleet[3] = _plain("m3", cpu=HUGE, pods=HUGE)
     answer = GeneralEstimator().max_available_replicas(fleet, _cpu("1m"))
     assert answer[0] == 110
-    assert answer[3] == general._to_int32(HUGE)  # pods headroom wraps as Karmada's int32 does
+    assert answer[3] == MAX_INT32  # pods headroom saturates (Karmada's int32() would wrap it)
     assert answer == _scalar(fleet, _cpu("1m"), True)
     huge_request = ReplicaRequirements(resource_request=(("memory", Quantity(HUGE)),))
     assert GeneralEstimator().max_available_replicas(fleet[:32], huge_request) == [0] * 32

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework.interface import Status
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.pipeline import Settings, Snapshot
 from fleetsched.scheduler.profiles import ProfileError, profile_schedulers
 

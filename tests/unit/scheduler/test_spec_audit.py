@@ -703,14 +703,30 @@ def estimate(c: dict[str, Any], requests: dict[str, str] | None, *, modeling: bo
             0,
             id="sub-nano memory rounds up",
         ),
-        # int32 conversion of the answer (pods are int64 in Karmada).
-        pytest.param(cluster("m", 2**31 + 5), None, -(2**31) + 5, id="pod headroom wraps to int32"),
+        # The int32 answer saturates (Karmada's int32() conversion keeps the low 32 bits: -2147483643).
+        pytest.param(cluster("m", 2**31 + 5), None, 2**31 - 1, id="pod headroom saturates at int32"),
+        # ... as does a quantity beyond int64 (Karmada: Value() wraps to int64, int32() to -1734606848).
+        pytest.param(cluster("m", None, allocatable={"pods": "999999999999E"}), None, 2**31 - 1,
+                     id="pods beyond int64 saturate"),
+        pytest.param(cluster("m", None, allocatable={"pods": "999999999999E", "memory": "999999999999E"}),
+                     {"memory": "1"}, 2**31 - 1, id="summary answer beyond int64 saturates"),
     ],
 )
 def test_general_estimator_summary_path(
     c: dict[str, Any], requests: dict[str, str] | None, expected: int
 ) -> None:
     assert estimate(c, requests) == expected
+
+
+@pytest.mark.parametrize("strategy", [pytest.param(DYNAMIC, id="dynamic"),
+                                      pytest.param(AGGREGATED, id="aggregated")])
+def test_a_cluster_with_pods_beyond_int64_is_a_cluster_with_room(strategy: dict[str, Any]) -> None:
+    # Karmada wraps this cluster's headroom to -1734606848 and the binding is Unschedulable.
+    huge = cluster("huge", None, allocatable={"pods": "999999999999E"})
+    obj, result = run([huge, cluster("m2", 2)], binding({"replicaScheduling": strategy}, 5))
+    reason, targets = outcome(obj, result)
+    assert reason == "Success", message(result)
+    assert sum(targets.values()) == 5 and targets.get("huge", 0) >= 3
 
 
 DEFAULT_MODELS = [

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from fleetsched.webhook import review, server, server_cmd
@@ -80,11 +81,33 @@ def test_the_memory_limit_covers_the_bound_the_flags_give() -> None:
     mib = 1024 * 1024
     bound = (40 * mib  # baseline RSS, bench/webhook.py
              + args.max_large_requests_in_flight * args.max_review_memory
-             + args.max_requests_in_flight * server.LARGE_BODY_BYTES  # small bodies buffered
+             + args.max_requests_reading * server.LARGE_BODY_BYTES  # small bodies arriving or answered
              + args.max_review_memory) / mib  # one small body decoded on the event loop
     limit = _mebibytes(container["resources"]["limits"]["memory"])
     assert limit >= bound, f"limit {limit} MiB is under the {bound:.0f} MiB the flags allow"
     assert _mebibytes(container["resources"]["requests"]["memory"]) <= limit
+
+
+API_SERVERS = [("karmada-system", {"app": "karmada-apiserver"}),
+               ("kube-system", {"component": "kube-apiserver"})]
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def _https_sources(policy: dict[str, Any], port: int) -> list[tuple[str, dict[str, str]]]:
+    """The (namespace, pod labels) pairs the policy admits to ``port``. Each `from` entry must hold
+    both selectors: a namespaceSelector alone, or `{}`, would admit every pod of a namespace (or of
+    every namespace), and a podSelector beside an empty namespaceSelector a label in any namespace."""
+    rules = [rule for rule in policy["spec"]["ingress"] if any(p["port"] == port for p in rule["ports"])]
+    assert len(rules) == 1, "one rule opens the HTTPS port"
+    pairs = []
+    for peer in rules[0]["from"]:
+        assert set(peer) == {"namespaceSelector", "podSelector"}, peer
+        namespaces = peer["namespaceSelector"]
+        assert set(namespaces) == {"matchLabels"}, namespaces
+        assert set(namespaces["matchLabels"]) == {NAME_LABEL}, namespaces
+        assert set(peer["podSelector"]) == {"matchLabels"} and peer["podSelector"]["matchLabels"], peer
+        pairs.append((namespaces["matchLabels"][NAME_LABEL], peer["podSelector"]["matchLabels"]))
+    return pairs
 
 
 def test_the_network_policy_admits_only_api_servers_to_the_https_port() -> None:
@@ -94,10 +117,26 @@ def test_the_network_policy_admits_only_api_servers_to_the_https_port() -> None:
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     args = _webhook_args(deployment["spec"]["template"]["spec"]["containers"][0])
-    rules = {rule["ports"][0]["port"]: rule["from"] for rule in policy["spec"]["ingress"]}
-    assert set(rules) == {args.port, 8080}
-    assert [peer["podSelector"]["matchLabels"] for peer in rules[args.port]] == [
-        {"app": "karmada-apiserver"}, {"component": "kube-apiserver"}]
+    assert {rule["ports"][0]["port"] for rule in policy["spec"]["ingress"]} == {args.port, 8080}
+    assert _https_sources(policy, args.port) == API_SERVERS
+
+
+@pytest.mark.parametrize("variant", ["webhook", "webhook/cert-manager", "webhook/client-auth",
+                                     "install tree"])
+def test_every_install_mode_ships_the_same_api_server_only_policy(variant: str, tmp_path: Path) -> None:
+    """The webhook alone (and its cert-manager / client-auth variants) and the whole standalone
+    install render the same policy: API server pods of their own namespace only."""
+    from tests.unit.test_manifests import kustomize, prepared_tree
+
+    directory = prepared_tree(tmp_path) if variant == "install tree" else BASE.parents[1] / variant
+    docs = kustomize(directory)
+    mine = [d for d in docs if d["metadata"]["name"] == "fleetsched-webhook"]
+    policies = [d for d in mine if d["kind"] == "NetworkPolicy"]
+    assert len(policies) == 1
+    deployment = next(d for d in mine if d["kind"] == "Deployment")
+    assert policies[0]["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    args = _webhook_args(deployment["spec"]["template"]["spec"]["containers"][0])
+    assert _https_sources(policies[0], args.port) == API_SERVERS
 
 
 def test_the_client_auth_variant_mounts_the_ca_it_names() -> None:

@@ -17,7 +17,7 @@ def _modules_after(code: str) -> set[str]:
 
 def test_the_resolved_types_import_no_pydantic_and_no_yaml() -> None:
     loaded = _modules_after(
-        "import fleetsched.scheduler.config.types, fleetsched.scheduler.framework.defaults"
+        "import fleetsched.scheduler.framework.profile, fleetsched.scheduler.framework.defaults"
     )
     assert not {m for m in loaded if m.split(".")[0] in ("pydantic", "yaml")}
 
@@ -36,4 +36,4 @@ def test_every_export_resolves() -> None:
     from fleetsched.scheduler import config
 
     assert all(getattr(config, name) is not None for name in config.__all__)
-    assert config.Profile.__module__ == "fleetsched.scheduler.config.types"
+    assert config.Profile.__module__ == "fleetsched.scheduler.framework.profile"

@@ -390,12 +390,12 @@ def test_a_plugin_with_unknown_points_cannot_go_in_multi_point() -> None:
         ),
         pytest.param(
             "apiVersion: [\n",
-            "c.yaml: malformed YAML (line 2): expected the node content, but found '<stream end>'",
+            "c.yaml: malformed YAML (line 2): did not find expected node content",
             id="YAML error",
         ),
         pytest.param(
             "a: 1\n b: 2\n",
-            "c.yaml: malformed YAML (line 2): mapping values are not allowed here",
+            "c.yaml: malformed YAML (line 2): mapping values are not allowed in this context",
             id="bad indentation",
         ),
     ],

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from fleetsched.scheduler import groups
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework.defaults import default_profile, in_tree_registry
 from fleetsched.scheduler.framework.interface import Status
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework.registry import Registry
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 
 from ..builders import a_binding, a_cluster

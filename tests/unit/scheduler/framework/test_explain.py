@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fleetsched.controller.scheduler.writer import explanation
-from fleetsched.scheduler.config.types import ExtensionPoint
+from fleetsched.scheduler.framework.profile import ExtensionPoint
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 from fleetsched.simulate import explain
 

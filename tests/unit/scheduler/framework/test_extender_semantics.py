@@ -14,7 +14,6 @@ import pytest
 
 from fleetsched.extender import metrics
 from fleetsched.extender.errors import ExtenderError, FaultKind
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.framework.interface import (
     MAX_EXTENDER_PRIORITY,
@@ -26,6 +25,7 @@ from fleetsched.scheduler.framework.interface import (
     PostFilterResult,
     Status,
 )
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry
 from fleetsched.scheduler.framework.runtime import ConcurrentDriver, Driver
 from fleetsched.scheduler.outcome import ScheduleResult
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 from fleetsched.plugin import Status, TargetCluster
-from fleetsched.scheduler.config.types import ExtensionPoint
+from fleetsched.scheduler.framework.profile import ExtensionPoint
 from fleetsched.scheduler.framework.runtime import BindingCycle, Framework
 
 from .test_runtime import Gate, _context, profile_with, registry_of

@@ -18,7 +18,6 @@ from fleetsched.plugin import (
     Status,
     TargetCluster,
 )
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.framework.interface import (
     FilterPlugin,
@@ -31,6 +30,7 @@ from fleetsched.scheduler.framework.interface import (
     ReservePlugin,
     ScorePlugin,
 )
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework.registry import DuplicatePluginError, Registry
 from fleetsched.scheduler.framework.runtime import Framework, FrameworkError
 from fleetsched.scheduler.outcome import ScheduleResult
@@ -744,7 +744,8 @@ class Misbehaving:
         pytest.param(
             "normalize",
             ExtensionPoint.SCORE,
-            "failed at NormalizeScore: ValueError: returned 150, outside 0..100",
+            "failed at NormalizeScore: returned an invalid score 150 for cluster m1, it should be in the "
+            "range of [0, 100] after normalizing",
             id="normalised out of range",
         ),
     ],

@@ -16,9 +16,9 @@ from fleetsched.plugin import (
     NormalizeScorePlugin,
     ScorePlugin,
 )
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.framework.interface import PluginArgsError
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework.runtime import Framework
 from fleetsched.scheduler.plugins import cluster_resources_balanced_allocation as balanced
 from fleetsched.scheduler.plugins.cluster_resources_balanced_allocation import (

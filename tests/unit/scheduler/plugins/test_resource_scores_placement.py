@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fleetsched.scheduler.config.types import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework import defaults
+from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.outcome import ScheduleResult
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
 from fleetsched.scheduler.plugins import cluster_resources_balanced_allocation, cluster_resources_fit
