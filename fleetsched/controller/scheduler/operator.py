@@ -23,9 +23,9 @@ import asyncio
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Awaitable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -75,10 +75,12 @@ from fleetsched.scheduler.convert import (
 )
 from fleetsched.scheduler.errors import FitError, SchedulingError, UnschedulableError
 from fleetsched.scheduler.framework.defaults import DEFAULT_QUEUE_SORT
-from fleetsched.scheduler.framework.interface import Code
+from fleetsched.scheduler.framework.interface import Code, Status
 from fleetsched.scheduler.framework.runtime import BindingCycle
 from fleetsched.scheduler.outcome import Condition
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
+
+T = TypeVar("T")
 
 log = structlog.get_logger("fleetsched.scheduler")
 
@@ -439,7 +441,7 @@ class SchedulerOperator:
             if result.condition is None:
                 self._unreserve(kind, key, reservation)
                 return Outcome.ERROR
-            cycle, result = await self._binding_cycle(result, decision.effective_scheduler_name(obj))
+            cycle, result = await self._binding_cycle(key, result, decision.effective_scheduler_name(obj))
             if not result.scheduled:
                 self._unreserve(kind, key, reservation)  # a Reserve, Permit or PreBind plugin refused it
             rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
@@ -568,6 +570,7 @@ class SchedulerOperator:
         so its watch event is not taken for a user change), then status, conditional on the
         resourceVersion the spec write returned. A failed write unreserves what the binding
         cycle reserved; a successful one runs PostBind."""
+        profile = decision.effective_scheduler_name(obj)  # the pool of its binding-cycle plugins
         qkey = queue_key(kind, key)
         resource_version = (obj.get("metadata") or {}).get("resourceVersion")
         if patches.spec is not None:
@@ -580,7 +583,7 @@ class SchedulerOperator:
                     metrics.API_WRITES.labels("spec", "error").inc()
                 self.own_generation.pop(qkey, None)
                 if cycle is not None:
-                    cycle.unreserve()
+                    await self._in_profile_quietly(cycle.unreserve, key, profile)
                 raise
             metrics.API_WRITES.labels("spec", "success").inc()
             self.own_generation[qkey] = int((response.get("metadata") or {}).get("generation") or 0)
@@ -597,12 +600,12 @@ class SchedulerOperator:
                 if not isinstance(exc, NotOwner):
                     metrics.API_WRITES.labels("status", "error").inc()
                 if cycle is not None:
-                    cycle.unreserve()
+                    await self._in_profile_quietly(cycle.unreserve, key, profile)
                 raise
             metrics.API_WRITES.labels("status", "success").inc()
             self._store_response(kind, response)
         if cycle is not None:
-            cycle.post_bind()
+            await self._in_profile_quietly(cycle.post_bind, key, profile)
 
     def _report(
         self,
@@ -675,36 +678,26 @@ class SchedulerOperator:
         return self.profiles.get(scheduler_name, self.scheduler)
 
     async def _binding_cycle(
-        self, result: ScheduleResult, scheduler_name: str
+        self, key: str, result: ScheduleResult, scheduler_name: str
     ) -> tuple[BindingCycle | None, ScheduleResult]:
         """Reserve, Permit (waiting if a plugin asks to) and PreBind of the binding's profile before
-        the write. A refusal turns the result into a failed condition only (nothing else is written)."""
+        the write. A refusal turns the result into a failed condition only (nothing else is written).
+        Each point runs in a core thread of the profile (``_in_profile``), never on the event loop."""
         framework = self._scheduler_for(scheduler_name).framework
         if not framework.has_binding_cycle or not result.scheduled or result.clusters is None:
             return None, result
         cycle = framework.binding_cycle(result.cycle_context(), result.clusters)
-        status = cycle.reserve()
-        if status.is_success:
-            status = cycle.permit()
-            if status.code is Code.WAIT:
-                # Woken by the framework when every waiting plugin allowed the binding or one rejected
-                # it (from whatever thread did), else by a timer at its Permit timeout, which
-                # wait_on_permit answers with the timeout rejection. A decision always reaches the
-                # loop after a clear (call_soon_threadsafe), so none is lost; it loops again only
-                # when the timer fires a hair before the framework's clock reaches the deadline.
-                loop = asyncio.get_running_loop()
-                woken = asyncio.Event()
-                cycle.on_permit_decided(lambda: loop.call_soon_threadsafe(woken.set))
-                while (answer := cycle.wait_on_permit()) is None:
-                    woken.clear()
-                    timer = loop.call_later(cycle.permit_seconds_left(), woken.set)
-                    try:
-                        await woken.wait()
-                    finally:
-                        timer.cancel()
-                status = answer
-        if status.is_success:
-            status = cycle.pre_bind()
+        try:
+            status = await self._in_profile(cycle.reserve, key, scheduler_name)
+            if status.is_success:
+                status = await self._in_profile(cycle.permit, key, scheduler_name)
+                if status.code is Code.WAIT:
+                    status = await self._wait_on_permit(cycle)
+            if status.is_success:
+                status = await self._in_profile(cycle.pre_bind, key, scheduler_name)
+        except BudgetExceeded as exc:  # a plugin that did not return: its thread is left behind
+            status = Status(Code.ERROR, (str(exc),), exc.plugin or None)
+            self._background(self._in_profile_quietly(cycle.unreserve, key, scheduler_name))
         if status.is_success:
             return cycle, result
         reason = "Unschedulable" if status.is_rejection else "SchedulerError"
@@ -716,6 +709,39 @@ class SchedulerOperator:
             write_placement_annotation=False,
         )
         return None, refused
+
+    async def _wait_on_permit(self, cycle: BindingCycle) -> Status:
+        """Woken by the framework when every waiting plugin allowed the binding or one rejected it
+        (from whatever thread did), else by a timer at its Permit timeout, which wait_on_permit
+        answers with the timeout rejection. A decision always reaches the loop after a clear
+        (call_soon_threadsafe), so none is lost; it loops again only when the timer fires a hair
+        before the framework's clock reaches the deadline."""
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+        cycle.on_permit_decided(lambda: loop.call_soon_threadsafe(woken.set))
+        while (answer := cycle.wait_on_permit()) is None:
+            woken.clear()
+            timer = loop.call_later(cycle.permit_seconds_left(), woken.set)
+            try:
+                await woken.wait()
+            finally:
+                timer.cancel()
+        return answer
+
+    async def _in_profile(self, call: Callable[[], T], key: str, scheduler_name: str) -> T:
+        """A binding-cycle point in a core thread of the binding's profile, within --scheduling-timeout:
+        a plugin that hangs at Reserve, Permit, PreBind, Unreserve or PostBind holds one thread of its
+        own profile (``BudgetExceeded`` names it), never the event loop."""
+        assert self.compute is not None
+        return await self.compute.run(call, key=key, pool=scheduler_name)
+
+    async def _in_profile_quietly(self, call: Callable[[], object], key: str, scheduler_name: str) -> None:
+        """``_in_profile`` for what has nothing to report (Unreserve, PostBind): an overrun is counted
+        by the executor and logged, and changes nothing that was written."""
+        try:
+            await self._in_profile(call, key, scheduler_name)
+        except BudgetExceeded as exc:
+            log.warning("binding_cycle_overrun", binding=key, error=str(exc))
 
     async def _write_status(
         self, kind: str, key: str, body: dict[str, Any], result: ScheduleResult

@@ -4,12 +4,15 @@ write fails, PostBind after both writes, and a Permit denial writes only the con
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from test_operator_writes import MemoryApi, a_binding, a_cluster
 
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
+from fleetsched.controller.scheduler.compute import CoreExecutor
 from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.plugin import FilterContext, Status, TargetCluster
@@ -223,3 +226,57 @@ async def test_the_permit_timeout_rejects_the_held_binding() -> None:
     condition = api.binding["status"]["conditions"][0]
     assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
     assert condition["message"] == "Cycle: rejected due to timeout after waiting at Permit for Cycle"
+
+
+class HangsAt(Cycle):
+    """Cycle whose ``point`` does not return until ``release`` is set (a plugin stuck on I/O)."""
+
+    def __init__(self, point: str) -> None:
+        super().__init__(Status.success())
+        self.point = point
+        self.release = threading.Event()
+
+    def _maybe_hang(self, point: str) -> None:
+        if point == self.point:
+            self.release.wait(30)
+
+    def reserve(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        self._maybe_hang("reserve")
+        return super().reserve(ctx, targets)
+
+    def permit(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        self._maybe_hang("permit")
+        return super().permit(ctx, targets)
+
+    def pre_bind(self, ctx: FilterContext, targets: Sequence[TargetCluster]) -> Status:
+        self._maybe_hang("prebind")
+        return super().pre_bind(ctx, targets)
+
+
+@pytest.mark.parametrize("point", ["reserve", "permit", "prebind"])
+async def test_a_plugin_hanging_in_the_binding_cycle_holds_a_thread_not_the_event_loop(point: str) -> None:
+    plugin = HangsAt(point)
+    api = MemoryApi(a_binding())
+    operator = _operator(api, plugin)
+    operator.compute = CoreExecutor(threads=2, budget=0.3)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticking = asyncio.create_task(tick())
+    try:
+        outcome = await asyncio.wait_for(operator.process(QueuedBinding(WEB, 0, 0.0, 1)), 10)
+    finally:
+        ticking.cancel()
+        plugin.release.set()
+    assert ticks >= 10, "the event loop was blocked while the plugin hung"
+    assert outcome is not Outcome.DONE
+    assert "clusters" not in api.binding["spec"], "nothing of the placement is written"
+    condition = api.binding["status"]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
+    assert "budget of 0.3s" in condition["message"]
+    assert "Cycle" in condition["message"], condition["message"]
