@@ -183,7 +183,7 @@ async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Conne
     service = EstimatorService(cluster_name=args.cluster_name, gates=gates, table=table, quotas=quotas,
                                workloads=workloads, observer=metrics.observe_plugin,
                                step_observer=metrics.observe_unschedulable_step)
-    watcher = MemberWatcher(connection=connection, client=client, table=table, quotas=quotas,
+    watcher = MemberWatcher(client=client, table=table, quotas=quotas,
                             workloads=workloads, state=state, watch_quotas=gates.resource_quota_estimate)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,24 +1,25 @@
 """Watches on the member cluster's API feeding the estimator's caches (shared/spec/estimator.md 3.1).
 
 Nodes (all), Pods (non-terminal only, by field selector), ReplicaSets and Deployments, and
-ResourceQuotas when the ``ResourceQuotaEstimate`` gate is on. Each kind runs LIST then WATCH from the
-list's resourceVersion, with server and client timeouts so a dead connection is noticed. When the
-apiserver goes away the caches keep their last synced state (the server keeps answering), the outage
-is reported through :class:`SyncState`, logs and metrics, and a fresh LIST replaces the state once the
-apiserver is back (objects deleted meanwhile are dropped).
+ResourceQuotas when the ``ResourceQuotaEstimate`` gate is on. Each kind is one reflector of
+``fleetsched.kube.watch`` (the scheduler's: paginated LIST, then WATCH with bookmarks from the list's
+resourceVersion, resumed where it broke, LIST again on 410 Gone, server and client timeouts so a dead
+connection is noticed) in its ``replace`` mode: every LIST replaces the kind's state whole, digested
+page by page (a pod's request on its node, not the pod), so objects deleted while the watch was down
+are dropped. When the apiserver goes away the caches keep their last synced state (the server keeps
+answering), and the outage is reported through :class:`SyncState`, logs and metrics until a LIST or
+a WATCH is accepted again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-import aiohttp
 import structlog
 
 from fleetsched.estimator.cache import NodeTable
@@ -34,7 +35,8 @@ from fleetsched.estimator.replica import (
 from fleetsched.estimator.resources import pod_request
 from fleetsched.estimator.server import SyncState
 from fleetsched.estimator.service import apply_node, apply_pod, is_terminal, pod_key
-from fleetsched.kube.client import ApiError, Connection, KubeClient
+from fleetsched.kube.client import ApiError, KubeClient
+from fleetsched.kube.watch import Watch, WatchSettings, run_watches, strip_managed_fields
 
 __all__ = ["LiveWorkloadSource", "MemberWatcher", "WatchedKind"]
 
@@ -113,6 +115,8 @@ class LiveWorkloadSource:
 class WatchedKind:
     name: str
     path: str
+    api_version: str
+    kind: str
     field_selector: str
     reset: Callable[[list[Any]], None]
     event: Callable[[str, JsonObject], None]
@@ -123,30 +127,35 @@ class WatchedKind:
 class MemberWatcher:
     """Keeps the node table, quota store and workload source in step with one member cluster."""
 
-    def __init__(self, *, connection: Connection, client: KubeClient, table: NodeTable, quotas: QuotaStore,
+    def __init__(self, *, client: KubeClient, table: NodeTable, quotas: QuotaStore,
                  workloads: LiveWorkloadSource, state: SyncState, watch_quotas: bool,
                  watch_timeout_seconds: int = 300, retry_max_seconds: float = 10.0) -> None:
-        self.connection = connection
         self.client = client
         self.table = table
         self.quotas = quotas
         self.workloads = workloads
         self.state = state
-        self.watch_timeout = watch_timeout_seconds
-        self.retry_max = retry_max_seconds
+        self.settings = WatchSettings(
+            server_timeout=watch_timeout_seconds,
+            client_timeout=watch_timeout_seconds + 30.0,
+            inactivity_timeout=watch_timeout_seconds + 30.0,
+            backoff_initial=0.2,
+            backoff_max=retry_max_seconds,
+        )
         self._listed: set[str] = set()
         self._live: set[str] = set()
         self.kinds = [
-            WatchedKind("nodes", "/api/v1/nodes", "", self._reset_nodes, self._node_event),
-            WatchedKind("pods", "/api/v1/pods", NON_TERMINAL, self._reset_pods, self._pod_event,
+            WatchedKind("nodes", "/api/v1/nodes", "v1", "Node", "", self._reset_nodes, self._node_event),
+            WatchedKind("pods", "/api/v1/pods", "v1", "Pod", NON_TERMINAL, self._reset_pods, self._pod_event,
                         digest=self._pod_digest),
-            WatchedKind("replicasets", "/apis/apps/v1/replicasets", "", self._reset_rs, self._rs_event),
-            WatchedKind("deployments", "/apis/apps/v1/deployments", "", self._reset_deploy,
-                        self._deploy_event),
+            WatchedKind("replicasets", "/apis/apps/v1/replicasets", "apps/v1", "ReplicaSet", "",
+                        self._reset_rs, self._rs_event),
+            WatchedKind("deployments", "/apis/apps/v1/deployments", "apps/v1", "Deployment", "",
+                        self._reset_deploy, self._deploy_event),
         ]
         if watch_quotas:
-            self.kinds.append(WatchedKind("resourcequotas", "/api/v1/resourcequotas", "", self._reset_quotas,
-                                          self._quota_event))
+            self.kinds.append(WatchedKind("resourcequotas", "/api/v1/resourcequotas", "v1", "ResourceQuota",
+                                          "", self._reset_quotas, self._quota_event))
 
     # ------------------------------------------------------------------ state updates
     def _reset_nodes(self, items: list[JsonObject]) -> None:
@@ -253,96 +262,41 @@ class MemberWatcher:
                 self.state.reason = ""
                 log.info("member_watch_connected")
 
-    async def run(self, stop: asyncio.Event) -> None:
-        tasks = [asyncio.create_task(self._run_kind(kind, stop)) for kind in self.kinds]
-        await stop.wait()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    def _connected(self, kind: WatchedKind) -> None:
+        """The kind was listed, or its WATCH was accepted: its view is live."""
+        self._listed.add(kind.name)
+        self._live.add(kind.name)
+        self._update_state()
 
-    async def _run_kind(self, kind: WatchedKind, stop: asyncio.Event) -> None:
-        delay = 0.2
-        while not stop.is_set():
-            try:
-                params = {"fieldSelector": kind.field_selector} if kind.field_selector else {}
-                items, version = await self._list(kind, params)
-                kind.reset(items)
-                self._listed.add(kind.name)
-                self._live.add(kind.name)
-                self._update_state()
-                delay = 0.2
-                while not stop.is_set():
-                    version = await self._watch(kind, params, version)
-            except asyncio.CancelledError:
-                raise
-            except _Expired:
-                log.info("watch_expired_relisting", kind=kind.name)
-                continue
-            except Exception as exc:
-                self._live.discard(kind.name)
-                if self.state.connected or not self.state.reason.startswith("member apiserver"):
-                    log.warning("member_watch_lost", kind=kind.name, error=str(exc) or type(exc).__name__,
-                                keeps_answering_from_last_state=self.state.synced)
-                detail = str(exc) or type(exc).__name__
-                self.state.reason = f"member apiserver unreachable ({kind.name}): {detail}"
-                self._update_state()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=delay)
-                delay = min(delay * 2, self.retry_max)
+    def _failed(self, kind: WatchedKind, exc: Exception) -> None:
+        self._live.discard(kind.name)
+        if self.state.connected or not self.state.reason.startswith("member apiserver"):
+            log.warning("member_watch_lost", kind=kind.name, error=str(exc) or type(exc).__name__,
+                        keeps_answering_from_last_state=self.state.synced)
+        detail = str(exc) or type(exc).__name__
+        self.state.reason = f"member apiserver unreachable ({kind.name}): {detail}"
+        self._update_state()
 
-    async def _list(self, kind: WatchedKind, params: Mapping[str, str]) -> tuple[list[Any], str]:
-        items: list[Any] = []
-        query = dict(params, limit="500")
-        while True:
-            page = await self.client.get(kind.path, query)
-            listed = page.get("items") or []
-            items.extend(map(kind.digest, listed) if kind.digest is not None else listed)
-            del listed
-            meta = page.get("metadata") or {}
-            token = meta.get("continue")
-            if not token:
-                return items, str(meta.get("resourceVersion", ""))
-            query = dict(params, limit="500", **{"continue": token})
-
-    async def _watch(self, kind: WatchedKind, params: Mapping[str, str], version: str) -> str:
-        """Stream events until the server ends the watch; return the last resourceVersion seen. The
-        stream is the client's (its credentials, TLS context and proxy)."""
-        query = dict(params, watch="1", resourceVersion=version, allowWatchBookmarks="true",
-                     timeoutSeconds=str(self.watch_timeout))
-        timeout = aiohttp.ClientTimeout(total=None, connect=10, sock_read=self.watch_timeout + 30)
-        try:
-            async with self.client.stream(kind.path, query, timeout=timeout) as chunks:
-                buffer = b""
-                async for chunk in chunks:
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        version = self._on_line(kind, line, version)
-                if buffer.strip():
-                    version = self._on_line(kind, buffer, version)
-        except ApiError as exc:
-            if exc.status == 410:
-                raise _Expired() from None
-            raise
-        return version
+    def watches(self) -> list[Watch]:
+        """One reflector per kind (kube/watch.py): each LIST replaces the kind's state whole, so what
+        was deleted while the watch was down is dropped; events then update it one by one."""
+        return [
+            Watch(self.client, kind.path, self._handler(kind), api_version=kind.api_version, kind=kind.kind,
+                  settings=self.settings, transform=strip_managed_fields,
+                  params={"fieldSelector": kind.field_selector} if kind.field_selector else None,
+                  replace=kind.reset, digest=kind.digest,
+                  on_connected=partial(self._connected, kind), on_failed=partial(self._failed, kind))
+            for kind in self.kinds
+        ]
 
     @staticmethod
-    def _on_line(kind: WatchedKind, line: bytes, version: str) -> str:
-        if not line.strip():
-            return version
-        event = json.loads(line)
-        event_type = event.get("type")
-        obj = event.get("object") or {}
-        if event_type == "ERROR":
-            if obj.get("code") == 410:
-                raise _Expired()
-            raise ApiError(int(obj.get("code") or 500), str(obj.get("reason", "")),
-                           str(obj.get("message", "")))
-        version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-        if event_type != "BOOKMARK":
-            kind.event(str(event_type), obj)
-        return version
+    def _handler(kind: WatchedKind) -> Callable[[str | None, JsonObject], None]:
+        event = kind.event
 
+        def handle(event_type: str | None, obj: JsonObject) -> None:
+            event(str(event_type), obj)
 
-class _Expired(Exception):
-    """The watch's resourceVersion is too old (410 Gone): list again."""
+        return handle
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await run_watches(self.watches(), stop=stop, ready=asyncio.Event())

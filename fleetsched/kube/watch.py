@@ -17,6 +17,20 @@
    A stream that breaks its framing (aiohttp's parser refuses it), answers anything but 2xx, or
    sends an event line over ``MAX_EVENT_LINE`` is a failed attempt too.
 
+Options for a consumer that keeps a store of its own (the estimator's node and pod index):
+
+* ``params``: query parameters of both the LIST and the WATCH (``fieldSelector``, ``labelSelector``),
+  e.g. only the pods not in a terminal phase.
+* ``replace``: client-go's ``Replace``. Each LIST (the first and every relist) is handed over whole,
+  once, to ``replace`` instead of object by object: the consumer replaces its store with it, so
+  what vanished while the watch was broken is dropped there (no synthetic DELETED events, and the
+  watch keeps no set of keys). The watch events still go to ``handler``.
+* ``digest``: with ``replace``, applied to each listed object as its page arrives; ``replace`` gets
+  the digests. A 50,000-pod LIST is never held whole, only one page and the digests.
+* ``on_connected`` (after each LIST handed over and each WATCH the server accepted) and
+  ``on_failed`` (each failed attempt, before the backoff): for a consumer that reports whether its
+  view is live (the estimator's readiness), as client-go's reflector reports through its metrics.
+
 A handler that raises is logged (``event_handler_failed``) and the watch goes on, as kopf does.
 ``run_watches`` runs several until a stop flag and says when all of them have listed once.
 
@@ -32,8 +46,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import orjson
@@ -47,6 +62,9 @@ log = structlog.get_logger("fleetsched.watch")
 
 EventFn = Callable[[str | None, JsonObject], None]
 Transform = Callable[[JsonObject], JsonObject]
+# ``replace`` mode: what is kept of each listed object, and the whole LIST handed over at once
+Digest = Callable[[JsonObject], Any]
+Replace = Callable[[list[Any]], None]
 
 GONE = 410
 # The longest watch event line read: one event holds one object, at most the apiserver's 3 MiB
@@ -125,9 +143,17 @@ class Watch:
         transform: Transform | None = None,
         skip_version: Callable[[str], bool] | None = None,
         listed: tuple[str, Iterable[JsonObject]] | None = None,
+        params: Mapping[str, str] | None = None,
+        replace: Replace | None = None,
+        digest: Digest | None = None,
+        on_connected: Callable[[], None] | None = None,
+        on_failed: Callable[[Exception], None] | None = None,
     ) -> None:
         """``listed``: (resourceVersion, items) of a LIST of ``path`` the caller already made and
-        handled (its initial sync): the watch starts from there instead of listing again."""
+        handled (its initial sync): the watch starts from there instead of listing again. The other
+        options are described in the module docstring."""
+        if digest is not None and replace is None:
+            raise ValueError("digest: only with replace (the digests are handed to it)")
         self.client = client
         self.path = path
         self.handler = handler
@@ -136,13 +162,19 @@ class Watch:
         self.settings = settings or WatchSettings()
         self.transform = transform
         self.skip_version = skip_version
+        self.params = dict(params or {})
+        self.replace = replace
+        self.digest = digest
+        self.on_connected = on_connected
+        self.on_failed = on_failed
         self.resource_version: str | None = None
         self.listed = asyncio.Event()  # set once the first LIST was handed over
         self._known: set[tuple[str, str]] = set()
         self._log = log.bind(resource=path)
         if listed is not None:
             version, items = listed
-            self._known = {_object_key(obj) for obj in items}
+            if replace is None:
+                self._known = {_object_key(obj) for obj in items}
             self.resource_version = version
             self.listed.set()
 
@@ -154,6 +186,7 @@ class Watch:
                 if self.resource_version is None:
                     await self._list()
                     self.listed.set()
+                    self._notify(self.on_connected)
                 await self._watch()
                 delay = self.settings.backoff_initial  # a clean end of the request: resume at once
             except Gone:
@@ -161,11 +194,40 @@ class Watch:
                 self.resource_version = None
             except (ApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
                 self._log.warning("watch_failed", error=str(exc) or repr(exc), retry_in=round(delay, 2))
+                self._notify(self.on_failed, exc)
                 await asyncio.sleep(delay * (1 + random.random() * 0.2))
                 delay = min(delay * 2, self.settings.backoff_max)
 
+    def _notify(self, hook: Callable[..., None] | None, *args: Any) -> None:
+        if hook is not None:
+            try:
+                hook(*args)
+            except Exception:  # a consumer's bookkeeping must not stop the watch
+                self._log.exception("watch_hook_failed", hook=getattr(hook, "__name__", repr(hook)))
+
+    async def _pages(self) -> AsyncIterator[tuple[list[JsonObject], str]]:
+        """The LIST of ``path`` (with ``params``) page by page, each with the list's resourceVersion."""
+        query = {**self.params, "limit": str(self.settings.page_size)}
+        while True:
+            page = await self.client.get(self.path, query)
+            metadata = page.get("metadata") or {}
+            yield page.get("items") or [], str(metadata.get("resourceVersion") or "")
+            token = metadata.get("continue")
+            if not token:
+                return
+            query = {**self.params, "limit": str(self.settings.page_size), "continue": token}
+
     async def _list(self) -> None:
-        items, version = await self.client.list_all(self.path, page_size=self.settings.page_size)
+        if self.replace is not None:
+            await self._list_replace(self.replace)
+            return
+        if self.params:
+            items, version = [], ""
+            async for page, page_version in self._pages():
+                items.extend(page)
+                version = page_version
+        else:
+            items, version = await self.client.list_all(self.path, page_size=self.settings.page_size)
         known_before, self._known = self._known, set()
         for obj in items:
             obj.setdefault("apiVersion", self.api_version)
@@ -178,9 +240,34 @@ class Watch:
             self._deliver("DELETED", gone)
         self.resource_version = version
 
+    async def _list_replace(self, replace: Replace) -> None:
+        """One LIST handed to ``replace`` whole (digested page by page): the consumer's Replace."""
+        kept: list[Any] = []
+        version = ""
+        async for page, page_version in self._pages():
+            version = page_version
+            for obj in page:
+                obj.setdefault("apiVersion", self.api_version)
+                obj.setdefault("kind", self.kind)
+                if self.transform is not None:
+                    obj = self.transform(obj)
+                if self.digest is None:
+                    kept.append(obj)
+                    continue
+                try:
+                    kept.append(self.digest(obj))
+                except Exception:  # one object the consumer cannot read is left out, not the list
+                    self._log.exception("list_digest_failed", object=_object_key(obj))
+        try:
+            replace(kept)
+        except Exception:  # as for event handlers: log, keep watching (the next relist retries)
+            self._log.exception("replace_failed", objects=len(kept))
+        self.resource_version = version
+
     async def _watch(self) -> None:
         settings = self.settings
         params = {
+            **self.params,
             "watch": "true",
             "allowWatchBookmarks": "true",
             "resourceVersion": self.resource_version or "",
@@ -193,6 +280,7 @@ class Watch:
         )
         try:
             async with self.client.stream(self.path, params, timeout=timeout) as chunks:
+                self._notify(self.on_connected)
                 await self._read_lines(chunks)
         except ApiError as exc:
             if exc.status == GONE:
@@ -253,11 +341,12 @@ class Watch:
             self.resource_version = version
         if kind == "BOOKMARK":
             return
-        key = _object_key(obj)
-        if kind == "DELETED":
-            self._known.discard(key)
-        else:
-            self._known.add(key)
+        if self.replace is None:  # with replace, the consumer's store is the only one
+            key = _object_key(obj)
+            if kind == "DELETED":
+                self._known.discard(key)
+            else:
+                self._known.add(key)
         self._deliver(kind, obj)
 
     def _deliver(self, kind: str | None, obj: JsonObject) -> None:
