@@ -29,7 +29,7 @@ Options for a consumer that keeps a store of its own (the estimator's node and p
   the digests. A 50,000-pod LIST is never held whole, only one page and the digests.
 * ``on_connected`` (after each LIST handed over and each WATCH the server accepted) and
   ``on_failed`` (each failed attempt, before the backoff): for a consumer that reports whether its
-  view is live (the estimator's readiness), as client-go's reflector reports through its metrics.
+  view is live (the estimator's readiness).
 
 A handler that raises is logged (``event_handler_failed``) and the watch goes on, as kopf does.
 ``run_watches`` runs several until a stop flag and says when all of them have listed once.
@@ -260,7 +260,7 @@ class Watch:
                     self._log.exception("list_digest_failed", object=_object_key(obj))
         try:
             replace(kept)
-        except Exception:  # as for event handlers: log, keep watching (the next relist retries)
+        except Exception:  # as for event handlers: log, keep watching
             self._log.exception("replace_failed", objects=len(kept))
         self.resource_version = version
 
