@@ -14,6 +14,7 @@ a WATCH is accepted again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -299,4 +300,17 @@ class MemberWatcher:
         return handle
 
     async def run(self, stop: asyncio.Event) -> None:
-        await run_watches(self.watches(), stop=stop, ready=asyncio.Event())
+        """Until ``stop``. The reflectors retry every API failure themselves; an answer they cannot
+        read at all (e.g. a list whose metadata is not an object) ends them, and then all of them
+        start again, LIST first, after a pause: the caches keep answering meanwhile and readiness
+        says why, rather than the watch ending silently."""
+        while not stop.is_set():
+            try:
+                await run_watches(self.watches(), stop=stop, ready=asyncio.Event())
+                return
+            except Exception as exc:
+                log.exception("member_watches_restarting", retry_in=self.settings.backoff_max)
+                for kind in self.kinds:
+                    self._failed(kind, exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.settings.backoff_max)
