@@ -6,11 +6,13 @@ as rendered into JSON merge patches:
 
 1. the main resource: ``spec.clusters`` (compared in any order: ``same_targets``) plus the
    ``policy.karmada.io/applied-placement`` annotation and a compact explanation annotation — only
-   the parts that changed, nothing when none did. The explanation rides along such a write and
-   never causes one: it counts the filter verdicts of every cluster, so a cluster joining or
-   changing elsewhere would otherwise rewrite every binding it did not move (Duplicated bindings
-   are scheduled again on every cluster change). It so explains the decision that last changed
-   the result (``simulate --explain`` gives today's);
+   the parts that changed, nothing when none did. The explanation rides along such a write, or
+   is written once when the binding has none (a first decision whose result writes nothing to the
+   main resource, e.g. an error); a changed explanation alone never causes a write: it counts the
+   filter verdicts of every cluster, so a cluster joining or changing elsewhere would otherwise
+   rewrite every binding it did not move (Duplicated bindings are scheduled again on every
+   cluster change). It so explains the decision that last changed the result (``simulate
+   --explain`` gives today's);
 2. the status subresource: the Scheduled condition, ``schedulerObservedGeneration``,
    ``lastScheduledTime`` and ``schedulerObservingAffinityName`` — only the keys that changed.
 
@@ -143,9 +145,11 @@ def compute_patches(
     new_annotations = dict(_meta(rendered).get("annotations") or {})
     new_annotations.pop(EXPLANATION_ANNOTATION, None)
     changed = {k: v for k, v in new_annotations.items() if old_annotations.get(k) != v}
-    # only with a result write: the explanation alone never makes one (see the module's doc)
+    # with a result write, or once when there is none; a changed explanation alone never makes a
+    # write (see the module's doc)
     writes_result = bool(spec_patch or changed)
-    if explain is not None and writes_result and old_annotations.get(EXPLANATION_ANNOTATION) != explain:
+    old_explain = old_annotations.get(EXPLANATION_ANNOTATION)
+    if explain is not None and (writes_result or old_explain is None) and old_explain != explain:
         changed[EXPLANATION_ANNOTATION] = explain
     changed_annotations = fit_annotations(old_annotations, changed, optional=(EXPLANATION_ANNOTATION,))
     if changed_annotations:

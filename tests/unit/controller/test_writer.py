@@ -105,6 +105,12 @@ def test_a_new_explanation_alone_writes_nothing_and_rides_along_a_result_write()
         once, render_into_binding(once, one_more_rejected, now=NOW), explain=explanation(one_more_rejected)
     )
     assert again.spec is None and again.status is None
+    # a binding without one (a first decision that writes nothing else there) gets it once
+    bare = copy.deepcopy(once)
+    del bare["metadata"]["annotations"][EXPLANATION_ANNOTATION]
+    first = compute_patches(bare, render_into_binding(bare, result, now=NOW), explain=explanation(result))
+    assert first.spec is not None and "spec" not in first.spec
+    assert first.spec["metadata"]["annotations"] == {EXPLANATION_ANNOTATION: explanation(result)}
     moved = success(("m1", 3))
     patches = compute_patches(once, render_into_binding(once, moved, now=NOW), explain=explanation(moved))
     assert patches.spec is not None
