@@ -125,6 +125,25 @@ def test_groups_fail_over_in_order_and_survive_a_restart(
         in events
     )
     assert "ScheduleBindingSucceed|Binding has been scheduled successfully. Result: {m2:3, m3:1}" in events
+    # The fallback Warning goes on the template too, as Karmada's; the source is the program's name.
+    by_kind = server.kubectl(
+        "get",
+        "events",
+        "-n",
+        NAMESPACE,
+        "--field-selector",
+        "involvedObject.name=web,reason=ScheduleBindingFailed",
+        "-o",
+        "jsonpath={range .items[*]}{.involvedObject.kind}|{.source.component}|{.reportingComponent}|"
+        "{.message}{'\\n'}{end}",
+    )
+    fallback = "with clusterAffiliates index(0)"
+    kinds = {line.split("|")[0] for line in by_kind.splitlines() if fallback in line}
+    assert kinds == {"ResourceBinding", "Deployment"}, by_kind
+    assert all(
+        line.split("|")[1:3] == ["fleetsched-scheduler", "fleetsched-scheduler"]
+        for line in by_kind.splitlines()
+    ), by_kind
 
     # 3. Restart the operator while m1 recovers (its eviction task goes away).
     assert first.stop() == 0

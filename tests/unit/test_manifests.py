@@ -568,6 +568,40 @@ def test_beside_karmada_runs_only_the_scheduler_under_its_own_name(
     assert pod["automountServiceAccountToken"] is False
 
 
+@pytest.mark.parametrize(
+    ("overlay", "scheduler_name", "lease"),
+    [
+        ("beside-karmada", "fleetsched-scheduler", "fleetsched-scheduler"),
+        ("instead-of-karmada", "default-scheduler", "karmada-scheduler"),
+    ],
+)
+def test_each_karmada_overlay_and_its_karmada_apiserver_rbac_agree(
+    overlay: str, scheduler_name: str, lease: str
+) -> None:
+    """The Lease and the estimator Services are where the rights on karmada-apiserver are (the
+    overlay once put its Lease in karmada-system while the rights were in fleetsched-system)."""
+    deployment = find(kustomize(MANIFESTS / "overlays" / overlay), "Deployment", "fleetsched-scheduler")
+    args = parse_command(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert args.scheduler_name == scheduler_name
+    assert args.leader_elect_resource_name == lease
+    rbac = kustomize(MANIFESTS / "overlays" / overlay / "karmada-apiserver")
+    account = find(rbac, "ServiceAccount", "fleetsched-scheduler")["metadata"]["namespace"]
+    role = find(rbac, "Role", "fleetsched-scheduler")
+    assert role["metadata"]["namespace"] == args.leader_elect_resource_namespace
+    assert role["metadata"]["namespace"] == args.scheduler_estimator_service_namespace
+    lease_rules = [r for r in role["rules"] if r["resources"] == ["leases"]]
+    named = {v for r in lease_rules if r.get("resourceNames") == [lease] for v in r["verbs"]}
+    assert {"get", "update"} <= named
+    assert any("create" in r["verbs"] for r in lease_rules)
+    assert any(r["resources"] == ["services"] and "get" in r["verbs"] for r in role["rules"])
+    for kind in ("RoleBinding", "ClusterRoleBinding"):
+        subjects = find(rbac, kind, "fleetsched-scheduler")["subjects"]
+        assert subjects == [{"kind": "ServiceAccount", "name": "fleetsched-scheduler", "namespace": account}]
+    cluster_role = find(rbac, "ClusterRole", "fleetsched-scheduler")
+    assert cluster_role["rules"] == find(kustomize(MANIFESTS / "scheduler" / "rbac"), "ClusterRole",
+                                         "fleetsched-scheduler")["rules"]
+
+
 # ---- image -----------------------------------------------------------------------------------
 
 

@@ -241,6 +241,9 @@ class ControllerRuntime:
         if not self.synced.is_set():
             return False, "caches not synced"
         if self.sharding is not None:
+            problem = self.membership.problem if self.membership is not None else None
+            if problem is not None:
+                return False, problem
             if not self.is_leader:
                 return False, "not holding its member Lease"
             return True, "ok"

@@ -11,6 +11,16 @@ broadcaster does). While the scheduler is busy (``busy()``) senders hold events 
 ``max_deferral`` seconds each, so a burst of bindings is not slowed by twice as many Event writes.
 An identical event repeated for the same object within ``dedupe_window`` is sent once (client-go
 aggregates repeats too).
+
+**Source.** karmada-scheduler's Events name the program, ``karmada-scheduler``, as their
+``source.component`` (and ``reportingComponent``, which events.k8s.io calls
+``reportingController``), whatever its ``--scheduler-name``. fleetsched's do the same with the
+program's agent name, the one its writes' field manager and User-Agent carry:
+``fleetsched-scheduler`` for the scheduler, ``fleetsched-controller`` for the policy controller
+(``component_of``), whatever the scheduler names it serves. Not the scheduler name: run instead
+of karmada-scheduler it is ``default-scheduler``, which is kube-scheduler's component name, and
+one program serves several names (profiles). ``source.host`` / ``reportingInstance`` is the host
+(the pod) name.
 """
 
 from __future__ import annotations
@@ -95,7 +105,16 @@ class PendingEvent:
     queued_at: float = 0.0
 
 
-def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str, Any]:
+def component_of(client: Any) -> str:
+    """The reporting component for a client's writes: the agent part of its field manager
+    (``<agent>`` or ``<agent>/<shard member>``); ``COMPONENT`` when it has none."""
+    manager = getattr(client, "field_manager", None)
+    return str(manager).split("/", 1)[0] if manager else COMPONENT
+
+
+def event_body(
+    event: PendingEvent, *, now: dt.datetime, host: str, component: str = COMPONENT
+) -> dict[str, Any]:
     target = event.target
     # Cluster-scoped objects get their events in "default", as client-go does.
     namespace = target.namespace or "default"
@@ -122,8 +141,8 @@ def event_body(event: PendingEvent, *, now: dt.datetime, host: str) -> dict[str,
         "count": 1,
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
-        "source": {"component": COMPONENT, "host": host},
-        "reportingComponent": COMPONENT,
+        "source": {"component": component, "host": host},
+        "reportingComponent": component,
         "reportingInstance": host,
     }
 
@@ -138,8 +157,10 @@ class EventRecorder:
         dedupe_window: float = 300.0,
         busy: Callable[[], bool] | None = None,
         max_deferral: float = 300.0,
+        component: str | None = None,
     ) -> None:
         self.client = client
+        self.component = component or component_of(client)
         self.busy = busy
         self.max_deferral = max_deferral
         self.queue: asyncio.Queue[PendingEvent] = asyncio.Queue(maxsize=capacity)
@@ -187,7 +208,7 @@ class EventRecorder:
             ):
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, MAX_BUSY_PAUSE)
-            body = event_body(event, now=dt.datetime.now(dt.UTC), host=self._host)
+            body = event_body(event, now=dt.datetime.now(dt.UTC), host=self._host, component=self.component)
             try:
                 path = f"/api/v1/namespaces/{body['metadata']['namespace']}/events"
                 await self.client.create(path, body, decode=False)  # the echo is not used

@@ -5,7 +5,9 @@ shard group, in the controller's namespace; the live members divide the objects 
 hashing of the object's UID over the member names (``rendezvous_owner``), so a membership change
 moves only the departed or joining member's share.
 
-The timing rules are client-go leader election's (see ``leader.py``), applied per member:
+The Lease itself (writing it, taking it over, noticing a second writer, the bounds on what peers
+wrote) is ``fleetsched.kube.lease``'s; this module is the membership built on it. The timing rules
+are client-go leader election's, applied per member:
 
 * A replica renews its Lease every ``retry_period`` and HOLDS it while its last successful renewal
   is younger than ``renew_deadline`` by its own monotonic clock (fencing: it stops writing before
@@ -16,6 +18,21 @@ The timing rules are client-go leader election's (see ``leader.py``), applied pe
 * After (re)acquiring its Lease (start, or after a lapse such as SIGSTOP), a replica owns nothing
   until a LIST made afterwards has completed and one more retry period has passed, so the peers
   have listed it too and given up its share before it takes it.
+* A peer's Lease is not believed when its ``holderIdentity`` is not its name or its
+  ``leaseDurationSeconds`` is not an integer in ``1..300`` (``kube.lease.member_lease_problem``):
+  it is no member, and it is logged once (``shard_member_lease_ignored``), again only if the
+  reason changes. Such Leases are collected like dead ones, after ``GC_LEASE_DURATIONS`` of OUR
+  lease durations unchanged.
+* A duplicate identity (another process renews our member Lease: two replicas with one
+  ``--shard-identity``) stops this replica's writes at once (it holds nothing), is logged once
+  (``shard_member_identity_duplicate``, naming the identity and the Lease) and turns ``/readyz``
+  false with that reason (``problem``). The replica stops renewing and watches the Lease instead;
+  when it is deleted (the other stopped gracefully) or unchanged for its duration (the other
+  died), it takes the Lease over and joins again (``shard_member_identity_free``). The other
+  process keeps the Lease meanwhile, so the identity's share is scheduled by exactly one process.
+* After taking over a Lease another process wrote last (a killed previous run, or a duplicate),
+  a replica owns nothing for a renew deadline, by when that process has stopped writing (its own
+  fencing) whatever it is.
 * On graceful shutdown it deletes its Lease (the peers rebalance at their next LIST). Leases
   unchanged for ``GC_LEASE_DURATIONS`` lease durations (observed) are deleted by any live member,
   conditional on the resourceVersion seen, so a kill -9 leaves no litter.
@@ -35,19 +52,21 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 import structlog
 
-from fleetsched.controller.runtime.leader import LeaseApi, check_timings, micro_time
+from fleetsched.kube import lease as kube_lease
 from fleetsched.kube.client import ApiError
+from fleetsched.kube.lease import GROUP_LABEL as GROUP_LABEL
+from fleetsched.kube.lease import ApiMemberLeaseStore as ApiMemberLeaseStore
+from fleetsched.kube.lease import MemberLeaseStore as MemberLeaseStore
 from fleetsched.scheduler.config.configuration import SHARD_MODES as SHARD_MODES
 
 log = structlog.get_logger("fleetsched.shard")
 _blake2b = hashlib.blake2b
 
-GROUP_LABEL = "scheduler.fleetsched.io/shard-group"
 # A peer's Lease unchanged (by our clock) for this many of its lease durations is deleted.
 GC_LEASE_DURATIONS = 4
 MAX_MEMBER_NAME = 63  # a DNS-1123 label, so the name is also a valid label value
@@ -96,7 +115,9 @@ def member_name(group: str, identity: str) -> str:
 @dataclass(frozen=True, slots=True)
 class ShardConfig:
     """One replica's member Lease: the group (``--leader-elect-resource-name``), the namespace,
-    this replica's member name, and client-go's timings (``--leader-elect-*``)."""
+    this replica's member name, and client-go's timings (``--leader-elect-*``); ``identity`` is
+    the raw ``--shard-identity`` the member name came from (for the logs; the member name when
+    not given)."""
 
     group: str
     namespace: str
@@ -104,6 +125,7 @@ class ShardConfig:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    identity: str = ""
 
     def __post_init__(self) -> None:
         if not self.group or len(self.group) > 63 or not _LABEL_VALUE.match(self.group):
@@ -114,54 +136,13 @@ class ShardConfig:
             raise ValueError("member Lease namespace (--leader-elect-resource-namespace) must not be empty")
         if self.member != member_name(self.member, ""):
             raise ValueError(f"shard member name {self.member!r} is not a DNS-1123 label")
-        check_timings(self.lease_duration, self.renew_deadline, self.retry_period)
+        kube_lease.check_timings(self.lease_duration, self.renew_deadline, self.retry_period)
 
     @classmethod
     def of(cls, group: str, namespace: str, identity: str, **timings: float) -> ShardConfig:
         """From the group and a raw identity (``--shard-identity``, the host name by default)."""
-        return cls(group=group, namespace=namespace, member=member_name(group, identity), **timings)
-
-
-# ---- the Leases ------------------------------------------------------------------------------------
-
-
-class MemberLeaseStore(Protocol):
-    """The group's member Leases (JSON form). ``replace`` raises ApiError(409) on a stale
-    resourceVersion; ``delete`` with a resourceVersion is conditional on it (409 otherwise)."""
-
-    async def get(self, name: str) -> dict[str, Any] | None: ...
-    async def create(self, lease: dict[str, Any]) -> dict[str, Any]: ...
-    async def replace(self, lease: dict[str, Any]) -> dict[str, Any]: ...
-    async def list(self) -> list[dict[str, Any]]: ...
-    async def delete(self, name: str, resource_version: str | None) -> None: ...
-
-
-@dataclass
-class ApiMemberLeaseStore(LeaseApi):
-    """The member Leases through the API server (LIST by the group label)."""
-
-    group: str = ""
-
-    async def get(self, name: str) -> dict[str, Any] | None:
-        return await self.get_named(name)
-
-    async def list(self) -> list[dict[str, Any]]:
-        page = await asyncio.wait_for(
-            self.client.get(self.collection, {"labelSelector": f"{GROUP_LABEL}={self.group}"}), self.timeout
-        )
-        return list(page.get("items") or [])
-
-    async def delete(self, name: str, resource_version: str | None) -> None:
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        if resource_version:
-            body["preconditions"] = {"resourceVersion": resource_version}
-        try:
-            await asyncio.wait_for(
-                self.client.request("DELETE", f"{self.collection}/{name}", body=body), self.timeout
-            )
-        except ApiError as exc:
-            if not exc.is_not_found:
-                raise
+        member = member_name(group, identity)
+        return cls(group=group, namespace=namespace, member=member, identity=identity, **timings)
 
 
 # ---- membership ------------------------------------------------------------------------------------
@@ -183,6 +164,16 @@ class _Peer:
     spec: dict[str, Any]
     observed: float  # our monotonic time when ``spec`` last changed
     resource_version: str | None
+    problem: str | None = None  # why its Lease is not believed (kube.lease.member_lease_problem)
+
+
+@dataclass(slots=True)
+class _Duplicate:
+    """Another process renews our member Lease: what we saw of it last, and since when."""
+
+    error: kube_lease.DuplicateIdentity
+    seen: tuple[Any, ...] | None = None  # (spec, instance) last read
+    observed: float = 0.0  # our monotonic time when ``seen`` last changed
 
 
 # what a request to the API server may end with besides an answer (aiohttp's disconnects included)
@@ -202,15 +193,28 @@ class ShardMembership:
 
     # set while ``active``: workers wait on it
     active_event: asyncio.Event = field(default_factory=asyncio.Event)
-    _lease: dict[str, Any] | None = None
     _last_renew: float | None = None
     _acquired_at: float | None = None  # start of the current holding (after a lapse: again)
     _join_at: float | None = None  # when this replica may own its share (None: not yet listed)
+    _join_not_before: float = 0.0  # after taking over another process's Lease: its fencing
     _last_list: float | None = None
     _peers: dict[str, _Peer] = field(default_factory=dict)
     _members: frozenset[str] = frozenset()
     _active: bool = False
     _released: bool = False
+    _duplicate: _Duplicate | None = None
+    _own: kube_lease.MemberLease = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._own = kube_lease.MemberLease(
+            name=self.config.member,
+            namespace=self.config.namespace,
+            group=self.config.group,
+            # whole seconds, rounded up: peers must not see a shorter duration than ours
+            lease_duration=math.ceil(self.config.lease_duration),
+            store=self.store,
+            wall_clock=self.wall_clock,
+        )
 
     @property
     def name(self) -> str:
@@ -235,6 +239,18 @@ class ShardMembership:
         return self.clock() - self._last_list < self.config.renew_deadline
 
     @property
+    def problem(self) -> str | None:
+        """Why this replica may not hold its member Lease although it is up (a duplicate
+        identity), for ``/readyz``; None otherwise."""
+        if self._duplicate is None:
+            return None
+        return f"duplicate shard identity {self._identity!r}: {self._duplicate.error}"
+
+    @property
+    def _identity(self) -> str:
+        return self.config.identity or self.config.member
+
+    @property
     def members(self) -> tuple[str, ...]:
         """The live members as last computed, sorted (self included while holding)."""
         return tuple(sorted(self._members))
@@ -253,6 +269,9 @@ class ShardMembership:
         if self._released:
             return
         now = self.clock()
+        if self._duplicate is not None and not await self._duplicate_gone(now):
+            self._publish()
+            return
         if self._active and not self.active:
             # Our renewal or our LIST got too old since the last round (a lapse, e.g. SIGSTOP):
             # say so before anything else, so the controller forgets what it owned and takes it
@@ -277,60 +296,74 @@ class ShardMembership:
         else:
             remaining = self.config.renew_deadline
         try:
-            self._lease = await asyncio.wait_for(self._write_lease(), remaining)
+            previous = await asyncio.wait_for(self._own.renew(), remaining)
+        except kube_lease.DuplicateIdentity as exc:
+            self._found_duplicate(exc, now)
+            return False
         except _FAILURES as exc:
             log.warning("shard_member_lease_renew_failed", member=self.name, error=str(exc) or repr(exc))
             return False
+        if previous is not None:
+            # Another process wrote the Lease last (a previous run of ours killed, or a duplicate):
+            # whatever it is, it stops writing within a renew deadline of its last renewal, which
+            # came before ours.
+            self._join_not_before = self.clock() + self.config.renew_deadline
+            log.info(
+                "shard_member_lease_taken_over",
+                member=self.name,
+                namespace=self.config.namespace,
+                previous_instance=previous[:120],
+                owns_nothing_for=self.config.renew_deadline,
+            )
         self._last_renew = now
         return True
 
-    async def _write_lease(self) -> dict[str, Any]:
-        wall = micro_time(self.wall_clock())
-        spec: dict[str, Any] = {
-            "holderIdentity": self.name,
-            # whole seconds, rounded up: peers must not see a shorter duration than ours
-            "leaseDurationSeconds": math.ceil(self.config.lease_duration),
-            "acquireTime": wall,
-            "renewTime": wall,
-        }
-        current = self._lease
-        if current is None:
-            current = await self.store.get(self.name)
-        if current is None:
-            return await self.store.create(self._new_lease(spec))
-        body = dict(current)
-        old_spec = dict(body.get("spec") or {})
-        if old_spec.get("holderIdentity") == self.name and old_spec.get("acquireTime"):
-            spec["acquireTime"] = old_spec["acquireTime"]
-        body["spec"] = spec
-        try:
-            return await self.store.replace(body)
-        except ApiError as exc:
-            if exc.is_not_found:  # deleted under us (collected while we were stopped): again
-                self._lease = None
-                return await self.store.create(self._new_lease(spec))
-            if exc.is_conflict:
-                # A renewal that timed out did land (take the current version next round), or
-                # another process runs with the same member name: say so, it would share our share.
-                self._lease = None
-                log.warning(
-                    "shard_member_lease_conflict",
-                    member=self.name,
-                    hint="if this repeats, another replica runs with the same --shard-identity",
-                )
-            raise
+    def _found_duplicate(self, exc: kube_lease.DuplicateIdentity, now: float) -> None:
+        """Another process renews our Lease: stop writing now, say so once, watch the Lease."""
+        self._duplicate = _Duplicate(exc, observed=now)
+        self._last_renew = None  # holds nothing from now on: no write passes the checks
+        self._acquired_at = self._join_at = None
+        log.error(
+            "shard_member_identity_duplicate",
+            identity=self._identity,
+            member=self.name,
+            namespace=self.config.namespace,
+            other_instance=exc.other[:120],
+            error=f"another replica runs with --shard-identity={self._identity} and renews member Lease "
+            f"{self.config.namespace}/{self.name}: this replica stops writing and turns unready until "
+            "that Lease is deleted or left unrenewed for its duration",
+        )
 
-    def _new_lease(self, spec: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {
-                "name": self.name,
-                "namespace": self.config.namespace,
-                "labels": {GROUP_LABEL: self.config.group},
-            },
-            "spec": spec,
-        }
+    async def _duplicate_gone(self, now: float) -> bool:
+        """While a duplicate holds our Lease: read it; True (and the state cleared) once it is
+        gone or unchanged for its duration by our clock, so this replica may take it over."""
+        duplicate = self._duplicate
+        assert duplicate is not None
+        try:
+            current = await self.store.get(self.name)
+        except _FAILURES as exc:
+            log.warning("shard_member_lease_read_failed", member=self.name, error=str(exc) or repr(exc))
+            return False
+        if current is not None:
+            spec = dict(current.get("spec") or {})
+            seen = (spec, kube_lease.instance_of(current))
+            if seen != duplicate.seen:
+                if duplicate.seen is not None:  # the first read: as found (renewed) at detection
+                    duplicate.observed = now
+                duplicate.seen = seen
+            duration = kube_lease.duration_seconds(spec) or self.config.lease_duration
+            if now - duplicate.observed < duration:
+                return False
+        self._duplicate = None
+        self._own.lease = None
+        log.warning(
+            "shard_member_identity_free",
+            identity=self._identity,
+            member=self.name,
+            namespace=self.config.namespace,
+            lease="deleted" if current is None else "unrenewed for its duration",
+        )
+        return True
 
     async def _list(self) -> None:
         try:
@@ -350,20 +383,31 @@ class ShardMembership:
             spec = dict(lease.get("spec") or {})
             peer = self._peers.get(name)
             if peer is None or peer.spec != spec:
-                self._peers[name] = _Peer(spec, now, meta.get("resourceVersion"))
+                problem = kube_lease.member_lease_problem(lease)
+                if problem is not None and (peer is None or peer.problem != problem):
+                    log.warning(
+                        "shard_member_lease_ignored",
+                        lease=f"{self.config.namespace}/{name}",
+                        member=self.name,
+                        reason=problem,
+                    )
+                self._peers[name] = _Peer(spec, now, meta.get("resourceVersion"), problem)
             else:
                 peer.resource_version = meta.get("resourceVersion")
         for name in set(self._peers) - seen:
             del self._peers[name]
         await self._collect(now)
         if self._acquired_at is not None and self._join_at is None:
-            self._join_at = now + self.config.retry_period
+            self._join_at = max(now + self.config.retry_period, self._join_not_before)
 
     def _peer_duration(self, peer: _Peer) -> float:
-        return float(peer.spec.get("leaseDurationSeconds") or self.config.lease_duration)
+        """Its lease duration; ours for a Lease not believed (for collecting it)."""
+        return float(kube_lease.duration_seconds(peer.spec) or self.config.lease_duration)
 
     def _peer_live(self, peer: _Peer, now: float) -> bool:
-        return bool(peer.spec.get("holderIdentity")) and now - peer.observed < self._peer_duration(peer)
+        if peer.problem is not None or not peer.spec.get("holderIdentity"):
+            return False
+        return now - peer.observed < self._peer_duration(peer)
 
     async def _collect(self, now: float) -> None:
         """Delete the Leases of peers unchanged for GC_LEASE_DURATIONS lease durations."""
@@ -434,10 +478,8 @@ class ShardMembership:
         self._released = True
         self._active = False
         self.active_event.clear()
-        lease = self._lease
-        if lease is None:
-            return
-        version = (lease.get("metadata") or {}).get("resourceVersion")
+        if self._own.lease is None or self._duplicate is not None:
+            return  # nothing of ours to delete (a duplicate holds it: it is not ours to delete)
         with contextlib.suppress(*_FAILURES):
-            await self.store.delete(self.name, version)
+            await self._own.delete()
             log.info("shard_member_lease_deleted", member=self.name, group=self.config.group)

@@ -809,12 +809,8 @@ class SchedulerOperator:
             for attempt in result.attempts:
                 if attempt.error and attempt.affinity_name in names:
                     index = names.index(attempt.affinity_name)
-                    self.runtime.events.record(
-                        InvolvedObject.of_binding(obj),
-                        WARNING,
-                        REASON_FAILED,
-                        group_failure_message(kind, key, index, attempt.error),
-                    )
+                    message = group_failure_message(kind, key, index, attempt.error)
+                    self._record(obj, WARNING, REASON_FAILED, message)  # binding and template, as Karmada
         if result.condition.status:
             clusters = (rendered.get("spec") or {}).get("clusters") or []
             self._record(obj, NORMAL, REASON_SUCCEED, success_message(kind, clusters))

@@ -4,8 +4,15 @@
 should look like after a result; this module turns the difference between the binding as read and
 as rendered into JSON merge patches:
 
-1. the main resource: ``spec.clusters`` plus the ``policy.karmada.io/applied-placement`` annotation
-   and a compact explanation annotation — only the parts that changed, nothing when none did;
+1. the main resource: ``spec.clusters`` (compared in any order: ``same_targets``) plus the
+   ``policy.karmada.io/applied-placement`` annotation and a compact explanation annotation — only
+   the parts that changed, nothing when none did. The explanation rides along such a write, or
+   is written once when the binding has none (a first decision whose result writes nothing to the
+   main resource, e.g. an error); a changed explanation alone never causes a write: it counts the
+   filter verdicts of every cluster, so a cluster joining or changing elsewhere would otherwise
+   rewrite every binding it did not move (Duplicated bindings are scheduled again on every
+   cluster change). It so explains the decision that last changed the result (``simulate
+   --explain`` gives today's);
 2. the status subresource: the Scheduled condition, ``schedulerObservedGeneration``,
    ``lastScheduledTime`` and ``schedulerObservingAffinityName`` — only the keys that changed.
 
@@ -48,7 +55,8 @@ class Patches:
 def explanation(result: ScheduleResult) -> str:
     """A compact, deterministic JSON summary of why the binding landed where it did.
 
-    It holds no timestamps or capacity figures, so an unchanged decision never causes a write.
+    It holds no timestamps or capacity figures, and lists clusters in name order (not in score
+    order, which moves with capacities), so the same decision gives the same text.
     A profile other than the default is named, with the weighted score total of each selected
     cluster; skipped (ignorable) plugins and extenders' filter verdicts are listed when present.
     """
@@ -59,7 +67,7 @@ def explanation(result: ScheduleResult) -> str:
         group: dict[str, Any] = {
             "feasible": summary.feasible,
             "rejected": dict(summary.rejected),
-            "selected": list(attempt.selected),
+            "selected": sorted(attempt.selected),
         }
         if attempt.affinity_name:
             group["affinityName"] = attempt.affinity_name
@@ -76,7 +84,8 @@ def explanation(result: ScheduleResult) -> str:
             }
         if custom and attempt.selected:
             selected = set(attempt.selected)
-            group["scores"] = {n.cluster: n.score for n in attempt.numbers if n.cluster in selected}
+            numbers = sorted(attempt.numbers, key=lambda n: n.cluster)
+            group["scores"] = {n.cluster: n.score for n in numbers if n.cluster in selected}
         groups.append(group)
     head: dict[str, Any] = {"profile": result.profile} if custom else {}
     text = _compact_json({**head, "strategy": result.strategy, "mode": result.mode, "groups": groups})
@@ -101,6 +110,22 @@ def _compact_json(value: Any) -> str:
     return text
 
 
+def same_targets(old: Any, new: Any) -> bool:
+    """Whether two ``spec.clusters`` lists place the same replicas on the same clusters, in any
+    order: the list's order means nothing to its readers, and the core lists clusters in score
+    order, which capacity changes reshuffle (a Duplicated binding, scheduled again on every
+    cluster change, would be rewritten for a new order alone)."""
+    if (old or None) == (new or None):
+        return True
+    if not isinstance(old, list) or not isinstance(new, list) or len(old) != len(new):
+        return False
+
+    def key(target: Any) -> str:
+        return json.dumps(target, sort_keys=True, separators=(",", ":"))
+
+    return sorted(map(key, old)) == sorted(map(key, new))
+
+
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
@@ -114,17 +139,19 @@ def compute_patches(
     spec_patch: dict[str, Any] = {}
     old_clusters = (original.get("spec") or {}).get("clusters")
     new_clusters = (rendered.get("spec") or {}).get("clusters")
-    if (old_clusters or None) != (new_clusters or None):
+    if not same_targets(old_clusters, new_clusters):
         spec_patch["spec"] = {"clusters": new_clusters or None}
     old_annotations = _meta(original).get("annotations") or {}
     new_annotations = dict(_meta(rendered).get("annotations") or {})
-    if explain is not None and (spec_patch or old_annotations.get(EXPLANATION_ANNOTATION) != explain):
-        new_annotations[EXPLANATION_ANNOTATION] = explain
-    changed_annotations = fit_annotations(
-        old_annotations,
-        {k: v for k, v in new_annotations.items() if old_annotations.get(k) != v},
-        optional=(EXPLANATION_ANNOTATION,),
-    )
+    new_annotations.pop(EXPLANATION_ANNOTATION, None)
+    changed = {k: v for k, v in new_annotations.items() if old_annotations.get(k) != v}
+    # with a result write, or once when there is none; a changed explanation alone never makes a
+    # write (see the module's doc)
+    writes_result = bool(spec_patch or changed)
+    old_explain = old_annotations.get(EXPLANATION_ANNOTATION)
+    if explain is not None and (writes_result or old_explain is None) and old_explain != explain:
+        changed[EXPLANATION_ANNOTATION] = explain
+    changed_annotations = fit_annotations(old_annotations, changed, optional=(EXPLANATION_ANNOTATION,))
     if changed_annotations:
         spec_patch["metadata"] = {"annotations": changed_annotations}
     generation_after = generation + 1 if "spec" in spec_patch else generation

@@ -76,3 +76,26 @@ async def test_repeats_are_sent_once_and_busy_defers_sending() -> None:
     await recorder.flush(2)
     assert [e["reason"] for e in client.created] == ["ScheduleBindingSucceed", "ScheduleBindingFailed"]
     await recorder.stop()
+
+
+async def test_the_source_is_the_programs_agent_name_whatever_the_scheduler_name() -> None:
+    """As karmada-scheduler's Events say ``karmada-scheduler``: the program, from its field manager
+    (``<agent>`` or ``<agent>/<member>`` in shard mode), never a scheduler name."""
+    cases = {
+        "fleetsched-scheduler": "fleetsched-scheduler",
+        "fleetsched-scheduler/fleetsched-scheduler-r0": "fleetsched-scheduler",
+        "fleetsched-controller": "fleetsched-controller",
+    }
+    target = InvolvedObject("apps/v1", "Deployment", "web", "ns", "u")
+    for manager, component in cases.items():
+        client = FakeClient()
+        client.field_manager = manager  # type: ignore[attr-defined]
+        recorder = EventRecorder(client)  # type: ignore[arg-type]
+        recorder.start()
+        recorder.record(target, "Warning", "ScheduleBindingFailed", "no fit")
+        await recorder.flush(2)
+        await recorder.stop()
+        body = client.created[0]
+        assert body["source"]["component"] == component
+        assert body["reportingComponent"] == component
+        assert body["source"]["host"] == body["reportingInstance"]

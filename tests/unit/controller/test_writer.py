@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 import json
 from typing import Any
 
 from fleetsched.controller.scheduler.writer import EXPLANATION_ANNOTATION, compute_patches, explanation
 from fleetsched.scheduler import ScheduleResult, render_into_binding
-from fleetsched.scheduler.outcome import Condition, GroupAttempt
+from fleetsched.scheduler.outcome import Condition, FilterSummary, GroupAttempt
 from fleetsched.scheduler.types import TargetCluster
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
@@ -82,6 +83,46 @@ def test_unchanged_result_writes_nothing_to_spec() -> None:
     assert later.status == {"status": {"lastScheduledTime": "2026-05-01T12:00:05Z"}}
 
 
+def test_a_new_explanation_alone_writes_nothing_and_rides_along_a_result_write() -> None:
+    """Duplicated bindings are scheduled again on every cluster change: a cluster joining elsewhere
+    changes the rejection counts of every explanation, and must not rewrite bindings it did not move."""
+    binding = stored()
+    result = success(("m1", 3), ("m2", 3))
+    once = render_into_binding(binding, result, now=NOW)
+    once["metadata"]["annotations"][EXPLANATION_ANNOTATION] = explanation(result)
+    once["status"]["schedulerObservedGeneration"] = 4
+    one_more_rejected = dataclasses.replace(
+        result,
+        attempts=(
+            GroupAttempt(
+                affinity_name="", selected=("m1", "m2"),
+                summary_factory=lambda: FilterSummary(feasible=2, rejected=(("ClusterAffinity", 1),)),
+            ),
+        ),
+    )
+    assert explanation(one_more_rejected) != explanation(result)
+    again = compute_patches(
+        once, render_into_binding(once, one_more_rejected, now=NOW), explain=explanation(one_more_rejected)
+    )
+    assert again.spec is None and again.status is None
+    # a binding without one (a first decision that writes nothing else there) gets it once
+    bare = copy.deepcopy(once)
+    del bare["metadata"]["annotations"][EXPLANATION_ANNOTATION]
+    first = compute_patches(bare, render_into_binding(bare, result, now=NOW), explain=explanation(result))
+    assert first.spec is not None and "spec" not in first.spec
+    assert first.spec["metadata"]["annotations"] == {EXPLANATION_ANNOTATION: explanation(result)}
+    moved = success(("m1", 3))
+    patches = compute_patches(once, render_into_binding(once, moved, now=NOW), explain=explanation(moved))
+    assert patches.spec is not None
+    assert patches.spec["metadata"]["annotations"][EXPLANATION_ANNOTATION] == explanation(moved)
+
+
+def test_the_explanation_lists_clusters_by_name_whatever_the_score_order() -> None:
+    by_score = success(("m2", 3), ("m1", 3))
+    assert explanation(by_score) == explanation(success(("m1", 3), ("m2", 3)))
+    assert '"selected":["m1","m2"]' in explanation(by_score)
+
+
 def test_fit_error_clears_targets_and_leaves_generation_alone() -> None:
     binding = stored()
     binding["spec"]["clusters"] = [{"name": "m1", "replicas": 3}]
@@ -121,3 +162,14 @@ def test_the_compact_json_of_the_explanation_is_the_stdlib_text_whatever_the_str
         [True, False, None, 0, -1],
     ]:
         assert _compact_json(value) == json.dumps(value, separators=(",", ":"))
+
+
+def test_the_same_targets_in_another_order_are_the_same_result() -> None:
+    binding = stored()
+    binding["spec"]["clusters"] = [{"name": "m2", "replicas": 3}, {"name": "m1", "replicas": 3}]
+    result = success(("m1", 3), ("m2", 3))
+    patches = compute_patches(binding, render_into_binding(binding, result, now=NOW), explain=None)
+    assert patches.spec is None or "spec" not in patches.spec
+    other = success(("m1", 3), ("m2", 2))
+    patches = compute_patches(binding, render_into_binding(binding, other, now=NOW), explain=None)
+    assert patches.spec is not None and patches.spec["spec"]["clusters"][1] == {"name": "m2", "replicas": 2}
