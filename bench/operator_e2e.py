@@ -195,7 +195,7 @@ class Observer:
                 f"{self.client.connection.server}{RB_PATH.format(ns=self.namespace)}?watch=1"
                 f"&allowWatchBookmarks=true&resourceVersion={resource_version}&timeoutSeconds=600"
             )
-            async with session.get(url, timeout=None) as response:
+            async with session.get(url, timeout=None, **await raw_options(self.client)) as response:
                 async for line in response.content:
                     event = orjson.loads(line)
                     obj = event["object"]
@@ -501,10 +501,21 @@ class ProfiledSchedulerProcess(SchedulerProcess):
         return [base[0], "-m", "cProfile", "-o", self.profile_path, *base[1:]]
 
 
+async def raw_options(client: KubeClient) -> dict[str, Any]:
+    """What a raw request on the client's aiohttp session needs to be the client's: its TLS context
+    (CA, client certificate) and its Authorization header."""
+    context = client.credentials.ssl_context()
+    authorization = await client.credentials.authorization()
+    return {
+        "ssl": context if context is not None else True,
+        "headers": {"Authorization": authorization} if authorization else None,
+    }
+
+
 async def apiserver_requests(client: KubeClient) -> dict[str, float]:
     """apiserver_request_total summed by verb and resource (the apiserver's own count)."""
     url = f"{client.connection.server}/metrics"
-    async with client._session.get(url) as response:
+    async with client._session.get(url, **await raw_options(client)) as response:
         text = await response.text()
     totals: dict[str, float] = {}
     for line in text.splitlines():
@@ -522,7 +533,7 @@ async def apiserver_requests(client: KubeClient) -> dict[str, float]:
 async def apiserver_cpu_profile(client: KubeClient, path: Path, seconds: int = 10) -> None:
     """Fetch kube-apiserver's Go CPU profile over ``seconds`` (needs --profiling=true)."""
     url = f"{client.connection.server}/debug/pprof/profile?seconds={seconds}"
-    async with client._session.get(url, timeout=None) as response:
+    async with client._session.get(url, timeout=None, **await raw_options(client)) as response:
         path.write_bytes(await response.read())
     print(f"kube-apiserver CPU profile written to {path}", file=sys.stderr)
 
