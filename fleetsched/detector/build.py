@@ -210,16 +210,21 @@ def build_binding_fields(
         metadata["namespace"] = template.namespace
     metadata["labels"] = dict(shared.labels)
     metadata["annotations"] = dict(shared.annotations)
-    metadata["ownerReferences"] = [
-        {
-            "apiVersion": api_version,
-            "kind": kind,
-            "name": name,
-            "uid": template.uid or "",
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
+    if template.uid:
+        # A template read from files has no uid, and the API server refuses an owner reference
+        # without one (``ownerReferences.uid: "" must not be empty``): the binding is then written
+        # without it, so ``simulate -o yaml | kubectl apply -f -`` is accepted. Live templates
+        # always have one.
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": name,
+                "uid": template.uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
     metadata["finalizers"] = [
         constants.BINDING_FINALIZER if namespaced_binding else constants.CLUSTER_BINDING_FINALIZER
     ]

@@ -59,16 +59,19 @@ def reference_build_binding(
         namespace=template.namespace if namespaced_binding else None,
         labels=labels,
         annotations=annotations,
+        # no owner reference without the template's uid (the API server refuses an empty one)
         owner_references=[
             OwnerReference(
                 api_version=template.api_version,
                 kind=template.kind,
                 name=template.name,
-                uid=template.uid or "",
+                uid=template.uid,
                 controller=True,
                 block_owner_deletion=True,
             )
-        ],
+        ]
+        if template.uid
+        else None,
         finalizers=[
             "karmada.io/binding-controller"
             if namespaced_binding
