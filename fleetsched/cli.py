@@ -16,6 +16,15 @@ from fleetsched import __version__
 # command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("fleetsched.simulate", "schedule bindings offline from YAML files and print the result"),
+    "explain": (
+        "fleetsched.live.explain_cmd",
+        "explain a live binding: the per-cluster story of simulate --explain on the live state",
+    ),
+    "what-if": (
+        "fleetsched.live.whatif_cmd",
+        "lay changed policies, workloads or Clusters over the live state and show which bindings move "
+        "(exit 3: one would become unschedulable)",
+    ),
     "scheduler": (
         "fleetsched.controller.scheduler.command",
         "run the scheduler operator against a control plane",

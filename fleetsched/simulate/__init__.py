@@ -36,7 +36,13 @@ and ``--explain``), ``output`` (streaming ``-o json|yaml`` and the table) and ``
 
 from __future__ import annotations
 
-from fleetsched.simulate.command import EXIT_BAD_INPUT, add_arguments, run, simulate_objects
+from fleetsched.simulate.command import (
+    EXIT_BAD_INPUT,
+    EXIT_UNSCHEDULABLE,
+    add_arguments,
+    run,
+    simulate_objects,
+)
 from fleetsched.simulate.explain import explain
 from fleetsched.simulate.plan import merge_bindings, unknown_target_notes
 from fleetsched.simulate.pool import queue_order
@@ -44,6 +50,7 @@ from fleetsched.simulate.progress import Progress
 
 __all__ = [
     "EXIT_BAD_INPUT",
+    "EXIT_UNSCHEDULABLE",
     "Progress",
     "add_arguments",
     "explain",

@@ -47,6 +47,8 @@ from fleetsched.simulate.pool import OVERCOMMIT_GATE, Job, schedule_all
 from fleetsched.simulate.progress import Progress, isatty
 
 EXIT_BAD_INPUT = 2
+# --fail-on-unschedulable: some binding was tried and not scheduled (Scheduled=False).
+EXIT_UNSCHEDULABLE = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +114,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the progress line (phase and counts) on stderr even when stderr is not a "
         "terminal; on a terminal it appears by itself when the work takes more than 2 seconds",
+    )
+    parser.add_argument(
+        "--fail-on-unschedulable",
+        action="store_true",
+        help=f"exit {EXIT_UNSCHEDULABLE} when any binding was tried and not scheduled (Scheduled=False), "
+        "after printing everything, so CI can gate on it; without it a binding that cannot be placed "
+        "is a result and the exit status is 0 (a binding no profile serves is not counted)",
     )
     record_explicit_flags(parser)
 
@@ -317,7 +326,10 @@ def _run(args: argparse.Namespace) -> int:
                   "binding is scheduled against the assumptions of those before it, one at a time",
                   file=sys.stderr)
             jobs = 1
-        _write(job, work, jobs=jobs, progress=progress)
+        unschedulable = _write(job, work, jobs=jobs, progress=progress)
+        if unschedulable and args.fail_on_unschedulable:
+            print(f"fleetsched simulate: {unschedulable} binding(s) not scheduled", file=sys.stderr)
+            return EXIT_UNSCHEDULABLE
     except (LoadError, ConversionError, PluginSelectionError, BadInput, WorkerError) as e:
         progress.clear()
         print(for_terminal(f"fleetsched simulate: {e}"), file=sys.stderr)
@@ -395,14 +407,17 @@ def _collector_paused() -> Iterator[None]:
     gc.freeze()
 
 
-def _write(job: Job, work: list[tuple[bytes, bool]], *, jobs: int, progress: Progress) -> None:
-    """Schedule ``work`` and write each result as it comes, in input order."""
+def _write(job: Job, work: list[tuple[bytes, bool]], *, jobs: int, progress: Progress) -> int:
+    """Schedule ``work`` and write each result as it comes, in input order; the number of bindings
+    tried and not scheduled."""
     writer = Writer(
         output=job.output, explain=job.explain, stdout=sys.stdout, stderr=sys.stderr, progress=progress
     )
     progress.phase("scheduling", total=len(work), unit="bindings")
     started = False
+    unschedulable = 0
     for rendered in schedule_all(job, work, jobs=jobs):
+        unschedulable += sum(r.unschedulable for r in rendered)
         if not started:  # nothing on stdout before the first binding is scheduled
             writer.begin()
             started = True
@@ -412,3 +427,4 @@ def _write(job: Job, work: list[tuple[bytes, bool]], *, jobs: int, progress: Pro
         writer.begin()
     writer.end()
     progress.finish(f"scheduled {len(work)} bindings" + (f" ({jobs} processes)" if jobs > 1 else ""))
+    return unschedulable

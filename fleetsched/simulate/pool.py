@@ -65,6 +65,8 @@ class Rendered:
     item: str | None
     row: Row | None
     explanation: str | None
+    # A scheduling attempt was made and failed (Scheduled=False); --fail-on-unschedulable counts these.
+    unschedulable: bool = False
 
 
 _STATE: tuple[Job, Snapshot] | None = None
@@ -137,6 +139,7 @@ def _schedule_one(
             if job.explain
             else None
         ),
+        unschedulable=result.condition is not None and not result.condition.status,
     )
 
 

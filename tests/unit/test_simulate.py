@@ -333,3 +333,15 @@ def test_nodes_of_an_unknown_member_cluster_are_bad_input(
     assert len(err.strip().splitlines()) == 1
     assert "nodes.yaml: document 1" in err and "unknown cluster 'm9'" in err
     assert "metadata.annotations[fleetsched.io/member-cluster]" in err
+
+
+def test_fail_on_unschedulable_exits_3_after_printing_everything(
+    files: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, *files)
+    assert code == 0  # by default a binding that cannot be placed is a result
+    code, gated, err = _run(capsys, *files, "--fail-on-unschedulable")
+    assert code == 3 and gated == out
+    assert err.strip() == "fleetsched simulate: 1 binding(s) not scheduled"
+    code, _, _ = _run(capsys, files[0], "--fail-on-unschedulable")  # nothing to schedule
+    assert code == 0

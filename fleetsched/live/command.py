@@ -1,0 +1,163 @@
+"""``fleetsched explain`` and ``fleetsched what-if``: their flags and runs. Each reads the live state
+(``state``), runs simulate on it in this process (``run``) and prints; nothing is written to the API
+server. Bad input or an unreadable live state: one line on stderr, exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fleetsched.api.text import for_terminal
+
+EXIT_BAD_INPUT = 2
+EXIT_UNSCHEDULABLE = 3  # what-if: some binding would become unschedulable
+
+
+class _Refused(Exception):
+    pass
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig of the control plane (default: $KUBECONFIG, in-cluster, ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the scheduler's SchedulerConfiguration file, as given to `fleetsched scheduler --config` "
+        "(default: the default profile)",
+    )
+    parser.add_argument(
+        "--feature-gates", default="", help="the scheduler's --feature-gates, as given to it"
+    )
+
+
+def _flags(args: argparse.Namespace) -> list[str]:
+    flags = []
+    if args.config:
+        flags += ["--config", args.config]
+    if args.feature_gates:
+        flags += ["--feature-gates", args.feature_gates]
+    return flags
+
+
+def _fail(command: str, message: str) -> int:
+    print(for_terminal(f"fleetsched {command}: {message}"), file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+# -- explain -------------------------------------------------------------------------------------
+
+
+def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "binding",
+        metavar="rb/NAMESPACE/NAME|crb/NAME",
+        help="the binding to explain: its per-cluster story (filters, scores, estimates, division) "
+        "as `fleetsched simulate --explain` prints it for the live Clusters and this binding",
+    )
+    _common(parser)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from fleetsched.live import state
+    from fleetsched.live.run import simulate
+
+    try:
+        kind, namespace, name = state.parse_binding_ref(args.binding)
+    except ValueError as exc:
+        return _fail("explain", str(exc))
+    try:
+        objects = state.read_binding_state(args.kubeconfig, kind, namespace, name)
+    except state.LiveError as exc:
+        return _fail("explain", str(exc))
+    result = simulate(objects, ["--explain", *_flags(args)])
+    sys.stderr.write(result.stderr.replace("fleetsched simulate:", "fleetsched explain:"))
+    sys.stdout.write(result.stdout)
+    return result.status
+
+
+# -- what-if -------------------------------------------------------------------------------------
+
+
+def add_what_if_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="YAML file of changed or new policies, workloads or Clusters laid over the live state "
+        "(repeatable; '-' = stdin); the exit status is 3 when a binding scheduled now (or new) would "
+        "not be scheduled, 2 on bad input or an unreadable live state, 0 otherwise",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text (default): the bindings that would change, before and after, and the replicas per "
+        "cluster; json: the same for machines",
+    )
+    _common(parser)
+
+
+def _read_changes(files: Sequence[str]) -> list[Mapping[str, Any]]:
+    from fleetsched.api.yamlload import LoadError, decode_text, iter_documents, read_input
+
+    out: list[Mapping[str, Any]] = []
+    try:
+        for name in files:
+            text = decode_text(read_input(name), name)
+            for number, doc in iter_documents(text, name):
+                if doc is None:
+                    continue
+                items = doc.get("items") if isinstance(doc, Mapping) and doc.get("kind") == "List" else [doc]
+                for i, item in enumerate(items if isinstance(items, list) else [None]):
+                    where = f"{name}: document {number}" + (f", items[{i}]" if doc is not item else "")
+                    if not isinstance(item, Mapping):
+                        raise _Refused(f"{where}: must be an object")
+                    if not item.get("kind") or not (item.get("metadata") or {}).get("name"):
+                        raise _Refused(f"{where}: kind and metadata.name: Required value")
+                    out.append(item)
+    except LoadError as exc:
+        raise _Refused(str(exc)) from None
+    return out
+
+
+def _scheduled(objects: Sequence[Mapping[str, Any]], flags: Sequence[str], what: str) -> list[Any]:
+    from fleetsched.live.diff import to_schedule
+    from fleetsched.live.run import simulate
+
+    result = simulate(to_schedule(objects), ["-o", "json", *flags])
+    if result.status != 0:
+        message = result.stderr.strip().replace("fleetsched simulate: ", "")
+        raise _Refused(f"{what}: {message}")
+    return list(json.loads(result.stdout)["items"])
+
+
+def run_what_if(args: argparse.Namespace) -> int:
+    from fleetsched.live import state
+    from fleetsched.live.diff import compare, overlay, text_lines
+
+    try:
+        changes = _read_changes(args.files)
+        live = state.read_state(args.kubeconfig)
+        flags = _flags(args)
+        before = _scheduled(live, flags, "the live state")
+        after = _scheduled(overlay(live, changes), flags, "the live state with the files")
+    except (_Refused, state.LiveError) as exc:
+        return _fail("what-if", str(exc))
+    what_if = compare(before, after)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(what_if.to_json(), indent=2) + "\n")
+    else:
+        for line in text_lines(what_if):
+            sys.stdout.write(for_terminal(line) + "\n")
+    return EXIT_UNSCHEDULABLE if what_if.unschedulable else 0

@@ -1,0 +1,182 @@
+"""What-if's pure part: the overlay of files on the live state, which live bindings are derived
+again, and the comparison binding by binding with totals per cluster."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetsched.cli import main
+from fleetsched.live.diff import ObjectKey, Placement, compare, object_key, overlay, text_lines, to_schedule
+from fleetsched.live.state import parse_binding_ref
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def binding(
+    name: str,
+    clusters: dict[str, int] | None,
+    *,
+    scheduled: bool | None = True,
+    reason: str = "Success",
+    kind: str = "ResourceBinding",
+    owner: str | None = None,
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if kind == "ResourceBinding":
+        metadata["namespace"] = "shop"
+    if owner is not None:
+        metadata["ownerReferences"] = [{"kind": "Deployment", "name": owner, "controller": True}]
+    out: dict[str, Any] = {"apiVersion": "work.karmada.io/v1alpha2", "kind": kind, "metadata": metadata,
+                           "spec": {}}
+    if clusters is not None:
+        out["spec"]["clusters"] = [{"name": n, "replicas": r} for n, r in clusters.items()]
+    if scheduled is not None:
+        out["status"] = {"conditions": [{"type": "Scheduled", "status": str(scheduled), "reason": reason}]}
+    return out
+
+
+def obj(kind: str, name: str, namespace: str | None = None, **fields: Any) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {"kind": kind, "metadata": metadata, **fields}
+
+
+def test_overlay_replaces_in_place_and_appends_new_objects() -> None:
+    live = [obj("Cluster", "m1", spec={"a": 1}), obj("PropagationPolicy", "p", "shop", spec={"v": 1})]
+    changes = [obj("PropagationPolicy", "p", "shop", spec={"v": 2}), obj("Cluster", "m2"),
+               obj("Cluster", "m1", "ignored-namespace", spec={"a": 3})]
+    out = overlay(live, changes)
+    assert [object_key(o) for o in out] == [
+        ObjectKey("Cluster", "", "m1"),
+        ObjectKey("PropagationPolicy", "shop", "p"),
+        ObjectKey("Cluster", "", "m2"),
+    ]
+    assert out[0]["spec"] == {"a": 3} and out[1]["spec"] == {"v": 2}
+    assert live[1]["spec"] == {"v": 1}  # the live list is left as it was
+
+
+def test_a_namespaced_object_without_namespace_is_in_default() -> None:
+    out = overlay([obj("Deployment", "web", "default", spec={"replicas": 1})],
+                  [obj("Deployment", "web", spec={"replicas": 5})])
+    assert len(out) == 1 and out[0]["spec"] == {"replicas": 5}
+
+
+def test_bindings_a_template_of_the_state_controls_are_derived_again() -> None:
+    policy = obj("PropagationPolicy", "p", "shop")
+    derived = binding("web-deployment", {"m1": 1}, owner="web")
+    orphan = binding("old-deployment", {"m1": 1}, owner="old")  # its Deployment is gone: kept
+    given = binding("api", {"m1": 1})
+    template = obj("Deployment", "web", "shop")
+    assert to_schedule([policy, derived, orphan, given, template]) == [policy, orphan, given, template]
+    # without any policy nothing would be derived: every binding stays
+    assert to_schedule([derived, given, template]) == [derived, given, template]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "changed", "becomes"),
+    [
+        pytest.param({"m1": 2}, {"m1": 2}, False, False, id="same placement"),
+        pytest.param({"m1": 2}, {"m2": 2}, True, False, id="moved"),
+        pytest.param({"m1": 2, "m2": 2}, {"m1": 1, "m2": 3}, True, False, id="replicas moved"),
+    ],
+)
+def test_compare_lists_a_binding_when_its_placement_differs(
+    before: dict[str, int], after: dict[str, int], changed: bool, becomes: bool
+) -> None:
+    result = compare([binding("web", before)], [binding("web", after)])
+    assert bool(result.changes) is changed
+    assert result.compared == 1
+    assert [c.becomes_unschedulable for c in result.changes] == ([becomes] if changed else [])
+
+
+def test_becoming_unschedulable_is_scheduled_before_and_not_after() -> None:
+    before = [binding("a", {"m1": 1}), binding("b", None, scheduled=False, reason="NoClusterFit"),
+              binding("c", {"m1": 1})]
+    after = [binding("a", None, scheduled=False, reason="NoClusterFit"),
+             binding("b", None, scheduled=False, reason="Unschedulable"),  # was already: changed only
+             binding("c", {"m1": 1}),
+             binding("d", None, scheduled=False, reason="NoClusterFit")]  # new and unschedulable
+    result = compare(before, after)
+    assert [(c.key.name, c.becomes_unschedulable) for c in result.changes] == [
+        ("a", True), ("b", False), ("d", True)
+    ]
+    assert [c.key.name for c in result.unschedulable] == ["a", "d"]
+    assert result.to_json()["becomeUnschedulable"] == ["ResourceBinding shop/a", "ResourceBinding shop/d"]
+
+
+def test_a_binding_no_profile_serves_is_not_unschedulable() -> None:
+    result = compare([binding("a", {"m1": 1})], [binding("a", {"m1": 1}, scheduled=None)])
+    assert len(result.changes) == 1 and not result.unschedulable
+    assert result.changes[0].after == Placement(None, "", (("m1", 1),))
+
+
+def test_totals_per_cluster_sum_every_binding_before_and_after() -> None:
+    before = [
+        binding("a", {"m1": 2, "m2": 2}),
+        binding("b", {"m1": 1}),
+        binding("x", {"m3": 1}, kind="ClusterResourceBinding"),
+    ]
+    after = [binding("a", {"m2": 4}), binding("b", {"m1": 1})]
+    result = compare(before, after)
+    assert result.totals == (("m1", 3, 1), ("m2", 2, 4), ("m3", 1, 0))
+    assert [c.key for c in result.changes] == [
+        ObjectKey("ClusterResourceBinding", "", "x"), ObjectKey("ResourceBinding", "shop", "a")
+    ]
+    assert result.changes[0].after is None  # gone after
+    lines = text_lines(result)
+    assert lines[0] == "2 of 3 bindings would change."
+    assert lines[2].split() == ["KIND", "NAMESPACE", "NAME", "BEFORE", "AFTER"]
+    assert lines[3].split() == ["CRB", "-", "x", "m3:1", "<none>"]
+    assert lines[4].split() == ["RB", "shop", "a", "m1:2,", "m2:2", "m2:4"]
+    assert [line.split() for line in lines[6:]] == [
+        ["CLUSTER", "BEFORE", "AFTER", "CHANGE"], ["m1", "3", "1", "-2"], ["m2", "2", "4", "+2"],
+        ["m3", "1", "0", "-1"],
+    ]
+    assert json.loads(json.dumps(result.to_json()))["clusters"][0] == {"name": "m1", "before": 3, "after": 1}
+
+
+def test_nothing_changes() -> None:
+    result = compare([binding("a", {"m1": 1})], [binding("a", {"m1": 1})])
+    assert text_lines(result) == ["0 of 1 bindings would change."]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("rb/shop/web", ("ResourceBinding", "shop", "web"), id="rb"),
+        pytest.param("resourcebinding/shop/web", ("ResourceBinding", "shop", "web"), id="kind name"),
+        pytest.param("crb/web", ("ClusterResourceBinding", "", "web"), id="crb"),
+    ],
+)
+def test_binding_references(text: str, expected: tuple[str, str, str]) -> None:
+    assert parse_binding_ref(text) == expected
+
+
+@pytest.mark.parametrize("text", ["rb/web", "crb/a/b", "pod/x/y", "rb//web", "rb/shop/web/x"])
+def test_a_bad_binding_reference_is_refused(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match="expected rb/NAMESPACE/NAME or crb/NAME"):
+        parse_binding_ref(text)
+    assert main(["explain", text]) == 2
+    assert capsys.readouterr().err.startswith("fleetsched explain: ")
+
+
+def test_kubectl_plugin_is_installed_by_pip() -> None:
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["kubectl-fleetsched"] == scripts["fleetsched"] == "fleetsched.cli:main"
+
+
+def test_what_if_refuses_a_file_object_without_a_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "change.yaml"
+    path.write_text("kind: Cluster\nmetadata: {}\n")
+    assert main(["what-if", "-f", str(path), "--kubeconfig", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"fleetsched what-if: {path}: document 1: kind and metadata.name: Required value"
+    )
