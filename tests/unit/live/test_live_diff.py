@@ -180,3 +180,19 @@ def test_what_if_refuses_a_file_object_without_a_name(
     assert capsys.readouterr().err.strip() == (
         f"fleetsched what-if: {path}: document 1: kind and metadata.name: Required value"
     )
+
+
+def test_what_if_reads_lists_and_names_the_bad_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fleetsched.live.command import _read_changes
+
+    path = tmp_path / "changes.yaml"
+    path.write_text("apiVersion: v1\nkind: List\nitems:\n- {kind: Cluster, metadata: {name: m1}}\n"
+                    "---\nkind: Cluster\nmetadata: {name: m2}\n")
+    assert [object_key(o).name for o in _read_changes([str(path)])] == ["m1", "m2"]
+    path.write_text("apiVersion: v1\nkind: List\nitems:\n- {kind: Cluster, metadata: {name: m1}}\n- 7\n")
+    assert main(["what-if", "-f", str(path), "--kubeconfig", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"fleetsched what-if: {path}: document 1, items[1]: must be an object"
+    )
