@@ -204,3 +204,63 @@ def test_the_component_ships_the_rules_and_the_dashboard(monitored: list[dict[st
     assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(board["data"]["fleetsched-dashboard.json"]) == json.loads(
         (COMPONENT / "fleetsched-dashboard.json").read_text())
+
+
+def expected(alert: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The alert as promtool should see it fire: its labels and its annotations, ``$labels`` filled."""
+    (rule,) = [r for r in alerts() if r["alert"] == alert]
+    annotations = {}
+    for key, text in rule["annotations"].items():
+        assert "$value" not in text, f"{alert}: the scenario test cannot render $value"
+        annotations[key] = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m[1]], text)
+    return {"exp_labels": {**labels, **rule["labels"]}, "exp_annotations": annotations}
+
+
+# (alert, input series, when, the labels it fires with; None: it must not fire)
+SCENARIOS = [
+    pytest.param("FleetschedSchedulerNoLeader", {
+        'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="a"}': "0x20",
+        'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="b"}': "0x20",
+        'fleetsched_scheduler_shard_member_lease_held{job="fleetsched-scheduler",instance="a"}': "0x20",
+    }, "10m", {}, id="no replica leads"),
+    pytest.param("FleetschedSchedulerNoLeader", {
+        'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="a"}': "1x20",
+        'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="b"}': "0x20",
+        # the policy controller's process exports the scheduler's gauges too, at 0
+        'fleetsched_scheduler_is_leader{job="fleetsched-controller",instance="c"}': "0x20",
+    }, "10m", None, id="one replica leads"),
+    pytest.param("FleetschedSchedulerNoLeader", {
+        'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="a"}': "0x20",
+        'fleetsched_scheduler_shard_member_lease_held{job="fleetsched-scheduler",instance="a"}': "1x20",
+    }, "10m", None, id="sharded replicas hold their member Leases"),
+    pytest.param("FleetschedPluginBroken", {
+        'fleetsched_scheduler_plugin_broken{job="fleetsched-scheduler",profile="default-scheduler",plugin="Slow"}':
+            "1x20",
+    }, "10m", {"profile": "default-scheduler", "plugin": "Slow"}, id="a broken plugin"),
+    pytest.param("FleetschedEstimatorNotSynced", {
+        'fleetsched_estimator_cache_synced{job="karmada-scheduler-estimator-m1",instance="e"}': "1x20",
+        'fleetsched_estimator_watch_connected{job="karmada-scheduler-estimator-m1",instance="e"}': "0x20",
+    }, "15m", {"job": "karmada-scheduler-estimator-m1", "instance": "e"}, id="a watch down"),
+    pytest.param("FleetschedWebhookDown", {
+        'up{job="fleetsched-webhook",instance="w"}': "0x20",
+    }, "10m", {}, id="webhook not scraped"),
+    pytest.param("FleetschedWebhookDown", {
+        'up{job="fleetsched-webhook",instance="w"}': "1x20",
+    }, "10m", None, id="webhook scraped"),
+]
+
+
+@pytest.mark.parametrize(("alert", "series", "at", "fires"), SCENARIOS)
+def test_the_alert_fires_when_its_runbook_says(tmp_path: Path, alert: str, series: dict[str, str], at: str,
+                                                fires: dict[str, str] | None) -> None:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule_file()))
+    case = {
+        "interval": "1m",
+        "input_series": [{"series": name, "values": values} for name, values in series.items()],
+        "alert_rule_test": [{"eval_time": at, "alertname": alert,
+                             "exp_alerts": [] if fires is None else [expected(alert, fires)]}],
+    }
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": [case]}))
+    done = subprocess.run([promtool(), "test", "rules", "test.yaml"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
