@@ -233,6 +233,18 @@ SCENARIOS = [
         'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="a"}': "0x20",
         'fleetsched_scheduler_shard_member_lease_held{job="fleetsched-scheduler",instance="a"}': "1x20",
     }, "10m", None, id="sharded replicas hold their member Leases"),
+    pytest.param("FleetschedPolicyControllerNoLeader", {
+        'up{job="fleetsched-controller",instance="c"}': "1x20",
+        'fleetsched_policy_controller_is_leader{job="fleetsched-controller",instance="c"}': "0x20",
+    }, "10m", {}, id="no policy controller leads"),
+    pytest.param("FleetschedPolicyControllerNoLeader", {
+        'up{job="fleetsched-controller",instance="c"}': "1x20",
+        'fleetsched_policy_controller_is_leader{job="fleetsched-controller",instance="c"}': "1x20",
+    }, "10m", None, id="a policy controller leads"),
+    pytest.param("FleetschedPolicyControllerNoLeader", {
+        'up{job="fleetsched-scheduler",instance="a"}': "1x20",
+        'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="a"}': "1x20",
+    }, "10m", None, id="beside Karmada no policy controller is deployed"),
     pytest.param("FleetschedPluginBroken", {
         'fleetsched_scheduler_plugin_broken{job="fleetsched-scheduler",profile="default-scheduler",plugin="Slow"}':
             "1x20",

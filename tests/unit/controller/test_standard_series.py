@@ -168,3 +168,14 @@ def test_build_info_has_karmadas_labels_in_every_process(registry: object) -> No
     assert set(only.labels) == KARMADA_BUILD_LABELS
     assert only.value == 1
     assert only.labels["git_version"].startswith("v")
+
+
+def test_the_policy_controller_exports_its_leadership() -> None:
+    from fleetsched.controller.policy.config import PolicyControllerConfig
+    from fleetsched.controller.policy.operator import PolicyController
+
+    controller = PolicyController(client=None, connection=None, config=PolicyControllerConfig())  # type: ignore[arg-type]
+    controller.on_leading(True)
+    assert sample("fleetsched_policy_controller_is_leader") == 1
+    controller.on_leading(False)
+    assert sample("fleetsched_policy_controller_is_leader") == 0
