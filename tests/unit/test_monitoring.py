@@ -254,11 +254,19 @@ SCENARIOS = [
         'fleetsched_estimator_watch_connected{job="karmada-scheduler-estimator-m1",instance="e"}': "0x20",
     }, "15m", {"job": "karmada-scheduler-estimator-m1", "instance": "e"}, id="a watch down"),
     pytest.param("FleetschedWebhookDown", {
+        'up{job="fleetsched-controller",instance="c"}': "1x20",
         'up{job="fleetsched-webhook",instance="w"}': "0x20",
     }, "10m", {}, id="webhook not scraped"),
     pytest.param("FleetschedWebhookDown", {
+        'up{job="fleetsched-controller",instance="c"}': "1x20",
+    }, "10m", {}, id="no webhook target at all"),
+    pytest.param("FleetschedWebhookDown", {
+        'up{job="fleetsched-controller",instance="c"}': "1x20",
         'up{job="fleetsched-webhook",instance="w"}': "1x20",
     }, "10m", None, id="webhook scraped"),
+    pytest.param("FleetschedWebhookDown", {
+        'up{job="fleetsched-scheduler",instance="a"}': "1x20",
+    }, "10m", None, id="beside Karmada no webhook is deployed"),
 ]
 
 
@@ -276,3 +284,21 @@ def test_the_alert_fires_when_its_runbook_says(tmp_path: Path, alert: str, serie
     done = subprocess.run([promtool(), "test", "rules", "test.yaml"], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_beside_karmada_the_component_watches_the_scheduler_in_its_namespace(tmp_path: Path) -> None:
+    """As docs/monitoring.md says: the component added to overlays/beside-karmada lands in karmada-system,
+    where its ServiceMonitor selects the scheduler's metrics Service."""
+    tree = tmp_path / "manifests"
+    shutil.copytree(ROOT / "manifests", tree, ignore=shutil.ignore_patterns("*.crt", "*.key"))
+    overlay = tree / "overlays" / "beside-karmada" / "kustomization.yaml"
+    config = yaml.safe_load(overlay.read_text())
+    config["components"] = [*config.get("components", []), "../monitoring"]
+    overlay.write_text(yaml.safe_dump(config))
+    docs = kustomize(overlay.parent)
+    (monitor,) = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    (service,) = [d for d in docs
+                  if d["kind"] == "Service" and d["metadata"]["name"] == "fleetsched-scheduler-metrics"]
+    assert monitor["metadata"]["namespace"] == service["metadata"]["namespace"] == "karmada-system"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert {p["name"] for p in service["spec"]["ports"]} >= {e["port"] for e in monitor["spec"]["endpoints"]}
