@@ -357,7 +357,7 @@ CORE_SATURATED = Counter(
 
 BUILD_INFO = buildinfo.register(REGISTRY)
 
-# client-go's workqueue buckets (k8s.io/component-base/metrics/prometheus/workqueue): 10 ns .. 100 s.
+# client-go's workqueue buckets (k8s.io/component-base/metrics/prometheus/workqueue): 10 ns .. 10 s.
 _WORKQUEUE_BUCKETS = _exponential(10e-9, 10, 10)
 WORKQUEUE_ADDS = Counter("workqueue_adds_total", "Total number of adds handled by workqueue", ["name"],
                          registry=REGISTRY)
