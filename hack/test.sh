@@ -9,11 +9,15 @@ export FLEETSCHED_CACHE_DIR="${FLEETSCHED_CACHE_DIR:-$HOME/.cache/fleetsched}"
 export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$FLEETSCHED_CACHE_DIR/pip}"
 mkdir -p "$FLEETSCHED_CACHE_DIR"
 
-# Debian tools the scripts use (hack/envtest.sh reads go.mod JSON with jq; hack/gen-certs.sh uses openssl).
+# Debian tools the scripts and tests use (hack/envtest.sh reads go.mod JSON with jq; hack/gen-certs.sh
+# uses openssl; tests/unit/test_monitoring.py runs promtool, from Debian's prometheus package: 19 MB
+# to fetch plus a few small JavaScript packages, seconds to install, where building promtool from its
+# Go module fetches the whole Prometheus dependency tree).
 missing=()
 for tool in jq openssl; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+command -v promtool >/dev/null || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 python=${PYTHON:-python3}

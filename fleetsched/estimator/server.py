@@ -48,7 +48,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from fleetsched import __version__
+from fleetsched import buildinfo
 from fleetsched.estimator import handlers
 from fleetsched.estimator.limits import DEFAULT_LIMITS, LimitExceeded, RequestLimits
 from fleetsched.estimator.model import EstimatorError
@@ -101,9 +101,7 @@ class EstimatorMetrics:
         self.in_flight = Gauge("fleetsched_estimator_requests_in_flight",
                                "Estimating RPCs admitted and not yet answered (computing or waiting for a "
                                "worker)", registry=self.registry)
-        build = Gauge("karmada_build_info", "Build information", ["version", "component"],
-                      registry=self.registry)
-        build.labels(version=__version__, component="fleetsched-estimator").set(1)
+        buildinfo.register(self.registry)
 
     def observe_plugin(self, plugin: str | None, extension_point: str, seconds: float) -> None:
         """EstimatorService's observer: one plugin's run, or (plugin None) the whole extension point."""

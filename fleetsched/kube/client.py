@@ -24,7 +24,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 import orjson
@@ -123,6 +123,10 @@ class KubeClient:
         # Called right before a write is sent (after any wait for the rate limiter); it may raise
         # to stop the write. Sharded controllers re-check ownership there (runtime.py).
         self.write_guard: Callable[[], None] | None = None
+        # Called after each HTTP request (not watch streams) with (method, host, code, seconds); code
+        # is the status, or "<error>" when no answer came, as client-go's rest_client_* metrics say.
+        self.observe_request: Callable[[str, str, str, float], None] | None = None
+        self._host = urlsplit(connection.server).netloc
         # The one source of the Authorization header, the TLS context (with any client certificate,
         # also when ``insecure``) and the dialer (proxy, TLS server name), for requests and watches.
         self.credentials = Credentials(connection)
@@ -224,7 +228,7 @@ class KubeClient:
         for attempt in range(2):
             authorization = await credentials.authorization()
             self._apply(authorization)
-            response = await self._http.request(method, target, data, content_type, max_body=max_body)
+            response = await self._observed(method, target, data, content_type, max_body)
             renewed = attempt == 0 and response.status in (401, 403)
             if not (renewed and await credentials.renew(response.status, authorization)):
                 break
@@ -232,6 +236,19 @@ class KubeClient:
             verb, resource = describe(method, target)
             credentials.health.observe(response.status, verb, resource, response.body)
         return response
+
+    async def _observed(
+        self, method: str, target: str, data: bytes | None, content_type: str, max_body: int | None
+    ) -> http1.Response:
+        if self.observe_request is None:
+            return await self._http.request(method, target, data, content_type, max_body=max_body)
+        started, code = time.monotonic(), "<error>"
+        try:
+            response = await self._http.request(method, target, data, content_type, max_body=max_body)
+            code = str(response.status)
+            return response
+        finally:
+            self.observe_request(method, self._host, code, time.monotonic() - started)
 
     def _apply(self, authorization: str | None) -> None:
         """Bring the pool up to date: the Authorization header, no idle connection of an old TLS context."""

@@ -52,6 +52,7 @@ import prometheus_client
 import structlog
 from aiohttp import web, web_protocol
 
+from fleetsched import buildinfo
 from fleetsched.webhook import budget, conversion, review
 
 __all__ = ["LARGE_BODY_BYTES", "Limits", "Metrics", "ServerConfig", "build_app", "build_probe_app",
@@ -130,6 +131,7 @@ class Metrics:
             "fleetsched_webhook_requests_aborted_total",
             "Requests ended before a review: timeouts, disconnects, oversized bodies, limits.",
             ["reason"], registry=self.registry)
+        buildinfo.register(self.registry)
 
     def render(self) -> bytes:
         return prometheus_client.generate_latest(self.registry)

@@ -25,7 +25,7 @@ from fleetsched.controller.policy.operator import (
     PolicyController,
     PolicyControllerConfig,
 )
-from fleetsched.controller.runtime import command
+from fleetsched.controller.runtime import command, metrics
 from fleetsched.controller.runtime.http import start_endpoints, stop_endpoints
 from fleetsched.detector import FeatureGates
 from fleetsched.kube.client import load_connection
@@ -166,6 +166,7 @@ async def _serve(args: argparse.Namespace) -> int:
             sharding=sharding,
         ),
     )
+    metrics.instrument_queue(controller.queue, metrics.POLICY_CONTROLLER_QUEUE)
     runners = await start_endpoints(
         controller.ready,
         health_probe_bind_address=args.health_probe_bind_address,

@@ -39,6 +39,7 @@ from typing import Any
 
 import kopf
 import structlog
+from prometheus_client import Gauge
 
 from fleetsched.controller.policy.cache import PolicyViews, new_policy_caches
 from fleetsched.controller.policy.config import PolicyControllerConfig
@@ -70,6 +71,7 @@ from fleetsched.controller.policy.shard import PolicySharding, uid
 from fleetsched.controller.policy.template_index import TemplateIndex
 from fleetsched.controller.policy.watching import kopf_registry, on_raw_event, run_kopf
 from fleetsched.controller.runtime import controller as runtime
+from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.cache import ObjectCache, object_key
 from fleetsched.controller.runtime.controller import ControllerRuntime
 from fleetsched.controller.runtime.controller import NotLeader as NotLeader  # raised by runtime.ensure_leader
@@ -97,6 +99,9 @@ __all__ = [
 ]
 
 log = structlog.get_logger("fleetsched.controller")
+
+LEADER = Gauge("fleetsched_policy_controller_is_leader", "1 while this replica holds the Lease.",
+               registry=metrics.REGISTRY)
 
 
 @dataclass
@@ -332,7 +337,8 @@ class PolicyController(PolicySharding, PolicyReconcilers):
         return self.runtime.ready()
 
     def on_leading(self, leading: bool) -> None:
-        """Nothing: the policy controller exports no leadership gauge of its own."""
+        """The leadership gauge (alert FleetschedPolicyControllerNoLeader)."""
+        LEADER.set(1 if leading else 0)
 
     def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
         """Nothing: the reconcilers count their own outcomes."""

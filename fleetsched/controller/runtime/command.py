@@ -20,6 +20,7 @@ import structlog
 import uvloop
 
 from fleetsched.controller.runtime import controller as runtime
+from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.leader import LeaderElectionConfig
 from fleetsched.controller.runtime.shard import SHARD_MODES, ShardConfig
 from fleetsched.flags import parse_feature_gates
@@ -170,14 +171,16 @@ def field_manager(args: argparse.Namespace, *, agent: str) -> str:
 
 def kube_client(connection: Connection, args: argparse.Namespace, *, agent: str) -> KubeClient:
     """The API client for writes, limited by ``--kube-api-qps``/``--kube-api-burst``; its writes'
-    ``fieldManager`` is ``field_manager(args)``."""
-    return KubeClient(
+    ``fieldManager`` is ``field_manager(args)``; its requests are counted in ``rest_client_*``."""
+    client = KubeClient(
         connection,
         qps=args.kube_api_qps,
         burst=args.kube_api_burst,
         user_agent=agent,
         field_manager=field_manager(args, agent=agent),
     )
+    client.observe_request = metrics.observe_request
+    return client
 
 
 def stop_on_signals() -> asyncio.Event:

@@ -18,6 +18,8 @@ cost stays a few label look-ups. The extender edge's own collectors
 from __future__ import annotations
 
 import itertools
+import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +34,10 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily
 
+from fleetsched import buildinfo
+from fleetsched.controller.runtime.queue import SchedulingQueue
 from fleetsched.extender import metrics as extender_metrics
 
 # Karmada's metrics have no *_created series.
@@ -346,3 +351,117 @@ CORE_SATURATED = Counter(
     ["profile"],
     registry=REGISTRY,
 )
+
+
+# ---- the standard series (issue 22): build info, client-go's workqueue and REST client metrics ----
+
+BUILD_INFO = buildinfo.register(REGISTRY)
+
+# client-go's workqueue buckets (k8s.io/component-base/metrics/prometheus/workqueue): 10 ns .. 10 s.
+_WORKQUEUE_BUCKETS = _exponential(10e-9, 10, 10)
+WORKQUEUE_ADDS = Counter("workqueue_adds_total", "Total number of adds handled by workqueue", ["name"],
+                         registry=REGISTRY)
+WORKQUEUE_RETRIES = Counter("workqueue_retries_total", "Total number of retries handled by workqueue",
+                            ["name"], registry=REGISTRY)
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested.",
+    ["name"], buckets=_WORKQUEUE_BUCKETS, registry=REGISTRY,
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds", "How long in seconds processing an item from workqueue takes.",
+    ["name"], buckets=_WORKQUEUE_BUCKETS, registry=REGISTRY,
+)
+
+
+class _QueueGauges:
+    """``workqueue_depth``, ``workqueue_unfinished_work_seconds`` and
+    ``workqueue_longest_running_processor_seconds`` of the instrumented queues, read from each queue
+    when scraped (client-go recomputes the last two every 500 ms; reading them is as cheap). The
+    queues are held weakly: the last one instrumented under a name is the one reported."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, weakref.ref[SchedulingQueue]] = {}
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=["name"])
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has done that is in progress and hasn't been observed by "
+            "work_duration. Large values indicate stuck threads.", labels=["name"])
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.", labels=["name"])
+        for name, ref in sorted(self.queues.items()):
+            queue = ref()
+            if queue is None:
+                continue
+            total, oldest = queue.in_progress()
+            depth.add_metric([name], queue.sizes().active)
+            unfinished.add_metric([name], total)
+            longest.add_metric([name], oldest)
+        yield from (depth, unfinished, longest)
+
+
+_QUEUE_GAUGES = _QueueGauges()
+REGISTRY.register(_QUEUE_GAUGES)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkqueueObserver:
+    """A queue's ``QueueObserver`` feeding the ``workqueue_*`` counters and histograms of one name."""
+
+    adds: Any
+    retries: Any
+    queue_duration: Any
+    work_duration: Any
+
+    @classmethod
+    def named(cls, name: str) -> WorkqueueObserver:
+        return cls(WORKQUEUE_ADDS.labels(name), WORKQUEUE_RETRIES.labels(name),
+                   WORKQUEUE_QUEUE_DURATION.labels(name), WORKQUEUE_WORK_DURATION.labels(name))
+
+    def added(self) -> None:
+        self.adds.inc()
+
+    def taken(self, waited: float) -> None:
+        self.queue_duration.observe(max(waited, 0.0))
+
+    def finished(self, worked: float) -> None:
+        self.work_duration.observe(max(worked, 0.0))
+
+    def retried(self) -> None:
+        self.retries.inc()
+
+
+# The queue names, as Karmada names its queues (pkg/scheduler/scheduler.go: "scheduler-queue";
+# pkg/detector/detector.go: "resource detector" — fleetsched's policy controller is the detector and
+# the policy reconcilers in one queue).
+SCHEDULER_QUEUE = "scheduler-queue"
+POLICY_CONTROLLER_QUEUE = "resource detector"
+
+
+def instrument_queue(queue: SchedulingQueue, name: str) -> None:
+    """Export ``queue`` as client-go's ``workqueue_*{name=...}`` series (the commands call this)."""
+    queue.observer = WorkqueueObserver.named(name)
+    _QUEUE_GAUGES.queues[name] = weakref.ref(queue)
+
+
+# client-go's REST client metrics (k8s.io/client-go/tools/metrics, registered by
+# k8s.io/component-base/metrics/prometheus/restclient), fed by the KubeClient's ``observe_request``.
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests_total", "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "method", "host"], registry=REGISTRY,
+)
+REST_CLIENT_REQUEST_DURATION = Histogram(
+    "rest_client_request_duration_seconds", "Request latency in seconds. Broken down by verb, and host.",
+    ["verb", "host"], buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+    registry=REGISTRY,
+)
+
+
+def observe_request(method: str, host: str, code: str, seconds: float) -> None:
+    """The KubeClient's ``observe_request`` hook: one answered (or failed: ``code`` "<error>", as
+    client-go says) HTTP request."""
+    REST_CLIENT_REQUESTS.labels(code, method, host).inc()
+    REST_CLIENT_REQUEST_DURATION.labels(method, host).observe(seconds)

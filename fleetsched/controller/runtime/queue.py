@@ -17,6 +17,12 @@ Reproduces karmada-scheduler's priority queue (spec/scheduler.md §3.2):
 Owns no Kubernetes objects and does no I/O: keys and priorities in, keys out. Keys are
 ``QueueKey`` values (kind, namespace, name), never strings taken apart again; the queue itself
 only needs them hashable. Time is a parameter (``clock``) so tests control it.
+
+An optional ``observer`` (a ``QueueObserver``; ``metrics.instrument_queue`` gives it client-go's
+``workqueue_*`` series) hears what client-go's workqueue reports: a key entering activeQ (an add),
+a key taken by a worker (with how long it waited), a key done (with how long it was worked on), a
+key put back to retry (backoff or unschedulable). ``in_progress`` is what the unfinished-work
+gauges read when scraped.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import itertools
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from fleetsched.scheduler.framework.interface import QueuedBindingInfo
 
@@ -89,6 +96,8 @@ class QueuedBinding:
     priority: int
     timestamp: float
     attempts: int = 0
+    # when a worker took it (the queue's clock); 0 while it waits
+    started: float = 0.0
 
 
 @dataclass(slots=True)
@@ -123,6 +132,18 @@ class QueueSizes:
     processing: int
 
 
+class QueueObserver(Protocol):
+    """What a queue reports as it works, in client-go's workqueue terms (see the module docstring)."""
+
+    def added(self) -> None: ...
+
+    def taken(self, waited: float) -> None: ...
+
+    def finished(self, worked: float) -> None: ...
+
+    def retried(self) -> None: ...
+
+
 @dataclass
 class SchedulingQueue:
     """Priority queue with backoff and an unschedulable set; several workers may pop at once."""
@@ -133,6 +154,8 @@ class SchedulingQueue:
     unschedulable_timeout: float = UNSCHEDULABLE_TIMEOUT
     # The profile's QueueSort plugin (``Framework.less``) when it is not the default PrioritySort.
     less: Callable[[QueuedBindingInfo, QueuedBindingInfo], bool] | None = None
+    # Hears adds, takes, dones and retries (the workqueue_* metrics); None: nobody listens.
+    observer: QueueObserver | None = None
 
     _active: list[_HeapItem] = field(default_factory=list)
     _active_index: dict[Hashable, _HeapItem] = field(default_factory=dict)
@@ -164,6 +187,8 @@ class SchedulingQueue:
         item = _HeapItem((-entry.priority, entry.timestamp, next(self._sequence)), entry, less=self.less)
         self._active_index[entry.key] = item
         heapq.heappush(self._active, item)
+        if self.observer is not None:
+            self.observer.added()
         if self._wakeup is not None:
             self._wakeup.set()
 
@@ -179,6 +204,9 @@ class SchedulingQueue:
             del self._active_index[entry.key]
             entry.attempts += 1
             self._processing[entry.key] = entry
+            entry.started = self.clock()
+            if self.observer is not None:
+                self.observer.taken(entry.started - entry.timestamp)
             return entry
         return None
 
@@ -197,7 +225,8 @@ class SchedulingQueue:
 
     def done(self, entry: QueuedBinding, outcome: Outcome) -> None:
         """Report how processing ``entry`` ended (see the module docstring)."""
-        self._processing.pop(entry.key, None)
+        if self._processing.pop(entry.key, None) is not None and self.observer is not None:
+            self.observer.finished(self.clock() - entry.started)
         dirty_priority = self._dirty.pop(entry.key, None)
         if dirty_priority is not None:
             self.push(entry.key, dirty_priority)
@@ -207,8 +236,14 @@ class SchedulingQueue:
         if outcome is Outcome.UNSCHEDULABLE:
             if not waiting and entry.key not in self._backoff:
                 self._unschedulable[entry.key] = entry
+                self._retried()
         elif not waiting and entry.key not in self._unschedulable:
             self._backoff[entry.key] = entry
+            self._retried()
+
+    def _retried(self) -> None:
+        if self.observer is not None:
+            self.observer.retried()
 
     # -- flushers -------------------------------------------------------------------------------
 
@@ -284,6 +319,13 @@ class SchedulingQueue:
             unschedulable=len(self._unschedulable),
             processing=len(self._processing),
         )
+
+    def in_progress(self) -> tuple[float, float]:
+        """Seconds of work started and not yet done, summed over the keys being processed, and the
+        longest of them (client-go's unfinished-work and longest-running-processor gauges)."""
+        now = self.clock()
+        ages = [now - entry.started for entry in self._processing.values()]
+        return sum(ages), max(ages, default=0.0)
 
     def working(self) -> bool:
         """Whether anything is waiting in the active queue or being processed (cheaper than

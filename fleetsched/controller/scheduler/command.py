@@ -399,6 +399,7 @@ async def _run(
         profiles=profiles,
         config=operator_config(args, scheduler_names=frozenset(profiles)),
     )
+    metrics.instrument_queue(operator.queue, metrics.SCHEDULER_QUEUE)
 
     runners = await start_endpoints(
         operator.ready,
