@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.support.controlplane import APIServer
-from tests.support.helm import CHART, template_text
+from tests.support.helm import CHART, helm, template_text
 
 pytestmark = pytest.mark.e2e
 
@@ -70,3 +70,30 @@ def test_a_bad_object_is_refused_by_the_dry_run(server: APIServer) -> None:
         server.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-",
                        input=yaml.safe_dump_all(docs))
     assert "fleetsched-scheduler" in str(refused.value)
+
+
+def test_an_upgrade_keeps_the_certificate_authorities(server: APIServer) -> None:
+    """The CAs are looked up in the cluster (helm's ``lookup``, live with --dry-run=server): an
+    installed CA signs the new certificates, so an upgrade does not break the trust already given."""
+    first = [d for d in yaml.safe_load_all(template_text(namespace="fleetsched-system").stdout) if d]
+    cas = [d for d in first if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-ca")]
+    assert sorted(d["metadata"]["name"] for d in cas) == ["fleetsched-estimator-ca", "fleetsched-webhook-ca"]
+    for ca in cas:  # as `helm install` leaves them: owned by the release
+        ca["metadata"]["annotations"] = {"meta.helm.sh/release-name": "fleetsched",
+                                         "meta.helm.sh/release-namespace": "fleetsched-system"}
+    server.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(cas))
+    try:
+        again = helm("template", "fleetsched", str(CHART), "--namespace", "fleetsched-system",
+                     "--dry-run=server", f"--kubeconfig={server.kubeconfig}").stdout
+        docs = [d for d in yaml.safe_load_all(again) if d]
+        secrets = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "Secret"}
+        for ca in cas:
+            assert secrets[ca["metadata"]["name"]] == ca["data"]
+        bundles = {w["clientConfig"]["caBundle"] for d in docs if d["kind"].endswith("WebhookConfiguration")
+                   for w in d["webhooks"]}
+        assert bundles == {cas[1]["data"]["tls.crt"]}
+        fresh = [d for d in yaml.safe_load_all(template_text(namespace="fleetsched-system").stdout) if d]
+        assert {d["metadata"]["name"]: d["data"] for d in fresh if d["kind"] == "Secret"}[
+            "fleetsched-webhook-ca"] != cas[1]["data"], "without the cluster, a new CA each time"
+    finally:
+        server.kubectl("delete", "secret", "-n", "fleetsched-system", *[d["metadata"]["name"] for d in cas])
