@@ -21,7 +21,7 @@ CHART = ROOT / "charts" / "fleetsched"
 
 # The kustomize files the chart's templates read, relative to manifests/ (and to the chart's files/).
 SOURCES: tuple[str, ...] = (
-    "scheduler/rbac.yaml",
+    "scheduler/rbac/rbac.yaml",
     "scheduler/workload/serviceaccount.yaml",
     "scheduler/workload/deployment.yaml",
     "scheduler/workload/service.yaml",
@@ -37,6 +37,7 @@ SOURCES: tuple[str, ...] = (
     "webhook/cert-manager/kustomization.yaml",
     "estimator/template.yaml",
     "overlays/beside-karmada/scheduler.yaml",
+    "overlays/instead-of-karmada/kustomization.yaml",
     "overlays/sharded/kustomization.yaml",
     "overlays/sharded/rbac.yaml",
     "overlays/propagate-secrets/kustomization.yaml",

@@ -2,7 +2,7 @@
 
 ``helm template`` (helm built from its Go module by hack/helm.sh) for standalone (generated
 certificates, two estimators, sharded, both opt-in kinds), standalone with cert-manager,
-beside Karmada and instead of karmada-scheduler (sharded); each rendering goes through
+beside Karmada (sharded) and instead of karmada-scheduler; each rendering goes through
 ``kubectl apply --server-side --dry-run=server``: the apiserver's schema validation, defaulting
 and admission see every object. The chart's own crds/ are applied first, as ``helm install`` does.
 cert-manager's kinds are left out of the dry run (no cert-manager CRDs here) and checked as rendered.
@@ -25,9 +25,9 @@ MODES = [
         "scheduler.extraArgs={--v=4,--rate-limiter-qps=50}",
     ], id="standalone, estimators, sharded, opt-in kinds"),
     pytest.param("fleetsched-certs", ["certificates.source=cert-manager"], id="standalone with cert-manager"),
-    pytest.param("karmada-system", ["mode=besideKarmada"], id="beside Karmada"),
-    pytest.param("karmada-system", ["mode=insteadOfKarmada", "sharding.enabled=true"],
-                 id="instead of karmada-scheduler, sharded"),
+    pytest.param("karmada-system", ["mode=besideKarmada", "sharding.enabled=true"],
+                 id="beside Karmada, sharded"),
+    pytest.param("karmada-system", ["mode=insteadOfKarmada"], id="instead of karmada-scheduler"),
 ]
 
 

@@ -3,8 +3,8 @@
 - hack/gen_chart.py --check: the chart's files/ and crds/ are manifests/ as it is;
 - helm lint passes; each mode renders what its kustomize counterpart builds: standalone equals
   ``kubectl kustomize`` of the prepared tree object for object (the chart's own labels, generated
-  Secrets and caBundles aside), the Karmada modes equal overlays/beside-karmada but for the scheduler
-  name in insteadOfKarmada;
+  Secrets and caBundles aside), the Karmada modes equal overlays/beside-karmada and
+  overlays/instead-of-karmada;
 - sharding, the opt-in kinds, estimators per member and both certificate sources change what they
   say; a bad value fails with a message naming it.
 
@@ -161,19 +161,18 @@ def test_generated_certificates_chain_to_the_ca_bundle() -> None:
         x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
 
 
-@pytest.mark.parametrize(("mode", "name"), [
-    pytest.param("besideKarmada", "fleetsched-scheduler", id="beside Karmada"),
-    pytest.param("insteadOfKarmada", "default-scheduler", id="instead of karmada-scheduler"),
+@pytest.mark.parametrize(("mode", "overlay", "name", "lease"), [
+    pytest.param("besideKarmada", "beside-karmada", "fleetsched-scheduler", "fleetsched-scheduler",
+                 id="beside Karmada"),
+    pytest.param("insteadOfKarmada", "instead-of-karmada", "default-scheduler", "karmada-scheduler",
+                 id="instead of karmada-scheduler"),
 ])
-def test_karmada_modes_render_the_beside_karmada_overlay(mode: str, name: str) -> None:
+def test_karmada_modes_render_their_overlay(mode: str, overlay: str, name: str, lease: str) -> None:
     chart = [_without_chart_labels(o) for o in template(f"mode={mode}", namespace="karmada-system")]
-    built = kustomize(ROOT / "manifests" / "overlays" / "beside-karmada")
-    for obj in built:
-        if obj["kind"] == "Deployment":
-            args = obj["spec"]["template"]["spec"]["containers"][0]["args"]
-            args[:] = [f"--scheduler-name={name}" if a.startswith("--scheduler-name=") else a for a in args]
+    built = kustomize(ROOT / "manifests" / "overlays" / overlay)
     assert _by_key(chart) == _by_key(built)
-    assert f"--scheduler-name={name}" in _args(chart, "fleetsched-scheduler")
+    args = _args(chart, "fleetsched-scheduler")
+    assert f"--scheduler-name={name}" in args and f"--leader-elect-resource-name={lease}" in args
 
 
 def test_a_scheduler_name_value_wins() -> None:
@@ -230,6 +229,8 @@ def test_image_and_extra_args_reach_every_container() -> None:
                  id="mode"),
     pytest.param("certificates.source=vault", 'certificates.source: "vault" is not one of',
                  id="certificates"),
+    pytest.param("mode=insteadOfKarmada,sharding.enabled=true",
+                 "sharding.enabled: not with mode insteadOfKarmada", id="sharded instead of Karmada"),
     pytest.param("estimators.members[0].name=Member_1",
                  'estimators.members[0].name: "Member_1" must be a DNS label', id="member name"),
 ])

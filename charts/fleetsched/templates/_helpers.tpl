@@ -77,8 +77,8 @@ returns a JSON list.
 
 {{/*
 The JSON patch operations of a kustomize Component's first patch (overlays/NAME/kustomization.yaml)
-applied to a Deployment's first container: `add .../args/-` appends, `add .../env` and
-`add .../readinessProbe` set. `/spec/replicas` is the chart's value, not the file's.
+applied to a Deployment's first container: `add .../args/-` appends, `test`/`replace .../args/N`
+check and replace one argument, `add .../env` and `add .../readinessProbe` set. `/spec/replicas` is the chart's value, not the file's.
 Arguments: (list $ componentFile deployment replicas).
 */}}
 {{- define "fleetsched.component" -}}
@@ -87,8 +87,15 @@ Arguments: (list $ componentFile deployment replicas).
 {{- $kust := index (include "fleetsched.docs" (list $ctx (index . 1)) | fromJsonArray) 0 -}}
 {{- $ops := (index $kust.patches 0).patch | fromYamlArray -}}
 {{- $c := index $d.spec.template.spec.containers 0 -}}
-{{- range $ops -}}
-{{- if hasSuffix "/args/-" .path -}}{{- $_ := set $c "args" (append $c.args .value) -}}
+{{- range $op := $ops -}}
+{{- $at := regexFind "/containers/0/args/[0-9]+$" .path | regexFind "[0-9]+$" -}}
+{{- if and $at (eq .op "test") -}}
+{{- if ne (index $c.args (int $at)) .value -}}{{- fail (printf "%s: %s is not %q (the overlay and its base disagree)" (index $ 1) .path .value) -}}{{- end -}}
+{{- else if and $at (eq .op "replace") -}}
+{{- $replaced := list -}}
+{{- range $i, $arg := $c.args -}}{{- $replaced = append $replaced (eq $i (int $at) | ternary $op.value $arg) -}}{{- end -}}
+{{- $_ := set $c "args" $replaced -}}
+{{- else if hasSuffix "/args/-" .path -}}{{- $_ := set $c "args" (append $c.args .value) -}}
 {{- else if hasSuffix "/containers/0/env" .path -}}{{- $_ := set $c "env" .value -}}
 {{- else if hasSuffix "/containers/0/readinessProbe" .path -}}{{- $_ := set $c "readinessProbe" .value -}}
 {{- else if eq .path "/spec/replicas" -}}{{- $_ := set $d.spec "replicas" (index $ 3) -}}
@@ -105,6 +112,9 @@ Arguments: (list $ componentFile deployment replicas).
 {{- end -}}
 {{- if not (has .Values.certificates.source (list "generate" "cert-manager")) -}}
 {{- fail (printf "certificates.source: %q is not one of generate, cert-manager" .Values.certificates.source) -}}
+{{- end -}}
+{{- if and .Values.sharding.enabled (eq .Values.mode "insteadOfKarmada") -}}
+{{- fail "sharding.enabled: not with mode insteadOfKarmada: sharded replicas hold member Leases, not karmada-scheduler's, so they and a running karmada-scheduler would both schedule" -}}
 {{- end -}}
 {{- .Values.mode -}}
 {{- end -}}
