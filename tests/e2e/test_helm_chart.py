@@ -5,7 +5,8 @@ certificates, two estimators, sharded, both opt-in kinds), standalone with cert-
 beside Karmada (sharded) and instead of karmada-scheduler; each rendering goes through
 ``kubectl apply --server-side --dry-run=server``: the apiserver's schema validation, defaulting
 and admission see every object. The chart's own crds/ are applied first, as ``helm install`` does.
-cert-manager's kinds are left out of the dry run (no cert-manager CRDs here) and checked as rendered.
+cert-manager's and the Prometheus Operator's kinds are left out of the dry run (no CRDs for them
+here) and checked as rendered.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ MODES = [
     pytest.param("fleetsched-system", [
         "estimators.members[0].name=member1", "estimators.members[1].name=member2",
         "sharding.enabled=true", "controller.propagateSecrets=true", "controller.propagateRBAC=true",
-        "scheduler.extraArgs={--v=4,--rate-limiter-qps=50}",
+        "scheduler.extraArgs={--v=4,--rate-limiter-qps=50}", "monitoring.enabled=true",
     ], id="standalone, estimators, sharded, opt-in kinds"),
     pytest.param("fleetsched-certs", ["certificates.source=cert-manager"], id="standalone with cert-manager"),
     pytest.param("karmada-system", ["mode=besideKarmada", "sharding.enabled=true"],
@@ -44,7 +45,8 @@ def server(isolated_apiserver: APIServer) -> APIServer:
 def test_each_mode_passes_a_server_side_dry_run(server: APIServer, namespace: str, values: list[str]) -> None:
     rendered = template_text(*values, namespace=namespace).stdout
     docs = [d for d in yaml.safe_load_all(rendered) if d]
-    cert_manager = [d for d in docs if d["apiVersion"].startswith("cert-manager.io/")]
+    no_crds = ("cert-manager.io/", "monitoring.coreos.com/")
+    cert_manager = [d for d in docs if d["apiVersion"].startswith(no_crds)]
     applied = [d for d in docs if d not in cert_manager]
     assert applied
     out = server.kubectl("apply", "--server-side", "--dry-run=server", "--field-manager=helm-chart-test",
@@ -56,6 +58,8 @@ def test_each_mode_passes_a_server_side_dry_run(server: APIServer, namespace: st
         assert any(line.split()[0].endswith(f"/{doc['metadata']['name']}") for line in lines), doc["metadata"]
     if "certificates.source=cert-manager" in values:
         assert sorted(d["kind"] for d in cert_manager) == ["Certificate", "Certificate", "Issuer", "Issuer"]
+    if "monitoring.enabled=true" in values:
+        assert sorted(d["kind"] for d in cert_manager) == ["PrometheusRule", "ServiceMonitor"]
     # a dry run persists nothing
     assert server.kubectl("get", "deployments", "-n", namespace, "-o", "name") == ""
 

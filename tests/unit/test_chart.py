@@ -215,6 +215,23 @@ def test_cert_manager_issues_the_webhook_certificate() -> None:
                 "cert-manager.io/inject-ca-from": "fleetsched-system/fleetsched-webhook-cert"}
 
 
+@pytest.mark.parametrize("mode", ["standalone", "besideKarmada"])
+def test_monitoring_renders_the_monitoring_component(mode: str) -> None:
+    namespace = "fleetsched-system" if mode == "standalone" else "karmada-system"
+    objs = [_without_chart_labels(o) for o in template(f"mode={mode}", "monitoring.enabled=true",
+                                                       namespace=namespace)]
+    monitoring = ROOT / "manifests" / "overlays" / "monitoring"
+    for name in ("servicemonitor.yaml", "prometheusrule.yaml"):
+        expected = yaml.safe_load((monitoring / name).read_text().replace("fleetsched-system", namespace))
+        expected["metadata"]["labels"] = {"app.kubernetes.io/part-of": "fleetsched"}
+        assert _by_key(objs)[_key(expected)] == expected
+    dashboard = _by_key(objs)[("ConfigMap", namespace, "fleetsched-grafana-dashboard")]
+    json_text = (monitoring / "fleetsched-dashboard.json").read_text()
+    assert dashboard["data"]["fleetsched-dashboard.json"] == json_text
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert not [o for o in template(f"mode={mode}", namespace=namespace) if o["kind"] == "ServiceMonitor"]
+
+
 def test_image_and_extra_args_reach_every_container() -> None:
     objs = template("image.repository=registry.example/fleetsched", "image.tag=1.2.3",
                     "estimators.members[0].name=m1", "webhook.extraArgs={--v=4}")
