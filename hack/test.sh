@@ -30,6 +30,8 @@ fi
 # Real control-plane binaries (built once from Go modules, then cached); the last line is their dir.
 KUBEBUILDER_ASSETS="$(hack/envtest.sh | tail -n 1)"
 export KUBEBUILDER_ASSETS
+# helm for the chart tests (built once from its Go module, then cached); the last line is its path.
+HELM="$(hack/helm.sh | tail -n 1)" && export HELM
 
 .venv/bin/ruff check fleetsched tests bench hack
 exec .venv/bin/pytest "$@"

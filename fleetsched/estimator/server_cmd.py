@@ -32,6 +32,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from fleetsched import karmada_flags
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.limits import DEFAULT_LIMITS, FLAGS, RequestLimits
 from fleetsched.estimator.plugins.resource_quota import QuotaStore
@@ -65,7 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubeconfig", default="",
         help="kubeconfig of the member cluster (empty: KUBECONFIG, in-cluster, ~/.kube/config)")
-    parser.add_argument("--master", default="", help="member API server address, overrides the kubeconfig's")
     parser.add_argument("--server-port", type=int, default=10352, help="gRPC port (all interfaces)")
     parser.add_argument("--server-bind-address", default="0.0.0.0", help="gRPC listen address (fleetsched)")
     parser.add_argument("--grpc-auth-cert-file", default="", help="server certificate (PEM) for TLS")
@@ -89,10 +89,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feature-gates", default="",
                         help="A=true,B=false; ResourceQuotaEstimate and SchedulingOvercommitProtection "
                              "(both off by default) change the answers")
-    parser.add_argument("--enable-pprof", action="store_true", help="accepted for compatibility, ignored")
-    parser.add_argument("--profiling-bind-address", default=":6060",
-                        help="accepted for compatibility, ignored")
     parser.add_argument("--log-level", default="info", help="debug, info, warning or error")
+    karmada_flags.add_arguments(parser)  # --master: the member API server
 
 
 def limits_from(args: argparse.Namespace) -> RequestLimits:

@@ -19,7 +19,7 @@ from pathlib import Path
 import structlog
 from aiohttp import web
 
-from fleetsched import flags
+from fleetsched import flags, karmada_flags
 from fleetsched.flags import parse_bind_address
 from fleetsched.webhook import review, server
 
@@ -86,6 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"parsed; a body over it is answered with code 413 (default "
                              f"{review.MAX_REVIEW_MEMORY}, 3 x the 7 MiB body limit)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    karmada_flags.add_arguments(parser, flags=("--v", "--enable-pprof", "--profiling-bind-address"))
 
 
 def _number(kind: type[float] | type[int], text: str, *, zero_ok: bool) -> float:

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from fleetsched import karmada_flags
 from fleetsched.controller.policy.operator import (
     DEFAULT_RESOURCES,
     KNOWN_RESOURCES,
@@ -142,6 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     command.add_kube_api_arguments(parser, qps=40.0, burst=60)
     command.add_leader_election_arguments(parser, resource_name="fleetsched-controller")
     command.add_serving_arguments(parser, metrics=":8081", health=":10358")
+    karmada_flags.add_arguments(parser)
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -150,7 +152,7 @@ async def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a group name or timings a member Lease cannot have
         log.error("invalid_flag", flag="--shard-mode", error=str(exc))
         return 2
-    connection = load_connection(args.kubeconfig)
+    connection = karmada_flags.with_master(load_connection(args.kubeconfig), args)
     client = command.kube_client(connection, args, agent="fleetsched-controller")
     skipped = tuple(filter(None, (p.strip() for p in args.skipped_propagating_namespaces.split(","))))
     controller = PolicyController(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from fleetsched import karmada_flags
 from fleetsched.controller.runtime import command, metrics
 from fleetsched.controller.runtime.http import start_endpoints, stop_endpoints
 from fleetsched.controller.scheduler import compute
@@ -126,6 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-estimator-service-namespace", default="karmada-system")
     command.add_leader_election_arguments(parser, resource_name="fleetsched-scheduler")
     command.add_serving_arguments(parser, metrics=":8080", health=":10351")
+    karmada_flags.add_arguments(parser)
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -343,7 +345,7 @@ async def _run(
     configuration: LoadedConfiguration | None,
     extenders: Mapping[str, Sequence[Any]],
 ) -> int:
-    connection = load_connection(args.kubeconfig)
+    connection = karmada_flags.with_master(load_connection(args.kubeconfig), args)
     client = command.kube_client(connection, args, agent="fleetsched-scheduler")
 
     estimators: list[Any] = []
