@@ -1,4 +1,4 @@
-.PHONY: simulate test lint local-up crds proto cli-docs bench
+.PHONY: simulate test lint local-up dev-up crds proto cli-docs bench
 
 # Quick start 1: install and schedule the shipped example fleet offline.
 simulate:
@@ -16,6 +16,13 @@ lint:
 # A real etcd + kube-apiserver on loopback with crds/ applied, in the foreground; prints the KUBECONFIG.
 local-up:
 	hack/local-up.sh
+
+# Quick start 3: the whole stack live on loopback (control plane, garbage collector, webhook, controller,
+# scheduler); prints a kubectl walk-through. DEV_UP_ARGS="--estimator member1" adds a member's estimator.
+dev-up:
+	@[ -x .venv/bin/python ] || python3 -m venv .venv
+	@.venv/bin/pip install --quiet --disable-pip-version-check -e .
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh | tail -n 1)" .venv/bin/python hack/dev_up.py $(DEV_UP_ARGS)
 
 # Regenerate what is generated from the code (tests fail when these drift).
 crds:

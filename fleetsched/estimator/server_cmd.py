@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 from pathlib import Path
@@ -162,9 +163,22 @@ async def _probes(args: argparse.Namespace, state: SyncState,
     for (host, port), app in listeners.items():
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        await web.TCPSite(runner, host, port).start()
         runners.append(runner)
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            for started in reversed(runners):
+                await started.cleanup()
+            flags = " and ".join(f for f, address in (("--health-probe-bind-address", health),
+                                                      ("--metrics-bind-address", metrics_address))
+                                 if address == (host, port))
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise StartupError(f"{flags} {host or '0.0.0.0'}:{port}: cannot listen: {why}") from None
     return runners
+
+
+class StartupError(Exception):
+    """A start-up failure (a taken port): one line on stderr and exit 2, never a traceback."""
 
 
 async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Connection) -> int:
@@ -188,7 +202,11 @@ async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Conne
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    runners = await _probes(args, state, metrics)
+    try:
+        runners = await _probes(args, state, metrics)
+    except StartupError:
+        await client.close()
+        raise
     watch_task = asyncio.create_task(watcher.run(stop))
     log.info("estimator_starting", cluster=args.cluster_name, member=connection.server,
              resource_quota_estimate=gates.resource_quota_estimate,
@@ -197,6 +215,12 @@ async def _main(args: argparse.Namespace, gates: FeatureGates, connection: Conne
         await serve(service, address=f"{args.server_bind_address}:{args.server_port}", state=state,
                     metrics=metrics, tls=_tls(args), stop=stop, limits=limits_from(args),
                     capacity=capacity_from(args))
+    except OSError as exc:
+        if not str(exc).startswith("cannot listen on"):  # server.serve: the gRPC port was not bound
+            raise
+        address = f"{args.server_bind_address}:{args.server_port}"
+        raise StartupError(f"--server-bind-address and --server-port {address}: cannot listen "
+                           "(in use, or not an address of this host)") from None
     finally:
         stop.set()
         await asyncio.gather(watch_task, return_exceptions=True)
@@ -229,6 +253,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         return asyncio.run(_main(args, gates, connection))
+    except StartupError as exc:
+        print(f"fleetsched estimator: {exc}", file=sys.stderr)
+        return 2
     except (OSError, RuntimeError) as exc:  # unreadable TLS files, a port in use
         print(f"fleetsched estimator: {exc}", file=sys.stderr)
         return 1

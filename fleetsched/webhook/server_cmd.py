@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -145,6 +146,11 @@ def _configure_logging(level: str) -> None:
     )
 
 
+def _cannot_listen(flags: str, host: str, port: int, exc: OSError) -> OSError:
+    why = os.strerror(exc.errno) if exc.errno else str(exc)
+    return OSError(f"{flags} {host or '0.0.0.0'}:{port}: cannot listen: {why}")
+
+
 async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) -> int:
     cert_dir = Path(args.cert_dir)
     gates = parse_feature_gates(args.feature_gates)
@@ -175,7 +181,12 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
     main_runner = web.AppRunner(main_app, access_log=None, handle_signals=False)
     await main_runner.setup()
     runners.append(main_runner)
-    listener = await server.serve_https(main_runner, args.bind_address, args.port, context, config, metrics)
+    try:
+        listener = await server.serve_https(main_runner, args.bind_address, args.port, context, config,
+                                            metrics)
+    except OSError as exc:
+        await main_runner.cleanup()
+        raise _cannot_listen("--bind-address and --secure-port", args.bind_address, args.port, exc) from None
     log.info("webhook_serving", address=args.bind_address, port=args.port, cert_dir=str(cert_dir),
              tls_min_version=args.tls_min_version, client_ca_file=args.client_ca_file or None)
 
@@ -194,8 +205,13 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
         try:
             await web.TCPSite(runner, host, port).start()
             log.info("probe_serving", address=host, port=port, metrics=with_metrics, health=with_health)
-        except OSError as exc:
-            log.warning("probe_listener_unavailable", address=host, port=port, error=str(exc))
+        except OSError as exc:  # a start-up failure like a taken --secure-port: one line, exit 2
+            listener.close()
+            for started in reversed(runners):
+                await started.cleanup()
+            flags = " and ".join(f for f, on in (("--metrics-bind-address", with_metrics),
+                                                 ("--health-probe-bind-address", with_health)) if on)
+            raise _cannot_listen(flags, host, port, exc) from None
 
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()

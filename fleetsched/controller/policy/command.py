@@ -27,7 +27,7 @@ from fleetsched.controller.policy.operator import (
     PolicyControllerConfig,
 )
 from fleetsched.controller.runtime import command, metrics
-from fleetsched.controller.runtime.http import start_endpoints, stop_endpoints
+from fleetsched.controller.runtime.http import ListenError, start_endpoints, stop_endpoints
 from fleetsched.detector import FeatureGates
 from fleetsched.kube.client import load_connection
 
@@ -169,11 +169,16 @@ async def _serve(args: argparse.Namespace) -> int:
         ),
     )
     metrics.instrument_queue(controller.queue, metrics.POLICY_CONTROLLER_QUEUE)
-    runners = await start_endpoints(
-        controller.ready,
-        health_probe_bind_address=args.health_probe_bind_address,
-        metrics_bind_address=args.metrics_bind_address,
-    )
+    try:
+        runners = await start_endpoints(
+            controller.ready,
+            health_probe_bind_address=args.health_probe_bind_address,
+            metrics_bind_address=args.metrics_bind_address,
+        )
+    except ListenError as exc:  # a taken port: one line, exit 2
+        log.error("invalid_flag", flag=exc.flag, error=str(exc))
+        await client.close()
+        return 2
     stop = command.stop_on_signals()
     log.info(
         "controller_starting",

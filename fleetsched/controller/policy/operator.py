@@ -64,6 +64,7 @@ from fleetsched.controller.policy.resources import (
     WORK_GROUP,
     WORK_VERSION,
     TemplateResource,
+    permanent_id_label,
     template_qkey,
     works_served,
 )
@@ -104,6 +105,10 @@ LEADER = Gauge("fleetsched_policy_controller_is_leader", "1 while this replica h
                registry=metrics.REGISTRY)
 
 
+def _label(meta: Mapping[str, Any], key: str) -> str:
+    return str((meta.get("labels") or {}).get(key) or "")
+
+
 @dataclass
 class PolicyController(PolicySharding, PolicyReconcilers):
     client: KubeClient
@@ -120,6 +125,8 @@ class PolicyController(PolicySharding, PolicyReconcilers):
     _terminating_bindings: dict[QueueKey, str] = field(default_factory=dict)
     _policy_notes: dict[QueueKey, set[QueueKey]] = field(default_factory=dict)
     _owned_by_kind: Tally[str] = field(default_factory=Tally)
+    # policy kind -> keys of live policies without their permanent-id label (the webhook did not run)
+    _without_permanent_id: dict[str, set[str]] = field(default_factory=dict)
     # leadership or shard membership, the workers, start-up and shutdown (composed around this controller)
     runtime: ControllerRuntime = field(init=False)
 
@@ -185,6 +192,7 @@ class PolicyController(PolicySharding, PolicyReconcilers):
             cache.delete(key)
             self._views.parsed.forget(kind, key)
             self.forget_owned(qkey)
+            self._note_permanent_id(kind, key, None, None)
             return
         stored, previous = cache.upsert(obj)
         if not stored:
@@ -195,6 +203,8 @@ class PolicyController(PolicySharding, PolicyReconcilers):
             previous is None
             or meta.get("generation") != old_meta.get("generation")
             or bool(meta.get("deletionTimestamp")) != bool(old_meta.get("deletionTimestamp"))
+            # the permanent-id given late (the webhook was not running at creation): claim now
+            or _label(meta, permanent_id_label(kind)) != _label(old_meta, permanent_id_label(kind))
         ):
             if owned:
                 self.queue.push(qkey)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from fleetsched.api.load import ResourceTemplate
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
@@ -70,6 +70,7 @@ APPLY_FAILED = "ApplyPolicyFailed"
 FINALIZER_REMOVED = "FinalizerRemoved"
 FINALIZER_REMOVE_FAILED = "FinalizerRemoveFailed"
 SELECTOR_NOT_WATCHED = "ResourceKindNotWatched"
+NO_PERMANENT_ID = "PermanentIDMissing"
 
 APPLIES = Counter(
     "fleetsched_policy_controller_applies_total",
@@ -88,6 +89,14 @@ FINALIZER_REMOVALS = Counter(
     "Standalone: Karmada binding finalizers removed from terminating bindings, by binding kind and "
     "result (removed, error)",
     ["kind", "result"],
+    registry=metrics.REGISTRY,
+)
+
+POLICIES_WITHOUT_PERMANENT_ID = Gauge(
+    "fleetsched_policy_controller_policies_without_permanent_id",
+    "Policies without their permanent-id label (the webhook did not default them): their bindings "
+    "are never scheduled",
+    ["kind"],
     registry=metrics.REGISTRY,
 )
 
@@ -118,6 +127,7 @@ class PolicyReconcilers:
     # provided by PolicyController
     on_template_event: Callable[[TemplateResource, str | None, dict[str, Any]], None]
     _policy_notes: dict[QueueKey, set[QueueKey]]
+    _without_permanent_id: dict[str, set[str]]
 
     # ---- what a template's reconcile reads beside the caches ------------------------------------
 
@@ -413,10 +423,12 @@ class PolicyReconcilers:
     async def reconcile_policy(self, kind: str, key: str) -> Outcome:
         obj = self.policies[kind].get(key)
         if obj is None:
+            self._note_permanent_id(kind, key, None, None)
             return Outcome.DONE
         policy = self._views.parsed.get(kind, obj)
         if policy is None:
             return Outcome.DONE
+        self._note_permanent_id(kind, key, obj, policy)
         if self.config.sharding is not None:
             return await self._reconcile_owned_policy(kind, key, obj, policy)
         label = permanent_id_label(kind)
@@ -487,6 +499,29 @@ class PolicyReconcilers:
             self.config.gates.policy_preemption and policy.spec.preemption == "Always" and priority == 3
         )
         return unclaimed_match or may_preempt
+
+    def _note_permanent_id(
+        self, kind: str, key: str, obj: Mapping[str, Any] | None, policy: AnyPolicy | None
+    ) -> None:
+        """A live policy without its permanent-id label (the webhook did not run) gives bindings no
+        scheduler takes: a Warning Event on each reconcile (the recorder aggregates them), a log line
+        and the gauge once per policy."""
+        missing = self._without_permanent_id.setdefault(kind, set())
+        if obj is None or policy is None or policy.metadata.deletion_timestamp is not None or (
+            policy.metadata.labels or {}
+        ).get(permanent_id_label(kind)):
+            if key in missing:
+                missing.discard(key)
+                POLICIES_WITHOUT_PERMANENT_ID.labels(kind).set(len(missing))
+            return
+        label = permanent_id_label(kind)
+        if key not in missing:
+            missing.add(key)
+            POLICIES_WITHOUT_PERMANENT_ID.labels(kind).set(len(missing))
+            log.warning("policy_without_permanent_id", kind=kind, policy=key, label=label)
+        self._event(obj, WARNING, NO_PERMANENT_ID,
+                    f"metadata.labels[{label}] is missing: the admission webhook did not default this "
+                    "policy, so the scheduler skips its bindings (register fleetsched webhook)")
 
     def _warn_unwatched(self, kind: str, key: str, obj: Mapping[str, Any], policy: AnyPolicy) -> None:
         unwatched = unwatched_selectors(policy.spec.resource_selectors, self.watched_kinds)

@@ -8,6 +8,7 @@ addresses may be the same (one listener serves all three) or different; ``0`` or
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 
 import structlog
@@ -57,10 +58,20 @@ def listener_groups(
     ]
 
 
+class ListenError(ValueError):
+    """A listener could not be opened (a taken port, an address not on this host): a start-up
+    failure reported as one line naming the flag, never a traceback."""
+
+    def __init__(self, flag: str, message: str) -> None:
+        super().__init__(message)
+        self.flag = flag
+
+
 async def start_endpoints(
     ready: Callable[[], tuple[bool, str]], *, health_probe_bind_address: str, metrics_bind_address: str
 ) -> list[web.AppRunner]:
-    """Start the listeners; stop them with ``stop_endpoints``."""
+    """Start the listeners; stop them with ``stop_endpoints``. Raises ``ListenError`` (with the
+    listeners opened so far closed) when one cannot be opened."""
     runners: list[web.AppRunner] = []
     groups = listener_groups(split_address(health_probe_bind_address), split_address(metrics_bind_address))
     for address, health, metrics_enabled in groups:
@@ -68,8 +79,15 @@ async def start_endpoints(
             http_app(ready, health=health, metrics_enabled=metrics_enabled), access_log=None
         )
         await runner.setup()
-        await web.TCPSite(runner, address[0], address[1]).start()
         runners.append(runner)
+        try:
+            await web.TCPSite(runner, address[0], address[1]).start()
+        except OSError as exc:
+            await stop_endpoints(runners)
+            flags = [f for f, on in (("--health-probe-bind-address", health),
+                                     ("--metrics-bind-address", metrics_enabled)) if on]
+            named, why = " and ".join(flags), os.strerror(exc.errno) if exc.errno else str(exc)
+            raise ListenError(named, f"{named} {address[0]}:{address[1]}: cannot listen: {why}") from None
         log.info(
             "http_listening", address=f"{address[0]}:{address[1]}", health=health, metrics=metrics_enabled
         )

@@ -159,6 +159,13 @@ OWNED_BINDINGS = Gauge(
     registry=REGISTRY,
 )
 SHARD = ShardMetrics.of("fleetsched_scheduler", registry=REGISTRY, objects="Bindings", noun="the binding")
+BINDINGS_SKIPPED = Counter(
+    "fleetsched_scheduler_bindings_skipped_total",
+    "Bindings the event filter passed by, once per binding and reason (other-scheduler, suspended, "
+    "no-permanent-id).",
+    ["reason"],
+    registry=REGISTRY,
+)
 WRITE_CONFLICTS = Counter(
     "fleetsched_scheduler_write_conflicts_total",
     "Binding writes the API server refused with 409 Conflict (re-read, re-decided by the owner).",

@@ -34,7 +34,7 @@ import structlog
 
 from fleetsched import karmada_flags
 from fleetsched.controller.runtime import command, metrics
-from fleetsched.controller.runtime.http import start_endpoints, stop_endpoints
+from fleetsched.controller.runtime.http import ListenError, start_endpoints, stop_endpoints
 from fleetsched.controller.scheduler import compute
 from fleetsched.controller.scheduler.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
@@ -403,11 +403,18 @@ async def _run(
     )
     metrics.instrument_queue(operator.queue, metrics.SCHEDULER_QUEUE)
 
-    runners = await start_endpoints(
-        operator.ready,
-        health_probe_bind_address=args.health_probe_bind_address,
-        metrics_bind_address=args.metrics_bind_address,
-    )
+    try:
+        runners = await start_endpoints(
+            operator.ready,
+            health_probe_bind_address=args.health_probe_bind_address,
+            metrics_bind_address=args.metrics_bind_address,
+        )
+    except ListenError as exc:  # a taken port: one line, exit 2
+        log.error("invalid_flag", flag=exc.flag, error=str(exc))
+        await client.close()
+        if accurate is not None:
+            accurate.close()
+        return 2
     stop = command.stop_on_signals()
     log.info(
         "scheduler_starting",

@@ -59,14 +59,38 @@ def scheduling_suspended(binding: Obj) -> bool:
     return ((_spec(binding).get("suspension") or {}).get("scheduling")) is True
 
 
+# Why the event filter passes a binding by (the ``reason`` of fleetsched_scheduler_bindings_skipped_total).
+SKIP_OTHER_SCHEDULER = "other-scheduler"
+SKIP_SUSPENDED = "suspended"
+SKIP_NO_PERMANENT_ID = "no-permanent-id"  # no policy controller (or no webhook) labelled it
+# reason -> (log level, why) of the scheduler's one binding_skipped line per binding and reason. A
+# missing permanent-id is a warning: nothing else says that the webhook or policy controller did not
+# run. Another scheduler's binding is common beside Karmada's scheduler, so not at info.
+SKIP_LOGGING: Mapping[str, tuple[str, str]] = {
+    SKIP_NO_PERMANENT_ID: ("warning", "no permanent-id label: was the policy admitted by the webhook "
+                                      "and the binding made by a policy controller?"),
+    SKIP_SUSPENDED: ("info", "spec.suspension.scheduling is true"),
+    SKIP_OTHER_SCHEDULER: ("debug", "spec.schedulerName is not one of this scheduler's profiles"),
+}
+
+
+def skip_reason(binding: Obj, scheduler_names: str | Collection[str]) -> str | None:
+    """Why the binding event filter passes this binding by, or None when it is ours to schedule."""
+    served = (scheduler_names,) if isinstance(scheduler_names, str) else scheduler_names
+    if effective_scheduler_name(binding) not in served:
+        return SKIP_OTHER_SCHEDULER
+    if scheduling_suspended(binding):
+        return SKIP_SUSPENDED
+    labels = _meta(binding).get("labels") or {}
+    if not any(labels.get(label) for label in PERMANENT_ID_LABELS):
+        return SKIP_NO_PERMANENT_ID
+    return None
+
+
 def passes_filter(binding: Obj, scheduler_names: str | Collection[str]) -> bool:
     """The binding event filter: ours (a profile serves its schedulerName), not suspended, and
     created by a policy controller."""
-    served = (scheduler_names,) if isinstance(scheduler_names, str) else scheduler_names
-    if effective_scheduler_name(binding) not in served or scheduling_suspended(binding):
-        return False
-    labels = _meta(binding).get("labels") or {}
-    return any(labels.get(label) for label in PERMANENT_ID_LABELS)
+    return skip_reason(binding, scheduler_names) is None
 
 
 def generation(obj: Obj) -> int:

@@ -182,6 +182,8 @@ class SchedulerOperator:
     clusters: ClusterStore = field(default_factory=ClusterStore)
     # generation our own spec patch gives a binding: its watch event is not a user change
     own_generation: dict[QueueKey, int] = field(default_factory=dict)
+    # why the event filter passes a binding by now: counted and logged once per binding and reason
+    skipped: dict[QueueKey, str] = field(default_factory=dict)
     # path -> (resourceVersion, items) of the initial sync's LISTs, handed to the watches once
     _listed: dict[str, tuple[str, list[dict[str, Any]]]] = field(default_factory=dict)
     # resourceVersions our own writes' answers carried (cached already): their watch events are skipped
@@ -253,6 +255,7 @@ class SchedulerOperator:
             cache.delete(key)
             self.queue.forget(qkey)
             self.own_generation.pop(qkey, None)
+            self.skipped.pop(qkey, None)
             self.runtime.forget_owned(qkey)
             if self.assumptions is not None:
                 assumptions.forget(self.assumptions, kind, obj)
@@ -270,7 +273,7 @@ class SchedulerOperator:
         if self.peers is not None:
             self.peers.observe(kind, obj)
         names = self.config.scheduler_names
-        new_passes = decision.passes_filter(obj, names)
+        new_passes = self._note_skip(qkey, decision.skip_reason(obj, names))
         if self.config.sharding is not None:
             if not new_passes:
                 self.runtime.forget_owned(qkey)
@@ -287,6 +290,20 @@ class SchedulerOperator:
         ):
             metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_BINDING_UPDATE).inc()
             self.queue.push(qkey, decision.binding_priority(obj))
+
+    def _note_skip(self, qkey: QueueKey, reason: str | None) -> bool:
+        """Count and log a binding the event filter passes by, once per binding and reason (at the
+        level decision.SKIP_LOGGING gives); True when the binding is ours to schedule."""
+        if reason is None:
+            self.skipped.pop(qkey, None)
+            return True
+        if self.skipped.get(qkey) != reason:
+            self.skipped[qkey] = reason
+            metrics.BINDINGS_SKIPPED.labels(reason).inc()
+            level, why = decision.SKIP_LOGGING[reason]
+            getattr(log, level)("binding_skipped", binding=f"{qkey.kind}/{qkey.namespace}/{qkey.name}",
+                                reason=reason, why=why)
+        return False
 
     def on_cluster_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
         key = object_key(obj)

@@ -9,12 +9,14 @@ import pytest
 
 from fleetsched.controller.scheduler.decision import (
     APPLIED_PLACEMENT_ANNOTATION,
+    SKIP_LOGGING,
     Verdict,
     binding_update_enqueues,
     cluster_matches_binding,
     cluster_update_reconciles,
     passes_filter,
     should_schedule,
+    skip_reason,
 )
 from fleetsched.scheduler.outcome import applied_placement_json as encode
 
@@ -132,6 +134,20 @@ def test_filter_needs_matching_scheduler_no_suspension_and_a_policy_label() -> N
     unlabelled = a_binding()
     unlabelled["metadata"]["labels"] = {"binding.karmada.io/managed-by": ""}
     assert not passes_filter(unlabelled, "default-scheduler")
+
+
+def test_the_filter_says_why_it_passes_a_binding_by() -> None:
+    binding = a_binding()
+    assert skip_reason(binding, "default-scheduler") is None
+    assert skip_reason(binding, ("other", "default-scheduler")) is None
+    assert skip_reason(binding, "other") == "other-scheduler"
+    binding["spec"]["suspension"] = {"scheduling": True}
+    assert skip_reason(binding, "default-scheduler") == "suspended"
+    unlabelled = a_binding()
+    unlabelled["metadata"]["labels"] = {"propagationpolicy.karmada.io/permanent-id": ""}
+    assert skip_reason(unlabelled, "default-scheduler") == "no-permanent-id"
+    assert SKIP_LOGGING["no-permanent-id"][0] == "warning"
+    assert set(SKIP_LOGGING) == {"no-permanent-id", "suspended", "other-scheduler"}
 
 
 def test_only_generation_changes_enqueue_and_never_our_own() -> None:

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""``make dev-up``: the whole fleetsched stack on loopback, in the foreground, in one command.
+
+Starts, each on a free loopback port: etcd and kube-apiserver with crds/ applied
+(tests/support/controlplane.py, the binaries from hack/envtest.sh), kube-controller-manager with
+its garbage collector (deleting a workload deletes its binding through the owner reference), the
+namespaces, ``fleetsched webhook`` with a throwaway CA and registered by URL with the manifests'
+webhook configurations, ``fleetsched controller --standalone=true`` and ``fleetsched scheduler``.
+With ``--estimator NAME`` it also starts a member kube-apiserver and ``fleetsched estimator`` for
+the Cluster ``NAME`` behind Karmada's ExternalName Service, and the scheduler asks it.
+
+Prints the kubectl lines of a first walk-through, then ``dev-up: ready`` (a test waits for that
+line). Ctrl-C (or SIGTERM) stops every process it started, newest first. Logs stay in ``--dir``.
+Every component runs with the admin kubeconfig: RBAC is what ``tests/e2e/test_story.py`` checks.
+
+    hack/dev_up.py [--dir DIR] [--estimator CLUSTER]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import copy
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from fleetsched.webhook.testing import make_certificates  # noqa: E402
+from tests.support.controlplane import (  # noqa: E402
+    ControlPlane,
+    ControlPlaneUnavailable,
+    free_port,
+)
+
+NAMESPACES = ("karmada-system", "fleetsched-system", "shop", "analytics")
+WEBHOOK_CONFIGURATION = ROOT / "manifests" / "webhook" / "base" / "webhook-configuration.yaml"
+READY_LINE = "dev-up: ready"
+
+
+def log(message: str) -> None:
+    print(f"dev-up: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Component:
+    """One ``python -m fleetsched`` process with /readyz on ``probe_port``."""
+
+    name: str
+    argv: list[str]
+    probe_port: int
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, timeout: float = 120.0) -> None:
+        with self.log_path.open("wb") as out:
+            self.process = subprocess.Popen([sys.executable, "-m", "fleetsched", *self.argv], cwd=ROOT,
+                                            stdout=out, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.probe_port}/readyz", timeout=2):
+                    return
+            except (OSError, urllib.error.URLError):
+                time.sleep(0.3)
+        raise RuntimeError(f"{self.name} not ready after {timeout:.0f}s:\n{self.tail()}")
+
+    def tail(self, lines: int = 20) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def probe_flags(port: int) -> list[str]:
+    return [f"--metrics-bind-address=127.0.0.1:{port}", f"--health-probe-bind-address=127.0.0.1:{port}"]
+
+
+def webhook_configurations(port: int, ca_file: Path) -> str:
+    """The manifests' registrations with clientConfig pointing at the loopback URL."""
+    docs = [d for d in yaml.safe_load_all(WEBHOOK_CONFIGURATION.read_text()) if d]
+    bundle = base64.b64encode(ca_file.read_bytes()).decode()
+    out = []
+    for doc in docs:
+        doc = copy.deepcopy(doc)
+        for hook in doc["webhooks"]:
+            path = hook["clientConfig"].pop("service")["path"]
+            hook["clientConfig"]["url"] = f"https://127.0.0.1:{port}{path}"
+            hook["clientConfig"]["caBundle"] = bundle
+        out.append(doc)
+    return yaml.safe_dump_all(out, sort_keys=False)
+
+
+def estimator_service(cluster: str, port: int) -> str:
+    """Karmada's ExternalName Service for a member's estimator, pointing at loopback."""
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": f"karmada-scheduler-estimator-{cluster}", "namespace": "karmada-system"},
+        "spec": {"type": "ExternalName", "externalName": "localhost",
+                 "ports": [{"port": 10352, "targetPort": port}]},
+    })
+
+
+def walk_through(kubeconfig: Path, estimator: str | None) -> list[str]:
+    lines = [
+        f"export KUBECONFIG={kubeconfig}",
+        "kubectl apply -f examples/fleet.yaml",
+        "# no member agent reports the Clusters' status here: write it through the status subresource",
+        "kubectl apply --server-side --subresource=status -f examples/fleet.yaml",
+        "kubectl apply -f examples/policies.yaml",
+        "kubectl get rb -A",
+        "kubectl get rb -n shop web -o yaml   # spec.clusters and the Scheduled condition",
+        "kubectl delete deployment -n shop web && kubectl get rb -n shop   # the garbage collector",
+    ]
+    if estimator:
+        lines.append(f"# the member {estimator!r} has its own kube-apiserver (KUBECONFIG above); "
+                     "the scheduler asks its estimator")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    workdir = Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="fleetsched-dev-"))
+    if workdir.exists() and any(workdir.iterdir()):
+        print(f"error: --dir {workdir}: is not empty", file=sys.stderr)
+        return 2
+    workdir.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+    log("starting etcd, kube-apiserver and the garbage collector (binaries are built on the first run)")
+    try:
+        plane = ControlPlane.start(workdir=workdir / "controlplane", with_controller_manager=True)
+    except ControlPlaneUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    components: list[Component] = []
+    try:
+        kubeconfig = plane.kubeconfig
+        for namespace in NAMESPACES:
+            plane.kubectl("create", "namespace", namespace, check=False)
+
+        ca_file = make_certificates(workdir / "webhook-certs")
+        webhook_port, webhook_probe = free_port(), free_port()
+        webhook = Component("webhook", [
+            "webhook", "--bind-address=127.0.0.1", f"--secure-port={webhook_port}",
+            f"--cert-dir={ca_file.parent}", f"--kubeconfig={kubeconfig}", *probe_flags(webhook_probe),
+        ], webhook_probe, workdir / "webhook.log")
+        components.append(webhook)
+        log(f"starting the webhook on https://127.0.0.1:{webhook_port}")
+        webhook.start()
+        plane.apply(webhook_configurations(webhook_port, ca_file))
+
+        scheduler_flags: list[str] = []
+        if args.estimator:
+            member = plane.add_apiserver(args.estimator)
+            grpc_port, estimator_probe = free_port(), free_port()
+            estimator = Component("estimator", [
+                "estimator", f"--cluster-name={args.estimator}", f"--kubeconfig={member.kubeconfig}",
+                "--server-bind-address=127.0.0.1", f"--server-port={grpc_port}",
+                *probe_flags(estimator_probe),
+            ], estimator_probe, workdir / "estimator.log")
+            components.append(estimator)
+            log(f"starting the estimator for {args.estimator} on 127.0.0.1:{grpc_port}")
+            estimator.start()
+            plane.apply(estimator_service(args.estimator, grpc_port))
+            scheduler_flags = ["--enable-scheduler-estimator=true"]
+            print(f"member {args.estimator}: export KUBECONFIG={member.kubeconfig}", flush=True)
+
+        for name, argv in (("controller", ["controller", "--standalone=true"]),
+                           ("scheduler", ["scheduler", *scheduler_flags])):
+            port = free_port()
+            component = Component(name, [*argv, f"--kubeconfig={kubeconfig}", *probe_flags(port)],
+                                  port, workdir / f"{name}.log")
+            components.append(component)
+            log(f"starting the {name} (metrics and probes on 127.0.0.1:{port})")
+            component.start()
+
+        print(f"fleetsched is live on {plane.apiserver.url}; logs in {workdir}", flush=True)
+        print("a first walk-through, from the repository's root:", flush=True)
+        for line in walk_through(kubeconfig, args.estimator):
+            print(f"  {line}", flush=True)
+        print(f"{READY_LINE} (press Ctrl-C to stop)", flush=True)
+        while not stop.wait(1.0):
+            for component in components:
+                if not component.alive():
+                    print(f"error: {component.name} exited; stopping:\n{component.tail()}", file=sys.stderr)
+                    return 1
+            if plane.apiserver.process is None or plane.apiserver.process.poll() is not None:
+                print("error: kube-apiserver exited; stopping", file=sys.stderr)
+                return 1
+        return 0
+    except (RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        log("stopping")
+        for component in reversed(components):
+            component.stop()
+        plane.stop()
+        log("stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hack/dev_up.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", help="working directory for data, certificates and logs (default: temp)")
+    parser.add_argument("--estimator", metavar="CLUSTER",
+                        help="also start a member kube-apiserver and an estimator for the Cluster CLUSTER")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
