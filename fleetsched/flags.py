@@ -123,3 +123,17 @@ def record_explicit_flags(parser: argparse.ArgumentParser) -> None:
 def explicit_flags(args: argparse.Namespace) -> frozenset[str]:
     """The ``dest`` of every flag the command line gave (needs ``record_explicit_flags``)."""
     return frozenset(getattr(args, _EXPLICIT, ()))
+
+
+def plugins_contradiction(
+    plugins_flag: str, wanted: Mapping[Any, Any], profiles: Any, source: str
+) -> str | None:
+    """``--plugins`` given beside a configuration file: the message naming the first profile that
+    enables other plugins than the flag would (the plugins are set in one place), or None."""
+    for i, profile in enumerate(profiles):
+        if dict(profile.plugins) != dict(wanted):
+            return (
+                f"--plugins={plugins_flag} contradicts {source}: profiles[{i}] "
+                f"({profile.scheduler_name}) enables other plugins; set the plugins in one place"
+            )
+    return None

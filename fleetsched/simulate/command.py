@@ -13,7 +13,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleetsched.api.text import for_terminal
-from fleetsched.flags import explicit_flags, merge_feature_gates, parse_feature_gates, record_explicit_flags
+from fleetsched.flags import (
+    explicit_flags,
+    merge_feature_gates,
+    parse_feature_gates,
+    plugins_contradiction,
+    record_explicit_flags,
+)
 from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
@@ -204,12 +210,9 @@ def _configuration(
             wanted = config.default_profile(args.plugins, workload_affinity=workload_affinity).plugins
         except ValueError as exc:
             raise BadInput(f"--plugins: {exc}") from None
-        for i, profile in enumerate(configuration.profiles):
-            if dict(profile.plugins) != dict(wanted):
-                raise BadInput(
-                    f"--plugins={args.plugins} contradicts {args.config}: profiles[{i}] "
-                    f"({profile.scheduler_name}) enables other plugins; set the plugins in one place"
-                )
+        conflict = plugins_contradiction(args.plugins, wanted, configuration.profiles, args.config)
+        if conflict is not None:
+            raise BadInput(conflict)
     in_file = configuration.enable_empty_workload_propagation
     if "enable_empty_workload_propagation" in explicit and args.enable_empty_workload_propagation != in_file:
         raise BadInput(

@@ -39,7 +39,12 @@ from fleetsched.controller.scheduler import compute
 from fleetsched.controller.scheduler.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
 from fleetsched.extender.metrics import count_ignored_failure
-from fleetsched.flags import explicit_flags, merge_feature_gates, record_explicit_flags
+from fleetsched.flags import (
+    explicit_flags,
+    merge_feature_gates,
+    plugins_contradiction,
+    record_explicit_flags,
+)
 from fleetsched.kube.client import load_connection
 from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
@@ -217,12 +222,9 @@ def apply_configuration(
             wanted = config.default_profile(args.plugins).plugins
         except ValueError as exc:
             raise FlagConflict(f"--plugins: {exc}") from None
-        for i, profile in enumerate(configuration.profiles):
-            if dict(profile.plugins) != dict(wanted):
-                raise FlagConflict(
-                    f"--plugins={args.plugins} contradicts {source}: profiles[{i}] "
-                    f"({profile.scheduler_name}) enables other plugins; set the plugins in one place"
-                )
+        conflict = plugins_contradiction(args.plugins, wanted, configuration.profiles, source)
+        if conflict is not None:
+            raise FlagConflict(conflict)
     updated = argparse.Namespace(**vars(args))
     for dest, field, value_of, written in _FILE_FIELDS:
         value = value_of(configuration)
