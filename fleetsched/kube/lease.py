@@ -240,6 +240,27 @@ class LeaderElectionConfig:
             raise ValueError("leader election identity must not be empty")
 
 
+def lease_failure_hint(exc: BaseException, verb: str, namespace: str) -> str:
+    """What an operator does about a Lease request that failed: the right to grant, the namespace
+    to create, or nothing to do (a conflict is another replica's turn, a network error passes)."""
+    status = getattr(exc, "status", None)
+    if status in (401, 403):
+        return (
+            f"grant this identity {verb} (and get, create, update) on leases.coordination.k8s.io "
+            f"in namespace {namespace}"
+        )
+    if status == 404 and verb == "create":
+        return f"namespace {namespace} does not exist: create it, or point the Lease flags at another"
+    if status == 409:
+        return "another replica wrote the Lease first; retried"
+    return "retried"
+
+
+
+# How often the same Lease failure is logged again while it lasts.
+FAILURE_LOG_PERIOD = 60.0
+
+
 @dataclass
 class LeaderElector:
     config: LeaderElectionConfig
@@ -257,6 +278,7 @@ class LeaderElector:
     _last_renew: float = 0.0
     _lease: dict[str, Any] | None = None
     _unbelieved: Any = None  # the last out-of-bounds duration logged (logged once per value)
+    _failure_logged: tuple[str, str, float] | None = None  # (verb, error, when): repeats are quiet
 
     @property
     def is_leader(self) -> bool:
@@ -270,7 +292,7 @@ class LeaderElector:
         try:
             current = await self.store.get()
         except (ApiError, OSError, TimeoutError) as exc:
-            log.warning("lease_get_failed", error=str(exc))
+            self._failed("get", exc)
             return False
         desired_spec: dict[str, Any] = {
             "holderIdentity": self.config.identity,
@@ -289,10 +311,11 @@ class LeaderElector:
             try:
                 self._lease = await self.store.create(body)
             except (ApiError, OSError, TimeoutError) as exc:
-                log.info("lease_create_failed", error=str(exc))
+                self._failed("create", exc)
                 return False
             self._observe(desired_spec, now)
             self._last_renew = now
+            self._failure_logged = None
             return True
 
         spec = dict(current.get("spec") or {})
@@ -313,11 +336,30 @@ class LeaderElector:
         try:
             self._lease = await self.store.replace(body)
         except (ApiError, OSError, TimeoutError) as exc:
-            log.info("lease_update_failed", error=str(exc))
+            self._failed("update", exc)
             return False
         self._observe(desired_spec, now)
         self._last_renew = now
+        self._failure_logged = None
         return True
+
+    def _failed(self, verb: str, exc: BaseException) -> None:
+        """One warning naming the Lease, its namespace and what to do; the same failure again is
+        logged at most once a minute (a missing right fails every retry period), a 409 at info."""
+        error = str(exc) or repr(exc)
+        now = self.clock()
+        last = self._failure_logged
+        if last is not None and last[:2] == (verb, error) and now - last[2] < FAILURE_LOG_PERIOD:
+            return
+        self._failure_logged = (verb, error, now)
+        level = log.info if getattr(exc, "status", None) == 409 else log.warning
+        level(
+            f"lease_{verb}_failed",
+            lease=f"{self.config.namespace}/{self.config.name}",
+            identity=self.config.identity,
+            error=error,
+            hint=lease_failure_hint(exc, verb, self.config.namespace),
+        )
 
     def _duration(self, spec: dict[str, Any]) -> float:
         """The record's duration; ours when it has none or one out of bounds (logged once)."""

@@ -62,6 +62,7 @@ from fleetsched.kube.client import ApiError
 from fleetsched.kube.lease import GROUP_LABEL as GROUP_LABEL
 from fleetsched.kube.lease import ApiMemberLeaseStore as ApiMemberLeaseStore
 from fleetsched.kube.lease import MemberLeaseStore as MemberLeaseStore
+from fleetsched.kube.lease import lease_failure_hint
 from fleetsched.scheduler.config.configuration import SHARD_MODES as SHARD_MODES
 
 log = structlog.get_logger("fleetsched.shard")
@@ -301,7 +302,10 @@ class ShardMembership:
             self._found_duplicate(exc, now)
             return False
         except _FAILURES as exc:
-            log.warning("shard_member_lease_renew_failed", member=self.name, error=str(exc) or repr(exc))
+            log.warning(
+                "shard_member_lease_renew_failed", member=self.name, namespace=self.config.namespace,
+                error=str(exc) or repr(exc), hint=lease_failure_hint(exc, "update", self.config.namespace),
+            )
             return False
         if previous is not None:
             # Another process wrote the Lease last (a previous run of ours killed, or a duplicate):
@@ -342,7 +346,10 @@ class ShardMembership:
         try:
             current = await self.store.get(self.name)
         except _FAILURES as exc:
-            log.warning("shard_member_lease_read_failed", member=self.name, error=str(exc) or repr(exc))
+            log.warning(
+                "shard_member_lease_read_failed", member=self.name, namespace=self.config.namespace,
+                error=str(exc) or repr(exc), hint=lease_failure_hint(exc, "get", self.config.namespace),
+            )
             return False
         if current is not None:
             spec = dict(current.get("spec") or {})
@@ -369,7 +376,10 @@ class ShardMembership:
         try:
             leases = await self.store.list()
         except _FAILURES as exc:
-            log.warning("shard_member_list_failed", member=self.name, error=str(exc) or repr(exc))
+            log.warning(
+                "shard_member_list_failed", member=self.name, namespace=self.config.namespace,
+                error=str(exc) or repr(exc), hint=lease_failure_hint(exc, "list", self.config.namespace),
+            )
             return
         now = self.clock()
         self._last_list = now

@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 import pytest
+import structlog
 
 from fleetsched.controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.kube.client import ApiError
@@ -163,3 +164,54 @@ def test_timings_are_validated_like_client_go() -> None:
         LeaderElectionConfig(name="l", namespace="n", identity="a", lease_duration=10, renew_deadline=10)
     with pytest.raises(ValueError, match="renewDeadline must be greater"):
         LeaderElectionConfig(name="l", namespace="n", identity="a", renew_deadline=2, retry_period=2)
+
+
+class RefusingStore(MemoryLeaseStore):
+    """The API server refuses to create the Lease with ``error`` until ``error`` is None."""
+
+    def __init__(self, error: ApiError | None) -> None:
+        super().__init__()
+        self.error = error
+
+    async def create(self, lease: dict[str, Any]) -> dict[str, Any]:
+        if self.error is not None:
+            raise self.error
+        return await super().create(lease)
+
+
+@pytest.mark.parametrize(
+    ("error", "hint"),
+    [
+        (
+            ApiError(403, "Forbidden", 'leases.coordination.k8s.io is forbidden: User "x" cannot create'),
+            "grant this identity create (and get, create, update) on leases.coordination.k8s.io "
+            "in namespace karmada-system",
+        ),
+        (
+            ApiError(404, "NotFound", 'namespaces "karmada-system" not found'),
+            "namespace karmada-system does not exist: create it, or point the Lease flags at another",
+        ),
+    ],
+)
+async def test_a_refused_lease_is_a_warning_naming_the_namespace_and_what_to_grant(
+    error: ApiError, hint: str
+) -> None:
+    store, clock = RefusingStore(error), Clock()
+    a = elector(store, clock, "a")
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(5):  # every retry period for 20 s: one line, not five
+            assert not await a.try_acquire_or_renew()
+            clock.now += 4
+        clock.now += 60  # a minute on, still refused: said again
+        assert not await a.try_acquire_or_renew()
+        store.error = None
+        assert await a.try_acquire_or_renew()
+        store.lease = None
+        store.error = error  # refused again after a success: said at once
+        assert not await a.try_acquire_or_renew()
+    failures = [e for e in logs if e["event"] == "lease_create_failed"]
+    assert len(failures) == 3
+    assert {e["log_level"] for e in failures} == {"warning"}
+    assert failures[0]["lease"] == "karmada-system/fleetsched-scheduler"
+    assert failures[0]["identity"] == "a"
+    assert failures[0]["hint"] == hint
