@@ -22,6 +22,7 @@ from fleetsched.scheduler.types import (
     FieldSelector,
     LabelRequirement,
     LabelSelector,
+    NamespaceInfo,
     NodeClaim,
     ObjectReference,
     OverflowTerm,
@@ -44,6 +45,7 @@ __all__ = [
     "ConversionError",
     "binding_from_dict",
     "cluster_from_dict",
+    "namespace_from_dict",
     "placement_from_dict",
     "status_from_dict",
 ]
@@ -338,6 +340,23 @@ def binding_from_dict(obj: Mapping[str, Any]) -> SchedulingBinding:
         anti_affinity_group=_str(
             groups.get("antiAffinityGroup"), "spec.workloadAffinityGroups.antiAffinityGroup"
         ),
+        labels=_string_map(md.get("labels"), "metadata.labels"),
+        annotations=_string_map(md.get("annotations"), "metadata.annotations"),
+    )
+
+
+def _string_map(raw: Any, path: str) -> dict[str, str]:
+    """A ``map[string]string`` of metadata; an entry that is not a string names its key."""
+    return {str(k): _str(v, f"{path}.{k}") for k, v in _map(raw, path).items()}
+
+
+def namespace_from_dict(obj: Mapping[str, Any]) -> NamespaceInfo:
+    """A Namespace as plugins read it through the listers: its name, labels and annotations."""
+    md = _map(obj.get("metadata"), "metadata")
+    return NamespaceInfo(
+        name=_str(md.get("name"), "metadata.name"),
+        labels=_string_map(md.get("labels"), "metadata.labels"),
+        annotations=_string_map(md.get("annotations"), "metadata.annotations"),
     )
 
 

@@ -32,6 +32,7 @@ from fleetsched.scheduler.framework.interface import (
     Extender,
     ReplicaEstimator,
 )
+from fleetsched.scheduler.framework.listers import Listers
 from fleetsched.scheduler.framework.profile import Profile
 from fleetsched.scheduler.framework.registry import Registry
 from fleetsched.scheduler.framework.runtime import (
@@ -283,6 +284,7 @@ class Scheduler:
         driver: Driver | None = None,
         clock: Callable[[], float] = time.monotonic,
         timer: Callable[[], float] = time.perf_counter,
+        listers: Listers | None = None,
     ) -> None:
         self.settings = settings or Settings()
         # Called with (step, seconds) for each step of each attempt (Karmada's step names, STEPS);
@@ -305,6 +307,7 @@ class Scheduler:
             driver=self.driver,
             clock=clock,
             timer=timer,
+            listers=listers,
         )
         self.profile = profile
         self.general = GeneralEstimator(resource_modeling=self.settings.customized_cluster_resource_modeling)

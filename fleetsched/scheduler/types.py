@@ -31,6 +31,7 @@ __all__ = [
     "FrozenList",
     "LabelRequirement",
     "LabelSelector",
+    "NamespaceInfo",
     "NodeClaim",
     "ObjectReference",
     "OverflowTerm",
@@ -312,6 +313,16 @@ class SchedulingBinding:
     # spec.workloadAffinityGroups (alpha, gate WorkloadAffinity): "key=value" or "".
     affinity_group: str = ""
     anti_affinity_group: str = ""
+    # metadata.labels and metadata.annotations (read-only). Left out of the hash, kept in equality.
+    # A plugin whose answer reads them puts what it reads into its ``binding_key`` (plugin-api.md).
+    labels: Mapping[str, str] = field(default_factory=FrozenDict, hash=False)
+    annotations: Mapping[str, str] = field(default_factory=FrozenDict, hash=False)
+
+    def __post_init__(self) -> None:
+        if type(self.labels) is not FrozenDict:
+            object.__setattr__(self, "labels", frozen_mapping(self.labels))
+        if type(self.annotations) is not FrozenDict:
+            object.__setattr__(self, "annotations", frozen_mapping(self.annotations))
 
     @property
     def key(self) -> str:
@@ -327,6 +338,21 @@ class SchedulingBinding:
     def generated_name(self) -> str:
         """The binding name Karmada derives from the resource: ``<name>-<kind>`` lowercased, ':' -> '.'."""
         return f"{self.resource.name}-{self.resource.kind}".lower().replace(":", ".")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NamespaceInfo:
+    """A Namespace as plugins read it through ``Handle.listers`` (read-only; compared by identity)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=FrozenDict)
+    annotations: Mapping[str, str] = field(default_factory=FrozenDict)
+
+    def __post_init__(self) -> None:
+        if type(self.labels) is not FrozenDict:
+            object.__setattr__(self, "labels", frozen_mapping(self.labels))
+        if type(self.annotations) is not FrozenDict:
+            object.__setattr__(self, "annotations", frozen_mapping(self.annotations))
 
 
 @dataclass(frozen=True, slots=True)

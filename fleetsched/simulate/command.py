@@ -35,6 +35,7 @@ from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 if TYPE_CHECKING:
     from fleetsched.scheduler.config import LoadedConfiguration
 
+from fleetsched.simulate.listers import attach_input
 from fleetsched.simulate.output import Writer
 from fleetsched.simulate.plan import (
     BadInput,
@@ -386,6 +387,9 @@ def _load_and_plan(
     checks = Checks(cluster_names, profiles, scheduler.settings.workload_affinity)
     derived = derived_bindings(loaded, progress, jobs=jobs)
     plan = plan_work(explicit, derived, checks=checks, progress=progress)
+    namespaces = [t.raw for t in loaded.templates if t.kind == "Namespace" and t.api_version == "v1"]
+    cores = (scheduler, *(profiles or {}).values())
+    attach_input(cores, namespaces=namespaces, clusters=clusters, work=plan.work)
     return plan, clusters, scheduler, profiles
 
 

@@ -22,6 +22,8 @@ from fleetsched.scheduler.framework.interface import (
     ReservePlugin,
     Status,
 )
+from fleetsched.scheduler.framework.listers import Listers
+from fleetsched.scheduler.framework.plugin_metrics import PluginMetrics
 from fleetsched.scheduler.types import TargetCluster
 
 if TYPE_CHECKING:
@@ -113,8 +115,9 @@ def call_all(callbacks: Sequence[Callable[[], None]]) -> None:
 
 
 class PluginHandle:
-    """The ``Handle`` a plugin's factory is given: the profile's name, the clock and the bindings
-    waiting at Permit, and nothing else of the Framework (no way to its plugins, memo or settings)."""
+    """The ``Handle`` a plugin's factory is given: the profile's name, the clock, the bindings
+    waiting at Permit, the read-only listers and the metrics registry, and nothing else of the
+    Framework (no way to its plugins, memo or settings)."""
 
     __slots__ = ("_framework",)
 
@@ -130,6 +133,14 @@ class PluginHandle:
 
     def waiting_binding(self, key: str) -> WaitingAtPermit | None:
         return self._framework.waiting_binding(key)
+
+    @property
+    def listers(self) -> Listers:
+        return self._framework.listers
+
+    @property
+    def metrics_registry(self) -> PluginMetrics:
+        return self._framework.plugin_metrics
 
 
 class BindingCycleRunner(Instrumented):

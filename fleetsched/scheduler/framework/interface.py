@@ -72,6 +72,9 @@ A plugin whose verdicts or scores can be reused across bindings says so by imple
 * ``binding_key(ctx) -> Hashable``: everything of the binding side its answer depends on (e.g. the
   tolerations and the current target names). Two contexts with equal keys must get equal answers
   for the same cluster. The key must be cheap and hashable; return a tuple of the frozen values.
+  A plugin that reads ``binding.labels`` or ``binding.annotations``, or an object through
+  ``Handle.listers``, puts the values it read into this key (a lister's content changes while the
+  cluster snapshot does not); a plugin that cannot do so does not implement ``DeclaresInputs``.
 * ``cluster_inputs: ClusterFacet``: every facet of a cluster its answer reads (``LABELS``,
   ``FIELDS`` = provider/region/zones, ``TAINTS``, ``API_ENABLEMENTS``, ``RESOURCES`` = resource
   summary and models, ``DELETION``). The cluster's name is always part of the key. A plugin that
@@ -114,11 +117,14 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from fleetsched.scheduler.framework.listers import Lister, Listers
+from fleetsched.scheduler.framework.plugin_metrics import PluginMetrics
 from fleetsched.scheduler.types import (
     BindingStatus,
     ClusterInfo,
     ClusterSelection,
     Component,
+    NamespaceInfo,
     PeerBinding,
     ReplicaRequirements,
     SchedulingBinding,
@@ -149,11 +155,15 @@ __all__ = [
     "FilterContext",
     "FilterPlugin",
     "Handle",
+    "Lister",
+    "Listers",
+    "NamespaceInfo",
     "NormalizeScorePlugin",
     "PermitPlugin",
     "Plugin",
     "PluginArgsError",
     "PluginFactory",
+    "PluginMetrics",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",
@@ -378,6 +388,18 @@ class Handle(Protocol):
 
     def waiting_binding(self, key: str) -> WaitingBinding | None:
         """The binding held at Permit under ``key``, if any (to allow or reject it)."""
+        ...
+
+    @property
+    def listers(self) -> Listers:
+        """Read-only listers of Namespaces, Clusters and bindings (``listers.py``). An answer that
+        reads one must carry what it read in its ``binding_key``, or it must not declare inputs."""
+        ...
+
+    @property
+    def metrics_registry(self) -> PluginMetrics:
+        """Where the plugin registers its own metric collectors (``register(collector)``), exported
+        on the live scheduler's ``/metrics`` (``plugin_metrics.py``)."""
         ...
 
 

@@ -90,6 +90,7 @@ from fleetsched.scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
+from fleetsched.scheduler.framework.listers import Listers
 from fleetsched.scheduler.framework.memo import (
     DEFAULT_MEMO_CELLS,
     DEFAULT_MEMO_LIMIT,
@@ -103,6 +104,7 @@ from fleetsched.scheduler.framework.memo import (
     reuse_answers,
     unasked_positions,
 )
+from fleetsched.scheduler.framework.plugin_metrics import PluginMetrics
 from fleetsched.scheduler.framework.profile import ExtensionPoint, Profile
 from fleetsched.scheduler.framework.registry import Registry, validate_args
 from fleetsched.scheduler.outcome import ExtenderVerdict, PluginScore, SkippedPlugin
@@ -196,8 +198,13 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
         driver: Driver | None = None,
         memo_limit: int = DEFAULT_MEMO_LIMIT,
         extender_skipped: ExtenderSkipObserver | None = None,
+        listers: Listers | None = None,
     ) -> None:
         self.profile = profile
+        # Read-only listers the plugins reach through the Handle (empty unless the edge attached some).
+        self.listers = listers if listers is not None else Listers()
+        # The collectors the plugins register (the edge exports them; ``plugin_metrics.py``).
+        self.plugin_metrics = PluginMetrics()
         self.extenders: tuple[Extender, ...] = tuple(extenders)
         self.observer = observer
         self.point_observer = point_observer
