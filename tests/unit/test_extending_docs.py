@@ -141,6 +141,7 @@ def test_the_image_recipes_pip_command_installs_the_plugins_with_their_entry_poi
         "ExampleCost": "fleetsched_example_plugins.cost:ExampleCost",
         "ExampleTenant": "fleetsched_example_plugins.tenant:ExampleTenant",
         "ExampleFlaky": "fleetsched_example_plugins.flaky:ExampleFlaky",
+        "ExampleNamespacePool": "fleetsched_example_plugins.namespace_pool:ExampleNamespacePool",
     }
     assert (target / "fleetsched_example_plugins" / "cost.py").is_file()
 
