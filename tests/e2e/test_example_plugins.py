@@ -10,6 +10,7 @@ image; the plugins are found through its real entry points."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -197,3 +198,66 @@ def test_a_plugin_that_fails_to_import_stops_the_scheduler_at_start_up_naming_it
     assert len(lines) == 1, log
     assert "plugin 'ExampleBroken' (entry point 'fleetsched_broken_plugin:new'" in lines[0]
     assert "ModuleNotFoundError" in lines[0]
+
+
+POOL = "pool.example.com/name"
+
+
+def test_the_live_scheduler_gives_plugins_the_namespaces_and_exports_their_metrics(
+    isolated_apiserver: APIServer, start_scheduler: Callable[..., SchedulerProcess], tmp_path: Path
+) -> None:
+    """ExampleNamespacePool: a namespace's label picks the pool, read through the Namespace lister
+    the scheduler watches because the plugin asked for it; a relabelled namespace counts for the
+    next binding at once (not a reused verdict); the plugin's counter is on /metrics."""
+    server = isolated_apiserver
+    server.kubectl("create", "namespace", "ml", check=False)
+    server.kubectl("create", "namespace", "web", check=False)
+    server.kubectl("label", "namespace", "ml", f"{POOL}=gpu", "--overwrite")
+    apply_with_status(
+        server, [ready_cluster("gpu-1", 400, {POOL: "gpu"}), ready_cluster("cpu-1", 4000, {POOL: "cpu"})]
+    )
+    doc = {
+        "apiVersion": "config.fleetsched.io/v1alpha1",
+        "kind": "SchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{
+            "schedulerName": "default-scheduler",
+            "plugins": {"filter": {"enabled": [{"name": "ExampleNamespacePool"}]}},
+        }],
+    }
+    scheduler = start_scheduler(server, "--config", str(write(tmp_path, doc)), "--leader-elect=false")
+    serve = one_cluster_binding("serve", "ml")
+    serve["metadata"].setdefault("labels", {})[POOL] = "cpu"
+    create_objects(server, [one_cluster_binding("train", "ml"), one_cluster_binding("site", "web"), serve])
+
+    def decided(namespace: str, name: str) -> dict[str, Any] | None:
+        obj = get_json(server, "rb", "-n", namespace, name)
+        return obj if scheduled_condition(obj) is not None else None
+
+    def wait(namespace: str, name: str) -> dict[str, int]:
+        obj = wait_until(
+            lambda: decided(namespace, name),
+            timeout=60,
+            message=lambda: f"{namespace}/{name} not decided:\n{scheduler.log_tail()}",
+        )
+        return {t["name"]: t.get("replicas", 0) for t in obj["spec"].get("clusters") or []}
+
+    assert wait("ml", "train") == {"gpu-1": 3}  # the namespace's pool, not the roomiest cluster
+    assert wait("web", "site") == {"cpu-1": 3}  # no pool: the roomiest
+    assert wait("ml", "serve") == {"cpu-1": 3}  # its own label wins
+    server.kubectl("label", "namespace", "ml", f"{POOL}=cpu", "--overwrite")
+
+    probes = itertools.count()
+
+    def relabelled() -> dict[str, int] | None:
+        name = f"probe-{next(probes)}"
+        create_objects(server, [one_cluster_binding(name, "ml")])
+        placed = wait("ml", name)
+        return placed if placed == {"cpu-1": 3} else None
+
+    # The Namespace watch delivers the new label shortly; from then on bindings of ml go to cpu-1.
+    assert wait_until(relabelled, timeout=60, message=lambda: scheduler.log_tail()) == {"cpu-1": 3}
+    lookups = scheduler.metric("fleetsched_example_namespace_pool_lookups_total", source="namespace")
+    assert lookups >= 2
+    assert scheduler.metric("fleetsched_example_namespace_pool_lookups_total", source="binding") >= 1
+    assert scheduler.alive()
