@@ -4,8 +4,8 @@
 by default (today's behaviour: the default profile with Karmada's plugins, every setting at its
 flag's default); ``--plugins`` and ``--feature-gates`` print the file equivalent to those flags.
 ``fleetsched config validate FILE`` loads a file as ``scheduler --config`` does (including building
-each profile's framework, so invalid plugin args are caught) and prints its profiles, or the
-one-line error (exit status 2).
+each profile's framework, so invalid plugin args are caught) and prints its profiles, or every
+problem found, one line each (exit status 2).
 """
 
 from __future__ import annotations
@@ -69,7 +69,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         loaded = config.load_configuration(args.file, workload_affinity=workload_affinity)
-    except (config.ConfigError, config.PluginLoadError) as exc:
+    except config.ConfigError as exc:
+        for line in exc.lines():  # every problem, not the first one and a count
+            print(f"{prog}: {line}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except config.PluginLoadError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:

@@ -2,7 +2,8 @@
 
 The only I/O of the package is here: reading the file (``load_configuration``) and importing the
 out-of-tree plugins a profile enables. Every refusal is a ``ConfigError`` whose ``str()`` is one line,
-``<file>: <field path>: <reason>``, with ``(and N more problems)`` when there are several.
+``<file>: <field path>: <reason>``, with ``(and N more problems)`` when there are several (the
+error's ``problems`` holds them all, and ``fleetsched config validate`` prints one line each).
 
 The text goes through the hardened reader every offline command uses (``fleetsched.api.yamlload``):
 strict UTF-8, duplicate keys refused, integers past a float64 refused before conversion, alias
@@ -45,12 +46,24 @@ _BUDGET = yamlload.Budget(max_alias_nodes=10_000, max_depth=MAX_DEPTH)
 class ConfigError(ValueError):
     """A configuration file that cannot be used. ``str()``: ``<file>: <path>: <reason>``, one line."""
 
-    def __init__(self, reason: str, *, source: str = "", path: str = "") -> None:
+    def __init__(
+        self, reason: str, *, source: str = "", path: str = "", problems: tuple[Problem, ...] = ()
+    ) -> None:
         self.reason = " ".join(reason.split())
         self.source = source
         self.path = path
+        # Every problem found, the first one included (``config validate`` prints them all).
+        self.problems = problems or (Problem(path, reason),)
         # Field names and values come from the file: no control character reaches a terminal.
         super().__init__(escape_controls(": ".join(part for part in (source, path, self.reason) if part)))
+
+    def lines(self) -> list[str]:
+        """One line per problem: ``<file>: <path>: <reason>``."""
+        out = []
+        for problem in self.problems:
+            parts = (self.source, problem.path, " ".join(problem.reason.split()))
+            out.append(escape_controls(": ".join(part for part in parts if part)))
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +116,7 @@ def _first(problems: tuple[Problem, ...], source: str) -> ConfigError:
     first = problems[0]
     more = len(problems) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return ConfigError(first.reason + suffix, source=source, path=first.path)
+    return ConfigError(first.reason + suffix, source=source, path=first.path, problems=problems)
 
 
 def _load_error(exc: yamlload.LoadError, source: str) -> ConfigError:

@@ -93,6 +93,40 @@ def test_config_validate(capsys: pytest.CaptureFixture[str], default_file: Path,
     )
 
 
+@pytest.mark.parametrize(
+    ("doc", "paths"),
+    [
+        pytest.param(
+            {"parallelism": 0, "profiles": [{"schedulerName": "a"}, {"schedulerName": "a"},
+                                            {"plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}]},
+            ["parallelism", "profiles[1].schedulerName", "profiles[2].schedulerName",
+             "profiles[2].plugins.filter.enabled[0].name"],
+            id="resolution problems",
+        ),
+        pytest.param(
+            {"bogus": 1, "parallelism": "x", "profiles": [{"pluginTimeout": 5}]},
+            ["bogus", "parallelism", "profiles[0].pluginTimeout"],
+            id="structure problems",
+        ),
+    ],
+)
+def test_config_validate_prints_every_problem_one_line_each(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, doc: dict[str, object], paths: list[str]
+) -> None:
+    """The scheduler's start-up error is one line with "(and N more problems)"; ``config validate``
+    is where a user sees them all, each with its field path."""
+    bad = write(tmp_path, doc)
+    code, out, err = run(capsys, "config", "validate", str(bad))
+    prefix = f"fleetsched config validate: {bad}: "
+    lines = err.splitlines()
+    assert (code, out) == (2, "")
+    assert all(line.startswith(prefix) for line in lines), err
+    assert sorted(line.removeprefix(prefix).split(": ")[0] for line in lines) == sorted(paths)
+    assert "more problem" not in err
+    with pytest.raises(Exception, match=rf"\(and {len(paths) - 1} more problems\)$"):
+        parse_configuration(bad.read_text(), source=str(bad))
+
+
 def test_config_validate_builds_the_profiles_so_bad_plugin_args_are_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
