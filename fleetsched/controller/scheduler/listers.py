@@ -10,13 +10,16 @@ asked: Namespaces cost a watch of their own, Clusters and bindings are watched a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry
 
-from fleetsched.controller.runtime.cache import ObjectCache, resource_version
+from fleetsched.controller.runtime.cache import ObjectCache, object_key, resource_version
+from fleetsched.kube import watch
+from fleetsched.kube.client import KubeClient
 from fleetsched.scheduler.convert import (
     ConversionError,
     binding_from_dict,
@@ -98,7 +101,7 @@ def attach(
 
 
 def attach_all(
-    cores: Iterable[object], *, clusters: ObjectCache, bindings: tuple[ObjectCache, ...]
+    cores: Iterable[object], *, clusters: ObjectCache, bindings: Mapping[str, ObjectCache]
 ) -> ObjectCache | None:
     """Back the listers of every core (a ``Scheduler`` per profile) with the caches; a new, empty
     Namespace cache when some plugin asked for the Namespace lister (the operator then watches
@@ -110,8 +113,38 @@ def attach_all(
             every[id(found)] = found
     namespaces = ObjectCache() if any(NAMESPACES in each.asked for each in every.values()) else None
     for each in every.values():
-        attach(each, clusters=clusters, bindings=bindings, namespaces=namespaces)
+        attach(each, clusters=clusters, bindings=tuple(bindings.values()), namespaces=namespaces)
     return namespaces
+
+
+def on_namespace_event(namespaces: ObjectCache, event_type: str | None, obj: dict[str, Any]) -> None:
+    if event_type == "DELETED":
+        namespaces.delete(object_key(obj))
+    else:
+        namespaces.upsert(obj)
+
+
+async def list_namespaces(
+    client: KubeClient, namespaces: ObjectCache | None, listed: dict[str, tuple[str, list[dict[str, Any]]]]
+) -> None:
+    """The initial sync's LIST of Namespaces (when they are cached), handed to their watch after."""
+    if namespaces is None:
+        return
+    items, version = await client.list_all(NAMESPACES_PATH)
+    listed[NAMESPACES_PATH] = (version, items)
+    for obj in items:
+        on_namespace_event(namespaces, None, watch.strip_managed_fields(obj))
+
+
+def namespace_watches(
+    client: KubeClient, namespaces: ObjectCache | None, listed: Mapping[str, tuple[str, list[dict[str, Any]]]]
+) -> list[watch.Watch]:
+    """The Namespace watch (none when Namespaces are not cached), from where the initial LIST ended."""
+    if namespaces is None:
+        return []
+    return [watch.Watch(client, NAMESPACES_PATH, functools.partial(on_namespace_event, namespaces),
+                        api_version="v1", kind="Namespace", listed=listed.get(NAMESPACES_PATH),
+                        transform=watch.strip_managed_fields)]
 
 
 def export_plugin_metrics(cores: Iterable[object], registry: CollectorRegistry) -> None:

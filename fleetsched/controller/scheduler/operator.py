@@ -231,30 +231,16 @@ class SchedulerOperator:
                 on_change=self._assumptions_changed,
                 on_release=reserve.count_released,
             )
-        self._attach_listers()
+        # The plugins' listers read these caches (Namespaces only if a plugin asked); their metrics go out.
+        cores = (self.scheduler, *self.profiles.values())
+        self.namespaces = live_listers.attach_all(cores, clusters=self.clusters, bindings=self.bindings)
+        live_listers.export_plugin_metrics(cores, metrics.REGISTRY)
         sharding = self.config.sharding
         if self.assumptions is not None and sharding is not None and self.ledger is None:
             self.ledger = Ledger(
                 self.client, self.assumptions, namespace=sharding.namespace, group=sharding.group,
                 member=sharding.member, seen_version=self._cached_version,
             )
-
-    def _attach_listers(self) -> None:
-        """Back every profile's plugin listers with these caches (watch Namespaces if one asked), and
-        export the plugins' metrics on /metrics."""
-        cores = (self.scheduler, *self.profiles.values())
-        self.namespaces = live_listers.attach_all(
-            cores, clusters=self.clusters, bindings=(self.bindings[RB], self.bindings[CRB])
-        )
-        live_listers.export_plugin_metrics(cores, metrics.REGISTRY)
-
-    def on_namespace_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
-        if self.namespaces is None:
-            return
-        if event_type == "DELETED":
-            self.namespaces.delete(object_key(obj))
-        else:
-            self.namespaces.upsert(obj)
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
 
@@ -374,11 +360,7 @@ class SchedulerOperator:
                 obj.setdefault("apiVersion", f"{WORK_GROUP}/{WORK_VERSION}")
                 obj.setdefault("kind", kind)
                 self.on_binding_event(kind, None, watch.strip_managed_fields(obj))
-        if self.namespaces is not None:
-            items, version = await self.client.list_all(live_listers.NAMESPACES_PATH)
-            self._listed[live_listers.NAMESPACES_PATH] = (version, items)
-            for obj in items:
-                self.on_namespace_event(None, watch.strip_managed_fields(obj))
+        await live_listers.list_namespaces(self.client, self.namespaces, self._listed)
         if self.accurate is not None:
             # Karmada dials every cluster's estimator at start; a failure is retried later.
             clusters = [o["metadata"]["name"] for o in self.clusters]
@@ -886,11 +868,7 @@ class SchedulerOperator:
             watch.Watch(self.client, cl, self.on_cluster_event, api_version=clusters, kind="Cluster",
                         listed=listed.get(cl), transform=watch.strip_managed_fields),
         ]
-        if self.namespaces is not None:
-            ns = live_listers.NAMESPACES_PATH
-            watches.append(watch.Watch(self.client, ns, self.on_namespace_event, api_version="v1",
-                                       kind="Namespace", listed=listed.get(ns),
-                                       transform=watch.strip_managed_fields))
+        watches += live_listers.namespace_watches(self.client, self.namespaces, listed)
         if self.assumptions is None:
             return watch.run_watches(watches, stop=stop, ready=ready)
         return self._watching_with_sweep(watch.run_watches(watches, stop=stop, ready=ready), stop)

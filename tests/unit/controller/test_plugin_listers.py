@@ -71,19 +71,25 @@ def namespace(name: str, rv: str, **labels: str) -> dict[str, Any]:
 
 def test_namespaces_are_cached_only_when_a_plugin_asked_for_their_lister() -> None:
     plain, _ = scheduler(("clusters", "bindings"))
-    assert operator(plain).namespaces is None
+    without = operator(plain)
+    assert without.namespaces is None
+    assert live_listers.namespace_watches(without.client, without.namespaces, {}) == []
     seeing, (plugin,) = scheduler(("namespaces",))
     op = operator(seeing)
     assert op.namespaces is not None
+    # What the Namespace watch calls with each event (``listers.namespace_watches``).
+    watch_of = live_listers.namespace_watches(op.client, op.namespaces, {})
+    assert [w.path for w in watch_of] == ["/api/v1/namespaces"]
+    event = watch_of[0].handler
     lister = plugin.listers["namespaces"]
     assert lister.get("ml") is None
-    op.on_namespace_event(None, namespace("ml", "1", **{POOL: "gpu"}))
+    event(None, namespace("ml", "1", **{POOL: "gpu"}))
     found = lister.get("ml")
     assert found is not None and found.labels == {POOL: "gpu"}
     assert lister.get("ml") is found  # memoised while its resourceVersion is unchanged
-    op.on_namespace_event("MODIFIED", namespace("ml", "2", **{POOL: "cpu"}))
+    event("MODIFIED", namespace("ml", "2", **{POOL: "cpu"}))
     assert lister.get("ml").labels == {POOL: "cpu"}  # type: ignore[union-attr]
-    op.on_namespace_event("DELETED", namespace("ml", "3"))
+    event("DELETED", namespace("ml", "3"))
     assert lister.get("ml") is None and lister.list() == ()
 
 
