@@ -67,7 +67,10 @@ def link_problems(path: Path, root: Path = ROOT) -> list[str]:
             problems.append(f"{path.name}: link {target!r}: no heading #{fragment} in {resolved.name}")
     for code in INLINE.findall(text):
         # A path in code is a command's argument or a file named for the reader, both relative to the
-        # repository's root (where the README's commands run): ``../`` leaves it.
+        # repository's root (where the README's commands run): ``../`` leaves it. A YAML snippet
+        # (``resources: [../manifests]``) is relative to the file it belongs in, not a path to follow.
+        if ": " in code:
+            continue
         for found in re.findall(r"(?:\.\./)+[\w./-]*", code):
             if not inside(root, root / found):
                 problems.append(f"{path.name}: path {found!r} leaves the repository")
@@ -96,7 +99,8 @@ def test_the_link_check_finds_each_kind_of_bad_link(tmp_path: Path) -> None:
     page.write_text(
         "[ok](docs/a.md#real-heading) [web](https://example.com/x) [self](#top)\n"
         "[out](../shared/design.md) [gone](docs/b.md) [anchor](docs/a.md#nope)\n"
-        "see `../shared/conformance` and `docs/a.md`\n\n# Top\n\n```\n[in a block](../x.md)\n```\n"
+        "see `../shared/conformance`, `python ../x/check.py --cli y` and `docs/a.md`\n"
+        "(`resources: [../m]`)\n\n# Top\n\n```\n[in a block](../x.md)\n```\n"
         "```yaml\n# my-install/kustomization.yaml\nresources: [../manifests]\n```\n"
     )
     assert link_problems(page, repo) == [
@@ -104,6 +108,7 @@ def test_the_link_check_finds_each_kind_of_bad_link(tmp_path: Path) -> None:
         "README.md: link 'docs/b.md': no such file",
         "README.md: link 'docs/a.md#nope': no heading #nope in a.md",
         "README.md: path '../shared/conformance' leaves the repository",
+        "README.md: path '../x/check.py' leaves the repository",
         "README.md: path '../x.md' in a code block leaves the repository",
     ]
 
