@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 import structlog
 from prometheus_client import CollectorRegistry
 
+from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.cache import ObjectCache, object_key, resource_version
 from fleetsched.kube import watch
 from fleetsched.kube.client import KubeClient
@@ -124,27 +125,13 @@ def on_namespace_event(namespaces: ObjectCache, event_type: str | None, obj: dic
         namespaces.upsert(obj)
 
 
-async def list_namespaces(
-    client: KubeClient, namespaces: ObjectCache | None, listed: dict[str, tuple[str, list[dict[str, Any]]]]
-) -> None:
-    """The initial sync's LIST of Namespaces (when they are cached), handed to their watch after."""
-    if namespaces is None:
-        return
-    items, version = await client.list_all(NAMESPACES_PATH)
-    listed[NAMESPACES_PATH] = (version, items)
-    for obj in items:
-        on_namespace_event(namespaces, None, watch.strip_managed_fields(obj))
-
-
-def namespace_watches(
-    client: KubeClient, namespaces: ObjectCache | None, listed: Mapping[str, tuple[str, list[dict[str, Any]]]]
-) -> list[watch.Watch]:
-    """The Namespace watch (none when Namespaces are not cached), from where the initial LIST ended."""
+def namespace_watches(client: KubeClient, namespaces: ObjectCache | None) -> list[watch.Watch]:
+    """The Namespace watch, none when Namespaces are not cached. It makes its own LIST: the operator's
+    workers start once every watch has listed, so no binding is scheduled before Namespaces are known."""
     if namespaces is None:
         return []
     return [watch.Watch(client, NAMESPACES_PATH, functools.partial(on_namespace_event, namespaces),
-                        api_version="v1", kind="Namespace", listed=listed.get(NAMESPACES_PATH),
-                        transform=watch.strip_managed_fields)]
+                        api_version="v1", kind="Namespace", transform=watch.strip_managed_fields)]
 
 
 def export_plugin_metrics(cores: Iterable[object], registry: CollectorRegistry) -> None:
@@ -164,3 +151,18 @@ def export_plugin_metrics(cores: Iterable[object], registry: CollectorRegistry) 
                 registry.register(collector)  # type: ignore[arg-type]
             except ValueError as exc:  # a duplicated time series
                 log.warning("plugin_metric_refused", collector=type(collector).__name__, error=str(exc))
+
+
+def wire(
+    scheduler: object,
+    profiles: Mapping[str, object],
+    clusters: ObjectCache,
+    bindings: Mapping[str, ObjectCache],
+) -> ObjectCache | None:
+    """The operator's one call: back the listers of its cores (``scheduler`` and one per profile)
+    with its caches and export their plugins' metrics on /metrics. Returns the Namespace cache to
+    watch into, or None (``attach_all``)."""
+    cores = (scheduler, *profiles.values())
+    namespaces = attach_all(cores, clusters=clusters, bindings=bindings)
+    export_plugin_metrics(cores, metrics.REGISTRY)
+    return namespaces

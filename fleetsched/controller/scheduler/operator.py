@@ -49,8 +49,7 @@ from fleetsched.controller.runtime.events import (
 from fleetsched.controller.runtime.leader import LeaderElectionConfig
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig
-from fleetsched.controller.scheduler import assumptions, decision, reserve
-from fleetsched.controller.scheduler import listers as live_listers
+from fleetsched.controller.scheduler import assumptions, decision, listers, reserve
 from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
 from fleetsched.controller.scheduler.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.scheduler.ledger import Ledger
@@ -197,8 +196,7 @@ class SchedulerOperator:
     # sharded mode with the assume record: the shard group's reservation ledger (ledger.py)
     ledger: Ledger | None = None
     _with_peers: tuple[Any, int, Any] | None = None
-    # Namespaces, cached only when a plugin asked for their lister (a watch of its own)
-    namespaces: ObjectCache | None = None
+    namespaces: ObjectCache | None = None  # cached (and watched) only when a plugin asked for their lister
     # leadership or shard membership, the workers, start-up and shutdown (composed around this operator)
     runtime: ControllerRuntime = field(init=False)
 
@@ -231,10 +229,7 @@ class SchedulerOperator:
                 on_change=self._assumptions_changed,
                 on_release=reserve.count_released,
             )
-        # The plugins' listers read these caches (Namespaces only if a plugin asked); their metrics go out.
-        cores = (self.scheduler, *self.profiles.values())
-        self.namespaces = live_listers.attach_all(cores, clusters=self.clusters, bindings=self.bindings)
-        live_listers.export_plugin_metrics(cores, metrics.REGISTRY)
+        self.namespaces = listers.wire(self.scheduler, self.profiles, self.clusters, self.bindings)
         sharding = self.config.sharding
         if self.assumptions is not None and sharding is not None and self.ledger is None:
             self.ledger = Ledger(
@@ -360,7 +355,6 @@ class SchedulerOperator:
                 obj.setdefault("apiVersion", f"{WORK_GROUP}/{WORK_VERSION}")
                 obj.setdefault("kind", kind)
                 self.on_binding_event(kind, None, watch.strip_managed_fields(obj))
-        await live_listers.list_namespaces(self.client, self.namespaces, self._listed)
         if self.accurate is not None:
             # Karmada dials every cluster's estimator at start; a failure is retried later.
             clusters = [o["metadata"]["name"] for o in self.clusters]
@@ -868,7 +862,7 @@ class SchedulerOperator:
             watch.Watch(self.client, cl, self.on_cluster_event, api_version=clusters, kind="Cluster",
                         listed=listed.get(cl), transform=watch.strip_managed_fields),
         ]
-        watches += live_listers.namespace_watches(self.client, self.namespaces, listed)
+        watches += listers.namespace_watches(self.client, self.namespaces)
         if self.assumptions is None:
             return watch.run_watches(watches, stop=stop, ready=ready)
         return self._watching_with_sweep(watch.run_watches(watches, stop=stop, ready=ready), stop)

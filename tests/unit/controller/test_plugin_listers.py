@@ -73,12 +73,12 @@ def test_namespaces_are_cached_only_when_a_plugin_asked_for_their_lister() -> No
     plain, _ = scheduler(("clusters", "bindings"))
     without = operator(plain)
     assert without.namespaces is None
-    assert live_listers.namespace_watches(without.client, without.namespaces, {}) == []
+    assert live_listers.namespace_watches(without.client, without.namespaces) == []
     seeing, (plugin,) = scheduler(("namespaces",))
     op = operator(seeing)
     assert op.namespaces is not None
     # What the Namespace watch calls with each event (``listers.namespace_watches``).
-    watch_of = live_listers.namespace_watches(op.client, op.namespaces, {})
+    watch_of = live_listers.namespace_watches(op.client, op.namespaces)
     assert [w.path for w in watch_of] == ["/api/v1/namespaces"]
     event = watch_of[0].handler
     lister = plugin.listers["namespaces"]
