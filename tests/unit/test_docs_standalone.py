@@ -30,6 +30,8 @@ DOCS = sorted(
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 INLINE = re.compile(r"`([^`\n]+)`")
+# A relative path going up: ``../`` starting a path segment (not the end of ``/tmp/x-.../y``).
+UP = re.compile(r"(?<![\w./-])(?:\.\./)+[\w./-]*")
 
 
 def prose(path: Path) -> str:
@@ -71,7 +73,7 @@ def link_problems(path: Path, root: Path = ROOT) -> list[str]:
         # (``resources: [../manifests]``) is relative to the file it belongs in, not a path to follow.
         if ": " in code:
             continue
-        for found in re.findall(r"(?:\.\./)+[\w./-]*", code):
+        for found in re.findall(UP, code):
             if not inside(root, root / found):
                 problems.append(f"{path.name}: path {found!r} leaves the repository")
     for block in FENCE.findall(path.read_text()):
@@ -80,7 +82,7 @@ def link_problems(path: Path, root: Path = ROOT) -> list[str]:
         lines = block.splitlines()[1:]
         named = re.match(r"#\s*([\w.-]+(?:/[\w.-]+)+)\s*$", lines[0]) if lines else None
         base = (root / named[1]).parent if named else root
-        for found in re.findall(r"(?:\.\./)+[\w./-]*", block):
+        for found in re.findall(UP, block):
             if not inside(root, base / found):
                 problems.append(f"{path.name}: path {found!r} in a code block leaves the repository")
     return problems
@@ -102,6 +104,7 @@ def test_the_link_check_finds_each_kind_of_bad_link(tmp_path: Path) -> None:
         "see `../shared/conformance`, `python ../x/check.py --cli y` and `docs/a.md`\n"
         "(`resources: [../m]`)\n\n# Top\n\n```\n[in a block](../x.md)\n```\n"
         "```yaml\n# my-install/kustomization.yaml\nresources: [../manifests]\n```\n"
+        "```sh\nexport KUBECONFIG=/tmp/dev-.../controlplane/kubeconfig\n```\n"
     )
     assert link_problems(page, repo) == [
         "README.md: link '../shared/design.md' leaves the repository",
