@@ -15,8 +15,14 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 RUN python -m venv /opt/build && python -m venv /opt/fleetsched
 COPY requirements-build.lock requirements.lock ./
+# Not in the image: kubernetes.aio, the package's second (asyncio) generated client, 68 MB that nothing
+# imports (fleetsched uses kubernetes.config's loaders; kopf uses kubernetes_asyncio, not this); the
+# packages' own test suites (numpy's are 18 MB); and, below, the venv's pip and setuptools, needed only
+# to install. tests/e2e/test_image.py imports every fleetsched module, kopf and kubernetes in the image.
 RUN /opt/build/bin/pip install --require-hashes --no-deps --only-binary=:all: -r requirements-build.lock \
- && /opt/fleetsched/bin/pip install --require-hashes --no-deps --only-binary=:all: -r requirements.lock
+ && /opt/fleetsched/bin/pip install --require-hashes --no-deps --only-binary=:all: -r requirements.lock \
+ && rm -rf /opt/fleetsched/lib/python3*/site-packages/kubernetes/aio \
+ && find /opt/fleetsched/lib -type d -name tests -prune -exec rm -rf {} +
 COPY pyproject.toml README.md ./
 COPY fleetsched ./fleetsched
 # The build backend comes from the locked build venv (no isolated, unpinned download); fleetsched's
@@ -24,7 +30,7 @@ COPY fleetsched ./fleetsched
 RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /tmp/wheels . \
  && /opt/fleetsched/bin/pip install --no-deps /tmp/wheels/fleetsched-*.whl \
  && /opt/fleetsched/bin/python -m compileall -q /opt/fleetsched/lib \
- && /opt/fleetsched/bin/pip uninstall --yes pip \
+ && /opt/fleetsched/bin/pip uninstall --yes pip setuptools \
  && /opt/fleetsched/bin/fleetsched --version
 
 # ---- runtime: the virtualenv on a clean base, run as an unprivileged user -----------------------

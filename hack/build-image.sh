@@ -10,21 +10,22 @@
 # Debian bookworm root (the release of the pinned base) with python3, venv and python-is-python3, so
 # that `python -m venv`, groupadd and useradd behave as on the python image (Python 3.11 as there,
 # under /usr/bin instead of /usr/local/bin; the Dockerfile names no path of the base's Python). That
-# root is imported as localhost/fleetsched-base:bookworm and passed as PYTHON_IMAGE: the one
-# Dockerfile builds both ways, nothing is rewritten.
+# root is imported as localhost/fleetsched-base:bookworm-N and passed as PYTHON_IMAGE: the one
+# Dockerfile builds both ways, nothing is rewritten. FLEETSCHED_IMAGE_BASE=IMAGE picks a base outright.
 #
 # How it runs in a sandbox without a container engine: podman runs every RUN step with
 # `--isolation chroot` (no user namespace, no cgroup, no network namespace: the host's network, so pip
 # reaches PyPI as the host does). The podman storage and the base root are cached under
 # $FLEETSCHED_CACHE_DIR, so a second run reuses the base and every unchanged layer. Set
-# FLEETSCHED_IMAGE_STORAGE_DRIVER=vfs where the kernel refuses overlay mounts (slower, bigger).
+# FLEETSCHED_IMAGE_STORAGE_DRIVER=vfs where the kernel refuses overlay mounts (slower, bigger;
+# overlay works on this project's machines, vfs has not been tried here).
 #
 # Running it here (--run) takes runc, not crun: crun refuses this machine's hybrid cgroup layout
 # ("cgroups in hybrid mode not supported") and runc cannot run with --cgroups disabled, so the
 # container gets cgroupfs-managed cgroups; and the container's rlimits are set to values the sandbox
 # lets a process raise (podman's default nofile/nproc limits are refused with EPERM).
 #
-# Installs what it needs from Debian (mmdebstrap, podman) when missing. The last line printed is the
+# Installs what it needs from Debian (podman, runc, mmdebstrap) when missing. The last line printed is the
 # image's tag; the line before it its size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,12 +64,17 @@ if [ -z "$base" ]; then
   else
     # Bump the key when the package list changes; mmdebstrap reads the host's apt sources, which
     # name a dated snapshot, so the root is as reproducible as the host's archive.
-    base="localhost/fleetsched-base:bookworm-1"
+    base="localhost/fleetsched-base:bookworm-2"
     if ! podman image exists "$base"; then
       echo "registry unreachable: making a Debian bookworm root with mmdebstrap for $base" >&2
-      root_tar="$cache/bookworm-python3.tar"
+      root_tar="$cache/${base##*:}-python3.tar"
       if [ ! -s "$root_tar" ]; then
+        # No documentation, manual pages or translations (as Debian's own slim images), except the
+        # copyright files.
         mmdebstrap --variant=minbase --mode=root --format=tar --quiet \
+          --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+          --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+          --dpkgopt='path-exclude=/usr/share/locale/*' \
           --include=python3,python3-venv,python-is-python3,ca-certificates \
           --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' \
           bookworm "$root_tar.tmp"

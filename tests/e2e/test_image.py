@@ -72,3 +72,21 @@ def test_scheduler_help(image: str) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: fleetsched scheduler")
     assert "--leader-elect" in done.stdout and "--kubeconfig" in done.stdout
+
+
+def test_every_module_imports(image: str) -> None:
+    # The Dockerfile deletes parts of installed packages (kubernetes.aio, pip, setuptools): every
+    # fleetsched module, and what they load lazily (kopf, kubernetes and its config loaders), still
+    # imports.
+    code = (
+        "import importlib, pkgutil, fleetsched\n"
+        "names = [m.name for m in pkgutil.walk_packages(fleetsched.__path__, 'fleetsched.')"
+        " if not m.name.endswith('__main__')]\n"
+        "names += ['kopf', 'kubernetes', 'kubernetes.config.kube_config',"
+        " 'kubernetes.config.exec_provider']\n"
+        "for name in names: importlib.import_module(name)\n"
+        "print(len(names))\n"
+    )
+    done = run("--entrypoint", "python", image, "-c", code)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 100
