@@ -64,14 +64,16 @@ if [ -z "$base" ]; then
   else
     # Bump the key when the package list changes; mmdebstrap reads the host's apt sources, which
     # name a dated snapshot, so the root is as reproducible as the host's archive.
-    base="localhost/fleetsched-base:bookworm-2"
+    base="localhost/fleetsched-base:bookworm-3"
     if ! podman image exists "$base"; then
       echo "registry unreachable: making a Debian bookworm root with mmdebstrap for $base" >&2
       root_tar="$cache/${base##*:}-python3.tar"
       if [ ! -s "$root_tar" ]; then
         # No documentation, manual pages or translations (as Debian's own slim images), except the
-        # copyright files.
+        # copyright files. The merged-usr hook lays out /usr itself: otherwise mmdebstrap installs the
+        # usrmerge package, which pulls in perl (47 MB).
         mmdebstrap --variant=minbase --mode=root --format=tar --quiet \
+          --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
           --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
           --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
           --dpkgopt='path-exclude=/usr/share/locale/*' \
