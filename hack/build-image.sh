@@ -97,10 +97,16 @@ if [ -n "$cert" ] && [ -f "$cert" ]; then
   volumes+=(-v "$cert:/run/fleetsched-build-ca.crt:ro" -v "$cache/pip.conf:/etc/pip.conf:ro")
 fi
 
+previous="$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
 start=$SECONDS
 podman build --isolation chroot --layers "${volumes[@]}" --build-arg "PYTHON_IMAGE=$base" \
   -t "$tag" -f Dockerfile . >&2
 echo "built $tag from $base in $((SECONDS - start)) s" >&2
+# The cache keeps the layers a rebuild reuses, not every image ever built: the one this build replaced
+# goes (its last layer holds a whole copy of the virtualenv).
+if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect --format '{{.Id}}' "$tag")" ]; then
+  podman rmi --force "$previous" >/dev/null 2>&1 || true
+fi
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 echo "size: $((size / 1000000)) MB"
 echo "$tag"
