@@ -206,6 +206,12 @@ class ShardMembership:
     _duplicate: _Duplicate | None = None
     _own: kube_lease.MemberLease = field(init=False)
 
+    def _lease_failed(self, event: str, verb: str, exc: BaseException) -> None:
+        """A member-Lease request that failed: one warning naming the namespace and what to do."""
+        log.warning(
+            event, member=self.name, namespace=self.config.namespace, error=str(exc) or repr(exc),
+            hint=lease_failure_hint(exc, verb, self.config.namespace),
+        )
     def __post_init__(self) -> None:
         self._own = kube_lease.MemberLease(
             name=self.config.member,
@@ -302,10 +308,7 @@ class ShardMembership:
             self._found_duplicate(exc, now)
             return False
         except _FAILURES as exc:
-            log.warning(
-                "shard_member_lease_renew_failed", member=self.name, namespace=self.config.namespace,
-                error=str(exc) or repr(exc), hint=lease_failure_hint(exc, "update", self.config.namespace),
-            )
+            self._lease_failed("shard_member_lease_renew_failed", "update", exc)
             return False
         if previous is not None:
             # Another process wrote the Lease last (a previous run of ours killed, or a duplicate):
@@ -346,10 +349,7 @@ class ShardMembership:
         try:
             current = await self.store.get(self.name)
         except _FAILURES as exc:
-            log.warning(
-                "shard_member_lease_read_failed", member=self.name, namespace=self.config.namespace,
-                error=str(exc) or repr(exc), hint=lease_failure_hint(exc, "get", self.config.namespace),
-            )
+            self._lease_failed("shard_member_lease_read_failed", "get", exc)
             return False
         if current is not None:
             spec = dict(current.get("spec") or {})
@@ -376,10 +376,7 @@ class ShardMembership:
         try:
             leases = await self.store.list()
         except _FAILURES as exc:
-            log.warning(
-                "shard_member_list_failed", member=self.name, namespace=self.config.namespace,
-                error=str(exc) or repr(exc), hint=lease_failure_hint(exc, "list", self.config.namespace),
-            )
+            self._lease_failed("shard_member_list_failed", "list", exc)
             return
         now = self.clock()
         self._last_list = now
