@@ -43,8 +43,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from operator_e2e import baseline_tree, cpu_seconds, peak_rss_mib, run_pool, wait_idle  # noqa: E402
-from policy_controller import given_tree  # noqa: E402
+from operator_e2e import cpu_seconds, peak_rss_mib, run_pool, wait_idle  # noqa: E402
+from policy_controller import compared_trees  # noqa: E402
 
 from fleetsched.kube.client import KubeClient, load_connection  # noqa: E402
 from tests.support.controlplane import APIServer, ControlPlane, free_port, wait_until  # noqa: E402
@@ -185,14 +185,7 @@ async def one_run(server: APIServer, client: KubeClient, label: str, tree: Path 
 async def main_async(args: argparse.Namespace) -> int:
     load_before = os.getloadavg()
     with contextlib.ExitStack() as stack:
-        variants: list[tuple[str, Path | None]] = [("current", None)]
-        if args.baseline_ref:
-            commit, tree = stack.enter_context(baseline_tree(args.baseline_ref))
-            variants.append((args.baseline_ref, tree))
-            print(f"baseline: {args.baseline_ref} = {commit[:12]}")
-        elif args.baseline_tree:
-            _, tree = stack.enter_context(given_tree(args.baseline_tree))
-            variants.append((args.baseline_tree, tree))
+        variants = compared_trees(stack, args)
         workdir = Path(tempfile.mkdtemp(prefix="fleetsched-bench-estimator-"))
         print(f"starting etcd + kube-apiserver in {workdir} ...", file=sys.stderr)
         plane = ControlPlane.start(workdir=workdir / "cp", apply_crds=False)

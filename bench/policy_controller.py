@@ -103,6 +103,20 @@ def given_tree(path: str) -> Iterator[tuple[str, Path]]:
     yield str(tree), tree
 
 
+def compared_trees(stack: contextlib.ExitStack, args: argparse.Namespace) -> list[tuple[str, Path | None]]:
+    """The code each round runs: this tree (None), and ``--baseline-ref``'s worktree or
+    ``--baseline-tree`` as given (closed with ``stack``)."""
+    variants: list[tuple[str, Path | None]] = [("current", None)]
+    if args.baseline_ref:
+        commit, tree = stack.enter_context(baseline_tree(args.baseline_ref))
+        variants.append((args.baseline_ref, tree))
+        print(f"baseline: {args.baseline_ref} = {commit[:12]}")
+    elif args.baseline_tree:
+        _, tree = stack.enter_context(given_tree(args.baseline_tree))
+        variants.append((args.baseline_tree, tree))
+    return variants
+
+
 def deployment(name: str, labels: dict[str, str], replicas: int = 1) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -397,14 +411,7 @@ async def main_async(args: argparse.Namespace) -> int:
     load_before = os.getloadavg()
     runs: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
-        variants: list[tuple[str, Path | None]] = [("current", None)]
-        if args.baseline_ref:
-            commit, tree = stack.enter_context(baseline_tree(args.baseline_ref))
-            variants.append((args.baseline_ref, tree))
-            print(f"baseline: {args.baseline_ref} = {commit[:12]}")
-        elif args.baseline_tree:
-            _, tree = stack.enter_context(given_tree(args.baseline_tree))
-            variants.append((args.baseline_tree, tree))
+        variants = compared_trees(stack, args)
         workdir = Path(tempfile.mkdtemp(prefix="fleetsched-bench-policy-"))
         print(f"starting etcd in {workdir} ...", file=sys.stderr)
         plane = ControlPlane.start(workdir=workdir / "cp", apply_crds=False)
