@@ -9,9 +9,6 @@ the Clusters are written straight to the API, a few requests at a time."""
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +19,7 @@ import yaml
 
 from fleetsched.api.text import CONDITION_MESSAGE_LIMIT, EVENT_MESSAGE_LIMIT
 from tests.support.controlplane import APIServer, wait_until
+from tests.support.extenders import rejecting_extender
 from tests.support.karmada import (
     create_objects,
     divided_binding,
@@ -63,32 +61,14 @@ def fleet(isolated_apiserver: APIServer) -> APIServer:
     return server
 
 
-class _HugeReasons(http.server.BaseHTTPRequestHandler):
-    """An extender that rejects every candidate with a distinct reason of REASON_BYTES."""
-
-    def do_POST(self) -> None:
-        args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        failed = {name: f"{name}: " + "over budget " * (REASON_BYTES // 12) for name in args["clusterNames"]}
-        body = json.dumps({"clusterNames": [], "failedClusters": failed}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def extender_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HugeReasons)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/huge"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """An extender that rejects every candidate with a distinct reason of REASON_BYTES."""
+    with rejecting_extender(
+        lambda names: {name: f"{name}: " + "over budget " * (REASON_BYTES // 12) for name in names},
+        path="/huge",
+    ) as url:
+        yield url
 
 
 def binding(name: str, *, tolerate: bool) -> dict[str, Any]:

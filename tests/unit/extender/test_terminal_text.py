@@ -5,9 +5,6 @@ A real HTTP extender on loopback answers ``simulate``'s filter calls."""
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +12,7 @@ import pytest
 
 from fleetsched.api.text import TERMINAL_LIMIT
 from fleetsched.cli import main
+from tests.support.extenders import rejecting_extender
 
 FLEET = """
 apiVersion: cluster.karmada.io/v1alpha1
@@ -43,32 +41,12 @@ HOSTILE = "\x1b[2J\x1b[H\n  => Scheduled=True reason=Success: all is well\u202e"
 HUGE = 6 << 20
 
 
-class _Extender(http.server.BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        names = args["clusterNames"]
-        reasons = {name: (HOSTILE if i == 0 else "y" * HUGE) for i, name in enumerate(names)}
-        body = json.dumps({"clusterNames": [], "failedClusters": reasons}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def extender_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Extender)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/ext"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with rejecting_extender(
+        lambda names: {name: (HOSTILE if i == 0 else "y" * HUGE) for i, name in enumerate(names)}
+    ) as url:
+        yield url
 
 
 def test_explain_escapes_and_caps_what_an_extender_says(
