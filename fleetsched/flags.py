@@ -11,7 +11,10 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "ALL_STAGES",
     "KARMADA_FEATURE_GATES",
+    "KARMADA_FEATURE_GATE_STAGES",
+    "expand_feature_gates",
     "explicit_flags",
     "merge_feature_gates",
     "parse_bind_address",
@@ -19,30 +22,49 @@ __all__ = [
     "record_explicit_flags",
 ]
 
-# Karmada's feature gates (pkg/features) by their flag names, with their defaults. As in Karmada,
-# every command accepts all of them; each acts on the ones that concern it.
-KARMADA_FEATURE_GATES: Mapping[str, bool] = MappingProxyType(
+# Karmada's feature gates (pkg/features/features.go) by their flag names: default and pre-release
+# stage. As in Karmada, every command accepts all of them; each acts on the ones that concern it.
+ALPHA, BETA = "Alpha", "Beta"
+KARMADA_FEATURE_GATE_STAGES: Mapping[str, tuple[bool, str]] = MappingProxyType(
     {
-        "ContextualLogging": True,
-        "ControllerPriorityQueue": True,
-        "CustomizedClusterResourceModeling": True,
-        "Failover": False,
-        "FederatedQuotaEnforcement": False,
-        "GracefulEviction": True,
-        "LoggingAlphaOptions": False,
-        "LoggingBetaOptions": True,
-        "MultiClusterService": False,
-        "MultiplePodTemplatesScheduling": False,
-        "PriorityBasedScheduling": True,
-        "PropagateDeps": True,
-        "PropagationPolicyPreemption": False,
-        "ResourceQuotaEstimate": False,
-        "ResourceQuotaEstimateWithAssumed": False,
-        "SchedulingOvercommitProtection": False,
-        "StatefulFailoverInjection": False,
-        "WorkloadAffinity": False,
+        "ContextualLogging": (True, BETA),
+        "ControllerPriorityQueue": (True, BETA),
+        "CustomizedClusterResourceModeling": (True, BETA),
+        "Failover": (False, BETA),
+        "FederatedQuotaEnforcement": (False, ALPHA),
+        "GracefulEviction": (True, BETA),
+        "LoggingAlphaOptions": (False, ALPHA),
+        "LoggingBetaOptions": (True, BETA),
+        "MultiClusterService": (False, ALPHA),
+        "MultiplePodTemplatesScheduling": (False, ALPHA),
+        "PriorityBasedScheduling": (True, BETA),
+        "PropagateDeps": (True, BETA),
+        "PropagationPolicyPreemption": (False, ALPHA),
+        "ResourceQuotaEstimate": (False, ALPHA),
+        "SchedulingOvercommitProtection": (False, ALPHA),
+        "StatefulFailoverInjection": (False, ALPHA),
+        "WorkloadAffinity": (False, ALPHA),
     }
 )
+KARMADA_FEATURE_GATES: Mapping[str, bool] = MappingProxyType(
+    {name: default for name, (default, _) in KARMADA_FEATURE_GATE_STAGES.items()}
+)
+# component-base's special gates: ``AllAlpha=v`` / ``AllBeta=v`` set every gate of that stage the
+# same flag does not name to ``v``.
+ALL_STAGES: Mapping[str, str] = MappingProxyType({"AllAlpha": ALPHA, "AllBeta": BETA})
+
+
+def expand_feature_gates(gates: Mapping[str, bool]) -> dict[str, bool]:
+    """``gates`` with ``AllAlpha``/``AllBeta`` expanded as component-base does: each sets every gate
+    of its stage that ``gates`` does not name itself (a named gate wins, whatever the order)."""
+    out = {name: value for name, value in gates.items() if name not in ALL_STAGES}
+    for special, stage in ALL_STAGES.items():
+        if special not in gates:
+            continue
+        for name, (_, gate_stage) in KARMADA_FEATURE_GATE_STAGES.items():
+            if gate_stage == stage and name not in out:
+                out[name] = gates[special]
+    return out
 
 
 def parse_bind_address(text: str) -> tuple[str, int] | None:
@@ -57,7 +79,8 @@ def parse_bind_address(text: str) -> tuple[str, int] | None:
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
     """``A=true,B=false`` as Kubernetes' ``--feature-gates`` reads it (Go's ParseBool values), for
-    Karmada's gates; the errors are Kubernetes' messages (callers prefix the flag's name)."""
+    Karmada's gates and ``AllAlpha``/``AllBeta`` (expanded: ``expand_feature_gates``); the errors are
+    Kubernetes' messages (callers prefix the flag's name)."""
     out: dict[str, bool] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -72,10 +95,10 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
                 f"invalid value of {name}={raw.strip()}, err: strconv.ParseBool: parsing {raw.strip()!r}: "
                 "invalid syntax"
             )
-        if name not in KARMADA_FEATURE_GATES:
+        if name not in KARMADA_FEATURE_GATES and name not in ALL_STAGES:
             raise ValueError(f"unrecognized feature gate: {name}")
         out[name] = value in ("true", "1", "t")
-    return out
+    return expand_feature_gates(out)
 
 
 def merge_feature_gates(

@@ -26,7 +26,7 @@ from fleetsched.estimator.inventory import MemberInventory
 from fleetsched.estimator.model import EstimatorError
 from fleetsched.estimator.pb import estimator_pb2
 from fleetsched.estimator.service import EstimatorService, FeatureGates
-from fleetsched.flags import KARMADA_FEATURE_GATES
+from fleetsched.flags import ALL_STAGES, KARMADA_FEATURE_GATES, expand_feature_gates
 
 __all__ = ["add_arguments", "answer_requests", "run"]
 
@@ -71,9 +71,9 @@ def _gates(options: Mapping[str, Any]) -> FeatureGates:
     for name, value in gates.items():
         if not isinstance(value, bool):
             raise InputError(f"EstimatorOptions.featureGates.{name}: must be true or false")
-        if name not in KARMADA_FEATURE_GATES:
+        if name not in KARMADA_FEATURE_GATES and name not in ALL_STAGES:
             print(f"warning: unknown feature gate {name!r} ignored", file=sys.stderr)
-    return FeatureGates.from_mapping(gates)
+    return FeatureGates.from_mapping(expand_feature_gates(gates))
 
 
 _INT32 = (-(2**31), 2**31 - 1)

@@ -11,7 +11,12 @@ from fleetsched.controller.runtime import http
 from fleetsched.controller.scheduler import command as scheduler_cmd
 from fleetsched.detector import FeatureGates
 from fleetsched.estimator import server_cmd as estimator_cmd
-from fleetsched.flags import KARMADA_FEATURE_GATES, parse_bind_address, parse_feature_gates
+from fleetsched.flags import (
+    KARMADA_FEATURE_GATE_STAGES,
+    KARMADA_FEATURE_GATES,
+    parse_bind_address,
+    parse_feature_gates,
+)
 from fleetsched.webhook import server_cmd as webhook_cmd
 
 
@@ -44,6 +49,50 @@ def test_feature_gates_parse_as_kubernetes_does() -> None:
         parse_feature_gates("Failover")
     with pytest.raises(ValueError, match=r"strconv\.ParseBool: parsing 'yes': invalid syntax"):
         parse_feature_gates("Failover=yes")
+
+
+def test_all_alpha_and_all_beta_set_every_gate_of_their_stage_as_component_base_does() -> None:
+    alpha = parse_feature_gates("AllAlpha=true")
+    assert alpha["WorkloadAffinity"] and alpha["SchedulingOvercommitProtection"]
+    assert alpha["MultiplePodTemplatesScheduling"] and alpha["PropagationPolicyPreemption"]
+    assert "Failover" not in alpha and "PriorityBasedScheduling" not in alpha  # beta gates: untouched
+    assert "AllAlpha" not in alpha
+    # A gate the flag names itself wins over AllAlpha/AllBeta, in whatever order they come.
+    for text in ("AllAlpha=true,WorkloadAffinity=false", "WorkloadAffinity=false,AllAlpha=true"):
+        assert parse_feature_gates(text)["WorkloadAffinity"] is False
+    beta = parse_feature_gates("AllBeta=false")
+    assert beta["PriorityBasedScheduling"] is False and beta["GracefulEviction"] is False
+    assert beta["Failover"] is False and "WorkloadAffinity" not in beta
+    stages = {name: stage for name, (_, stage) in KARMADA_FEATURE_GATE_STAGES.items()}
+    assert set(alpha) == {name for name, stage in stages.items() if stage == "Alpha"}
+
+
+def test_a_gate_karmada_does_not_have_is_refused_with_karmadas_message() -> None:
+    with pytest.raises(ValueError, match=r"^unrecognized feature gate: ResourceQuotaEstimateWithAssumed$"):
+        parse_feature_gates("ResourceQuotaEstimateWithAssumed=true")
+
+
+def test_every_command_accepts_all_alpha_and_all_beta() -> None:
+    for add_arguments in (scheduler_cmd.add_arguments, policy_cmd.add_arguments,
+                          estimator_cmd.add_arguments, webhook_cmd.add_arguments):
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)
+        parsed = parser.parse_args(["--feature-gates", "AllAlpha=true,AllBeta=true",
+                                    *_required(add_arguments)])
+        assert parsed.feature_gates, add_arguments.__module__
+    parser = argparse.ArgumentParser()
+    scheduler_cmd.add_arguments(parser)
+    args = parser.parse_args(["--feature-gates", "AllAlpha=true"])
+    assert scheduler_cmd.scheduler_settings(args).workload_affinity
+    assert scheduler_cmd.operator_config(args).overcommit_protection
+
+
+def test_the_scheduler_queue_follows_priority_based_scheduling() -> None:
+    parser = argparse.ArgumentParser()
+    scheduler_cmd.add_arguments(parser)
+    assert scheduler_cmd.scheduling_queue(parser.parse_args([])).priority_based
+    for off in ("PriorityBasedScheduling=false", "AllBeta=false"):
+        assert not scheduler_cmd.scheduling_queue(parser.parse_args(["--feature-gates", off])).priority_based
 
 
 def test_every_command_accepts_every_karmada_gate() -> None:

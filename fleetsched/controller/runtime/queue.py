@@ -44,6 +44,10 @@ MAX_BACKOFF = 10.0
 UNSCHEDULABLE_TIMEOUT = 300.0
 BACKOFF_FLUSH_PERIOD = 1.0
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+# Karmada's rate-limited work queue (gate PriorityBasedScheduling off): its per-item exponential
+# retry delay (--rate-limiter-base-delay, --rate-limiter-max-delay defaults).
+LEGACY_INITIAL_BACKOFF = 0.005
+LEGACY_MAX_BACKOFF = 1000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +160,10 @@ class SchedulingQueue:
     less: Callable[[QueuedBindingInfo, QueuedBindingInfo], bool] | None = None
     # Hears adds, takes, dones and retries (the workqueue_* metrics); None: nobody listens.
     observer: QueueObserver | None = None
+    # Karmada's gate PriorityBasedScheduling. Off, the queue is Karmada's legacy rate-limited work
+    # queue (``legacy``): first in, first out whatever the priority, no unschedulable set (every
+    # failure is retried with the per-item backoff), no QueueSort.
+    priority_based: bool = True
 
     _active: list[_HeapItem] = field(default_factory=list)
     _active_index: dict[Hashable, _HeapItem] = field(default_factory=dict)
@@ -168,12 +176,23 @@ class SchedulingQueue:
     _wakeup: asyncio.Event | None = None
     _closed: bool = False
 
+    @classmethod
+    def legacy(cls, **kwargs: object) -> SchedulingQueue:
+        """Karmada's queue with PriorityBasedScheduling off: FIFO, failures retried after
+        ``5ms * 2^(n-1)`` up to 1,000 s (its rate limiter's defaults)."""
+        return cls(  # type: ignore[arg-type]
+            priority_based=False, initial_backoff=LEGACY_INITIAL_BACKOFF, max_backoff=LEGACY_MAX_BACKOFF,
+            **kwargs,
+        )
+
     # -- producers ------------------------------------------------------------------------------
 
     def push(self, key: Hashable, priority: int = 0) -> None:
         """Enqueue ``key`` because of an event: a fresh entry, out of backoff/unschedulable."""
         if self._closed:
             return
+        if not self.priority_based:
+            priority = 0  # FIFO: the order keys arrived in
         if key in self._processing:
             self._dirty[key] = priority
             return
@@ -184,7 +203,8 @@ class SchedulingQueue:
         self._add_active(QueuedBinding(key, priority, self.clock(), 0))
 
     def _add_active(self, entry: QueuedBinding) -> None:
-        item = _HeapItem((-entry.priority, entry.timestamp, next(self._sequence)), entry, less=self.less)
+        less = self.less if self.priority_based else None
+        item = _HeapItem((-entry.priority, entry.timestamp, next(self._sequence)), entry, less=less)
         self._active_index[entry.key] = item
         heapq.heappush(self._active, item)
         if self.observer is not None:
@@ -233,7 +253,7 @@ class SchedulingQueue:
         if outcome is Outcome.DONE or self._closed:
             return
         waiting = entry.key in self._active_index
-        if outcome is Outcome.UNSCHEDULABLE:
+        if outcome is Outcome.UNSCHEDULABLE and self.priority_based:
             if not waiting and entry.key not in self._backoff:
                 self._unschedulable[entry.key] = entry
                 self._retried()

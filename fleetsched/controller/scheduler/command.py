@@ -35,6 +35,7 @@ import structlog
 from fleetsched import karmada_flags
 from fleetsched.controller.runtime import command, metrics
 from fleetsched.controller.runtime.http import ListenError, start_endpoints, stop_endpoints
+from fleetsched.controller.runtime.queue import SchedulingQueue
 from fleetsched.controller.scheduler import compute
 from fleetsched.controller.scheduler.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
@@ -100,8 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default={},
         help="Karmada's gates, Gate=true|false,...; those that change results here: "
         "CustomizedClusterResourceModeling (default true), MultiplePodTemplatesScheduling (default "
-        "false), SchedulingOvercommitProtection (default false; see --assumption-ttl), WorkloadAffinity "
-        "(default false); the others are accepted and have no effect. With --config, the file's "
+        "false), PriorityBasedScheduling (default true; false: Karmada's FIFO work queue), "
+        "SchedulingOvercommitProtection (default false; see --assumption-ttl), WorkloadAffinity "
+        "(default false); the others are accepted and have no effect. AllAlpha=true|false and "
+        "AllBeta=true|false set every gate of that stage not named itself. With --config, the file's "
         "featureGates are added (a gate named in both must agree)",
     )
     command.add_boolean(
@@ -303,6 +306,13 @@ def operator_config(
     )
 
 
+def scheduling_queue(args: argparse.Namespace) -> SchedulingQueue:
+    """Karmada's priority queue, or with ``PriorityBasedScheduling=false`` its legacy FIFO work queue."""
+    if args.feature_gates.get("PriorityBasedScheduling", True):
+        return SchedulingQueue()
+    return SchedulingQueue.legacy()
+
+
 async def _close_extenders(extenders: Sequence[Any]) -> None:
     """Close the extenders' connection pools (their blocking face, off this event loop)."""
     for extender in extenders:
@@ -402,6 +412,7 @@ async def _run(
         accurate=accurate,
         profiles=profiles,
         config=operator_config(args, scheduler_names=frozenset(profiles)),
+        queue=scheduling_queue(args),
     )
     metrics.instrument_queue(operator.queue, metrics.SCHEDULER_QUEUE)
 

@@ -118,6 +118,13 @@ def binding_uid(obj: Mapping[str, Any] | None) -> str | None:
 
 
 SCHEDULER_ERROR = SchedulingError.reason
+# Karmada's BindingReasonQuotaExceeded, and the Status reason a FederatedResourceQuota's webhook gives.
+QUOTA_EXCEEDED = "QuotaExceeded"
+
+
+def is_quota_exceeded(exc: ApiError) -> bool:
+    """A write refused because a quota is exceeded: 403 with reason QuotaExceeded (Karmada's check)."""
+    return exc.status == 403 and exc.reason == QUOTA_EXCEEDED
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,8 +474,11 @@ class SchedulerOperator:
             patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
             try:
                 await self._write(kind, key, obj, patches, result, cycle)
-            except BaseException:
+            except BaseException as exc:
                 self._unreserve(kind, key, reservation)
+                if isinstance(exc, ApiError) and is_quota_exceeded(exc):
+                    await self._report_quota_exceeded(kind, key, obj, exc)
+                    return Outcome.ERROR
                 raise
             written = result.scheduled
         finally:
@@ -568,6 +578,28 @@ class SchedulerOperator:
             self.assumptions.unreserve(reservation)
         if self.peers is not None:
             self.peers.observe(kind, self.bindings[kind].get(key), key)
+
+    async def _report_quota_exceeded(
+        self, kind: str, key: str, obj: Mapping[str, Any], exc: ApiError
+    ) -> None:
+        """A write refused with 403 QuotaExceeded (a FederatedResourceQuota's admission): as Karmada's
+        getConditionByError, ``Scheduled=False`` reason QuotaExceeded with the API's message and a
+        Warning Event; the binding is retried with backoff."""
+        result = ScheduleResult(key, Condition(False, QUOTA_EXCEEDED, exc.message), None, None, False)
+        fresh = self.bindings[kind].get(key) or obj
+        rendered = render_into_binding(fresh, result, now=dt.datetime.now(dt.UTC))
+        patches = compute_patches(fresh, rendered, explain=None)
+        log.warning("binding_quota_exceeded", binding=key, kind=kind, message=exc.message)
+        metrics.SCHEDULE_ATTEMPTS.labels(metrics.RESULT_ERROR, metrics.RECONCILE_SCHEDULE).inc()
+        self._record(fresh, WARNING, REASON_FAILED, exc.message)
+        if patches.status is None:
+            return
+        self.runtime.ensure_leader()
+        version = (fresh.get("metadata") or {}).get("resourceVersion")
+        response = await self._write_status(kind, key, {"metadata": {"resourceVersion": version},
+                                                        **patches.status}, result)
+        metrics.API_WRITES.labels("status", "success").inc()
+        self._store_response(kind, response)
 
     async def _write_observed_generation(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
         self.runtime.ensure_leader()

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from fleetsched.flags import KARMADA_FEATURE_GATES
+from fleetsched.flags import ALL_STAGES, KARMADA_FEATURE_GATES, expand_feature_gates
 from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import (
     DEFAULT_ASSUMPTION_TTL,
@@ -559,9 +559,9 @@ def _feature_gates(gates: Mapping[str, bool] | None, problems: _Problems) -> Map
     if not gates:
         return MappingProxyType({})
     for name in gates:
-        if name not in KARMADA_FEATURE_GATES:
+        if name not in KARMADA_FEATURE_GATES and name not in ALL_STAGES:
             problems.add(f"featureGates.{name}", f"unrecognized feature gate: {name}")
-    return MappingProxyType(dict(sorted(gates.items())))
+    return MappingProxyType(dict(sorted(expand_feature_gates(gates).items())))
 
 
 def _assumption_ttl(seconds: float | None, problems: _Problems) -> float:

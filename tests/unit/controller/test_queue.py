@@ -221,3 +221,42 @@ def test_the_shard_hash_separates_the_fields() -> None:
     assert len(hashes) == 1000
     # roughly uniform: each half of the 64-bit range gets a fair share of 1000 keys
     assert 400 < sum(1 for h in hashes if h < 2**63) < 600
+
+
+def test_without_priority_based_scheduling_the_queue_is_karmadas_fifo(clock: FakeClock) -> None:
+    # Karmada with PriorityBasedScheduling off: the legacy rate-limited work queue, in arrival order
+    # whatever spec.schedulePriority says, and no QueueSort.
+    queue = SchedulingQueue.legacy(clock=clock, less=lambda a, b: a.key > b.key)
+    for key, priority in [("a", 0), ("b", 5), ("c", 0), ("d", 5), ("e", -1)]:
+        queue.push(key, priority)
+        clock.advance(0.001)
+    assert drain(queue) == ["a", "b", "c", "d", "e"]
+
+
+def test_without_priority_based_scheduling_unschedulable_is_retried_with_backoff(clock: FakeClock) -> None:
+    # legacyHandleErr: every error, an unschedulable one too, goes back through AddRateLimited
+    # (5ms * 2^(n-1) up to 1,000 s): there is no unschedulable set to wait five minutes in.
+    queue = SchedulingQueue.legacy(clock=clock)
+    queue.push("a")
+    entry = queue.pop_nowait()
+    assert entry is not None
+    queue.done(entry, Outcome.UNSCHEDULABLE)
+    assert queue.sizes().unschedulable == 0 and queue.sizes().backoff == 1
+    assert queue.backoff_duration(entry) == pytest.approx(0.005)
+    clock.advance(0.005)
+    assert queue.flush_backoff() == 1
+    again = queue.pop_nowait()
+    assert again is not None and again.key == "a" and again.attempts == 2
+    assert queue.backoff_duration(again) == pytest.approx(0.010)
+    again.attempts = 40
+    assert queue.backoff_duration(again) == 1000.0
+
+
+def test_the_priority_queue_keeps_unschedulable_bindings_apart(clock: FakeClock) -> None:
+    # The same outcome with the gate on (its default) parks the key for an event or the flush.
+    queue = SchedulingQueue(clock=clock)
+    queue.push("a")
+    entry = queue.pop_nowait()
+    assert entry is not None
+    queue.done(entry, Outcome.UNSCHEDULABLE)
+    assert queue.sizes().unschedulable == 1 and queue.sizes().backoff == 0
