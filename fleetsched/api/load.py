@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from fleetsched.api import strict
 from fleetsched.api.cluster import Cluster
 from fleetsched.api.document import BindingDocument, plain_json_default
 from fleetsched.api.meta import ObjectMeta
@@ -55,6 +56,7 @@ __all__ = [
     "ObjectIdentity",
     "ResourceTemplate",
     "Source",
+    "UnknownFieldError",
     "field_path",
     "identity_of",
     "load_files",
@@ -324,18 +326,40 @@ def _from_validation_error(exc: ValidationError, source: Source | None, prefix: 
     reason = _reason(first)
     if len(errors) > 1:
         reason += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
-    return LoadError(reason, source=source, path=field_path(first["loc"], prefix=prefix))
+    loc = tuple(first["loc"]) if not prefix else ()
+    return LoadError(reason, source=source, path=field_path(first["loc"], prefix=prefix), loc=loc)
 
 
 # ---------------------------------------------------------------------------------------------
 # Objects
 
 
-def parse_object(doc: Any, source: Source | None = None, *, crd_defaults: bool = False) -> ApiObject:
+class UnknownFieldError(LoadError):
+    """Fields the kind does not declare (``strict.unknown_fields``), refused as kubectl refuses them;
+    ``locs`` are their paths in the object (``loc``: the first's, for its position)."""
+
+    def __init__(self, locs: list[tuple[str | int, ...]], source: Source | None = None) -> None:
+        self.locs = locs
+        super().__init__(strict.unknown_field_message(locs), source=source, loc=locs[0])
+
+
+def parse_object(
+    doc: Any,
+    source: Source | None = None,
+    *,
+    crd_defaults: bool = False,
+    validate: str = "strict",
+    warn: Callable[[str], None] | None = None,
+) -> ApiObject:
     """One decoded object (a dict) to a typed object; raises ``LoadError``.
 
     ``crd_defaults``: fill the CRD defaults first, as the API server would (``fleetsched.api.defaults``).
+    ``validate``: kubectl's ``--validate`` (``strict.normalize_mode``): a field the kind does not
+    declare is refused (``UnknownFieldError``), passed to ``warn`` (one line each), or ignored as the
+    API server's pruning would.
     """
+    if validate != "ignore" and isinstance(doc, Mapping):
+        _check_unknown(doc, source, validate, warn)
     if not isinstance(doc, Mapping):
         raise LoadError(f"expected an object (a YAML mapping), got {type(doc).__name__}", source=source)
     api_version = doc.get("apiVersion")
@@ -374,6 +398,23 @@ def parse_object(doc: Any, source: Source | None = None, *, crd_defaults: bool =
     raise LoadError(
         f'Unsupported value: "{kind}": unknown kind (apiVersion "{api_version}")', source=source, path="kind"
     )
+
+
+def _check_unknown(
+    doc: Mapping[str, Any], source: Source | None, validate: str, warn: Callable[[str], None] | None
+) -> None:
+    model = KARMADA_KINDS.get((doc.get("apiVersion"), doc.get("kind")))  # type: ignore[arg-type]
+    if model is None and (doc.get("apiVersion"), doc.get("kind")) not in TEMPLATE_KINDS:
+        return  # an unsupported kind: parse_object says so
+    locs = strict.unknown_fields(doc, model)
+    if not locs:
+        return
+    if validate == "strict":
+        raise UnknownFieldError(locs, source)
+    if warn is not None:
+        where = f"{source.describe()}: " if source is not None else ""
+        for loc in locs:
+            warn(f"{where}{strict.unknown_field_message([loc])} (ignored: --validate=warn)")
 
 
 def _parse_template(
@@ -495,13 +536,21 @@ def _check_resource_list(resources: Any, source: Source | None, path: str) -> No
 
 
 def load_text(
-    text: str, *, filename: str = "<input>", crd_defaults: bool = False, budget: Budget = DEFAULT_BUDGET
+    text: str,
+    *,
+    filename: str = "<input>",
+    crd_defaults: bool = False,
+    budget: Budget = DEFAULT_BUDGET,
+    validate: str = "strict",
+    warn: Callable[[str], None] | None = None,
 ) -> LoadResult:
     """Every object in a multi-document YAML text. Empty documents are skipped but counted.
 
     Two objects with the same identity (a duplicate the API server would hold as one) are refused.
+    ``validate``/``warn``: unknown fields, as ``parse_object``.
     """
-    result = _load_text(text, filename=filename, crd_defaults=crd_defaults, budget=budget)
+    result = _load_text(text, filename=filename, crd_defaults=crd_defaults, budget=budget,
+                        validate=validate, warn=warn)
     refuse_duplicate_objects(result.objects)
     return result
 
@@ -514,11 +563,17 @@ def _load_text(
     budget: Budget,
     compact_bindings: bool = False,
     progress: Callable[[int], None] | None = None,
+    validate: str = "strict",
+    warn: Callable[[str], None] | None = None,
 ) -> LoadResult:
     result = LoadResult()
 
     def parse(item: Any, item_source: Source) -> ApiObject:
-        obj = parse_object(item, item_source, crd_defaults=crd_defaults)
+        try:
+            obj = parse_object(item, item_source, crd_defaults=crd_defaults, validate=validate, warn=warn)
+        except LoadError as exc:
+            prefix: tuple[str | int, ...] = () if item_source.item is None else ("items", item_source.item)
+            raise exc.with_position(text, prefix) from None
         if compact_bindings and isinstance(obj, ResourceBinding | ClusterResourceBinding):
             return BindingDocument.of(obj)  # the model and the decoded document go now
         return obj
@@ -551,12 +606,15 @@ def load_files(
     budget: Budget = DEFAULT_BUDGET,
     compact_bindings: bool = False,
     progress: Callable[[int], None] | None = None,
+    validate: str = "strict",
+    warn: Callable[[str], None] | None = None,
 ) -> LoadResult:
     """Load every file in order; ``-`` reads standard input. Raises ``LoadError`` on the first problem,
     including an object defined twice, in one file or across files.
 
     ``compact_bindings``: keep bindings as ``BindingDocument`` values, not models (same checks).
-    ``progress(n)`` is called as documents are read (n of them each time)."""
+    ``progress(n)`` is called as documents are read (n of them each time). ``validate``/``warn``:
+    unknown fields, as ``parse_object``."""
     result = LoadResult()
     for path in paths:
         name = str(path)
@@ -569,6 +627,8 @@ def load_files(
                 budget=budget,
                 compact_bindings=compact_bindings,
                 progress=progress,
+                validate=validate,
+                warn=warn,
             )
         )
         del text

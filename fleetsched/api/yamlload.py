@@ -105,14 +105,28 @@ class LoadError(ValueError):
         line: int | None = None,
         column: int | None = None,
         file: str | None = None,
+        loc: tuple[str | int, ...] = (),
     ) -> None:
         self.reason = " ".join(reason.split())
+        self.loc = loc  # the field's path as keys and indexes, when known (for ``with_position``)
         self.source = source
         self.file = file  # where there is no document (yet): undecodable bytes, JSON bodies
         self.path = path
         self.line = line
         self.column = column
         super().__init__(self.__str__())
+
+    def with_position(self, text: str, prefix: tuple[str | int, ...] = ()) -> LoadError:
+        """This error with the line and column of its field in ``text`` (its source's document;
+        ``prefix`` leads to the object inside it), when it has none yet and they can be found."""
+        if self.line is not None or self.source is None or not self.loc:
+            return self
+        position = position_of(text, self.source.document, (*prefix, *self.loc))
+        if position is None:
+            return self
+        self.line, self.column = position
+        self.args = (self.__str__(),)
+        return self
 
     def __str__(self) -> str:
         parts: list[str] = []
@@ -505,6 +519,38 @@ def _path_to(root: Node, target: Node) -> list[str | int]:
         for step, child in reversed(_children(node)):  # document order: the first route wins
             stack.append((child, [*loc, step]))
     return []
+
+
+def position_of(text: str, document: int, loc: Iterable[str | int]) -> tuple[int, int] | None:
+    """1-based (line, column) of the key (or list item) at ``loc`` in the ``document``-th document
+    of ``text``, or None when it cannot be found. For error messages only: it parses again."""
+    loader = _Loader(text)
+    try:
+        number = 0
+        while loader.check_node():
+            node: Node | None = loader.get_node()
+            number += 1
+            if number < document:
+                continue
+            mark = None
+            for step in loc:
+                if isinstance(node, MappingNode):
+                    pair = next(((k, v) for k, v in node.value
+                                 if isinstance(k, ScalarNode) and str(k.value) == str(step)), None)
+                    if pair is None:
+                        return None
+                    mark, node = pair[0].start_mark, pair[1]
+                elif isinstance(node, SequenceNode) and isinstance(step, int) and step < len(node.value):
+                    node = node.value[step]
+                    mark = node.start_mark
+                else:
+                    return None
+            return None if mark is None else (mark.line + 1, mark.column + 1)
+        return None
+    except (yaml.YAMLError, _Refused, RecursionError):
+        return None
+    finally:
+        loader.dispose()
 
 
 def iter_documents(text: str, filename: str, *, budget: Budget = DEFAULT_BUDGET) -> Iterator[tuple[int, Any]]:

@@ -105,11 +105,19 @@ def add_what_if_arguments(parser: argparse.ArgumentParser) -> None:
         help="text (default): the bindings that would change, before and after, and the replicas per "
         "cluster; json: the same for machines",
     )
+    from fleetsched.simulate.command import add_validate_argument
+
+    add_validate_argument(parser)
     _common(parser)
 
 
-def _read_changes(files: Sequence[str]) -> list[Mapping[str, Any]]:
-    from fleetsched.api.yamlload import LoadError, decode_text, iter_documents, read_input
+def _read_changes(files: Sequence[str], validate: str = "strict") -> list[Mapping[str, Any]]:
+    """The files' objects, each checked as ``simulate`` checks its input (unknown fields as
+    ``--validate`` says, every value), so a mistake is named with its file, document, line and
+    column rather than as a document of the live state it is laid over."""
+    from fleetsched.api.load import KARMADA_KINDS, TEMPLATE_KINDS, parse_object
+    from fleetsched.api.yamlload import LoadError, Source, decode_text, iter_documents, read_input
+    from fleetsched.simulate.command import warn_on_stderr
 
     out: list[Mapping[str, Any]] = []
     try:
@@ -125,6 +133,12 @@ def _read_changes(files: Sequence[str]) -> list[Mapping[str, Any]]:
                         raise _Refused(f"{where}: must be an object")
                     if not item.get("kind") or not (item.get("metadata") or {}).get("name"):
                         raise _Refused(f"{where}: kind and metadata.name: Required value")
+                    if (item.get("apiVersion"), item.get("kind")) in KARMADA_KINDS.keys() | TEMPLATE_KINDS:
+                        source = Source(name, number, None if doc is item else i)
+                        try:
+                            parse_object(item, source, validate=validate, warn=warn_on_stderr)
+                        except LoadError as exc:
+                            raise exc.with_position(text, () if doc is item else ("items", i)) from None
                     out.append(item)
     except LoadError as exc:
         raise _Refused(str(exc)) from None
@@ -147,7 +161,7 @@ def run_what_if(args: argparse.Namespace) -> int:
     from fleetsched.live.diff import compare, overlay, text_lines
 
     try:
-        changes = _read_changes(args.files)
+        changes = _read_changes(args.files, args.validate)
         live = state.read_state(args.kubeconfig)
         flags = _flags(args)
         before = _scheduled(live, flags, "the live state")

@@ -129,7 +129,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "after printing everything, so CI can gate on it; without it a binding that cannot be placed "
         "is a result and the exit status is 0 (a binding no profile serves is not counted)",
     )
+    add_validate_argument(parser)
     record_explicit_flags(parser)
+
+
+def add_validate_argument(parser: argparse.ArgumentParser) -> None:
+    """kubectl's ``--validate`` for the commands that read objects the API server never saw."""
+    parser.add_argument(
+        "--validate",
+        type=_validate_mode,
+        default="strict",
+        metavar="MODE",
+        help="a field a Karmada kind does not declare (or, for other kinds, one their top level or "
+        "metadata lacks), as kubectl's --validate: strict (default; also true) refuses it, exit 2, "
+        "with kubectl's words (strict decoding error: unknown field \"spec.placment\") and where "
+        "it is; warn says so on stderr and goes on; ignore (also false) drops it as the API server's "
+        "pruning would",
+    )
+
+
+def _validate_mode(text: str) -> str:
+    from fleetsched.api.strict import normalize_mode
+
+    try:
+        return normalize_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def warn_on_stderr(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def _jobs(text: str) -> int:
@@ -366,7 +395,8 @@ def _load_and_plan(
     from fleetsched.api.load import load_files
 
     progress.phase("loading", unit="documents")
-    loaded = load_files(args.files, compact_bindings=True, progress=progress.advance)
+    loaded = load_files(args.files, compact_bindings=True, progress=progress.advance,
+                        validate=args.validate, warn=warn_on_stderr)
     # Nodes (and Pods) of member clusters in the input make those clusters node-accurate.
     cluster_names = {c.metadata.name for c in loaded.clusters}
     if loaded.nodes:  # imported only then: it brings numpy along
