@@ -196,3 +196,24 @@ def test_what_if_reads_lists_and_names_the_bad_item(
     assert capsys.readouterr().err.strip() == (
         f"fleetsched what-if: {path}: document 1, items[1]: must be an object"
     )
+
+
+def test_what_if_files_are_checked_as_simulate_checks_them(tmp_path: Path) -> None:
+    from fleetsched.live.command import _read_changes, _Refused
+
+    policy = (
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\n"
+        "metadata: {name: web, namespace: shop}\n"
+        "spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]\n"
+        "  placement:\n    replicaScheduling: {replicaSchedulingType: Divided}\n"
+    )
+    path = tmp_path / "typo.yaml"
+    path.write_text("apiVersion: v1\nkind: List\nitems: []\n---\n" + policy.replace("  placement:", "  placment:"))
+    with pytest.raises(_Refused, match=rf'^{path}: document 2 \(line 10, column 3\): strict decoding error: '
+                                       r'unknown field "spec.placment"$'):
+        _read_changes([str(path)])
+    assert len(_read_changes([str(path)], "ignore")) == 1
+    path.write_text(policy.replace("Divided", "Divded"))
+    with pytest.raises(_Refused, match=rf"^{path}: document 1 \(line 7, column 25\): spec.placement."
+                                       "replicaScheduling.replicaSchedulingType: Unsupported value"):
+        _read_changes([str(path)])
