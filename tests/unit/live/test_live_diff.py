@@ -208,7 +208,8 @@ def test_what_if_files_are_checked_as_simulate_checks_them(tmp_path: Path) -> No
         "  placement:\n    replicaScheduling: {replicaSchedulingType: Divided}\n"
     )
     path = tmp_path / "typo.yaml"
-    path.write_text("apiVersion: v1\nkind: List\nitems: []\n---\n" + policy.replace("  placement:", "  placment:"))
+    typo = policy.replace("  placement:", "  placment:")
+    path.write_text("apiVersion: v1\nkind: List\nitems: []\n---\n" + typo)
     with pytest.raises(_Refused, match=rf'^{path}: document 2 \(line 10, column 3\): strict decoding error: '
                                        r'unknown field "spec.placment"$'):
         _read_changes([str(path)])
