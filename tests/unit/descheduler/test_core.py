@@ -28,7 +28,8 @@ def binding(
         annotations[core.APPLIED_PLACEMENT_ANNOTATION] = (
             placement if isinstance(placement, str) else json.dumps(placement)
         )
-    aggregated = [{"clusterName": name, "status": {"readyReplicas": value}} for name, value in (ready or {}).items()]
+    aggregated = [{"clusterName": name, "status": {"readyReplicas": value}}
+                  for name, value in (ready or {}).items()]
     return {
         "metadata": {"name": "web", "namespace": "default", "annotations": annotations},
         "spec": {
@@ -47,8 +48,8 @@ def binding(
     ("placement", "expected"),
     [
         (DYNAMIC, True),
-        ({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}},
-         True),
+        ({"replicaScheduling": {"replicaSchedulingType": "Divided",
+                                "replicaDivisionPreference": "Aggregated"}}, True),
         # a static weight list: the scheduler would only put the replicas back
         ({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
                                 "weightPreference": {"staticWeightList": [
@@ -68,8 +69,8 @@ def test_only_dynamically_divided_placements_are_candidates(placement: Any, expe
 
 @pytest.mark.parametrize(
     ("api_version", "kind", "expected"),
-    [("apps/v1", "Deployment", True), ("apps/v1", "StatefulSet", False), ("apps/v1beta1", "Deployment", False),
-     ("batch/v1", "Job", False), ("v1", "Deployment", False)],
+    [("apps/v1", "Deployment", True), ("apps/v1", "StatefulSet", False),
+     ("apps/v1beta1", "Deployment", False), ("batch/v1", "Job", False), ("v1", "Deployment", False)],
 )
 def test_only_apps_v1_deployments_are_candidates(api_version: str, kind: str, expected: bool) -> None:
     assert core.is_candidate(binding(api_version=api_version, kind=kind)) is expected
@@ -86,7 +87,7 @@ def test_the_applied_placement_annotation_decides_not_the_spec() -> None:
 def test_a_bad_annotation_is_no_candidate_and_says_why(text: str) -> None:
     bad = binding(placement=text)
     assert not core.is_candidate(bad)
-    with pytest.raises(core.PlacementError, match="policy.karmada.io/applied-placement"):
+    with pytest.raises(core.PlacementError, match=r"policy\.karmada\.io/applied-placement"):
         core.applied_placement(bad)
 
 
