@@ -29,6 +29,7 @@ from fleetsched.controller.runtime import command
 from fleetsched.controller.runtime.events import EventRecorder
 from fleetsched.controller.runtime.http import ListenError, start_endpoints, stop_endpoints
 from fleetsched.controller.runtime.leader import ApiLeaseStore, LeaderElector
+from fleetsched.controller.scheduler import estimation
 from fleetsched.descheduler.runner import COMPONENT, Descheduler, run_rounds
 from fleetsched.kube.client import load_connection
 
@@ -56,23 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(Unschedulable) for this long (default 5m)",
     )
     command.add_kube_api_arguments(parser, qps=40.0, burst=60)
-    parser.add_argument(
-        "--scheduler-estimator-timeout",
-        type=command.positive_duration,
-        default=3.0,
-        help="deadline for one binding's estimator calls (default 3s)",
-    )
-    parser.add_argument("--scheduler-estimator-port", type=int, default=10352)
-    parser.add_argument("--scheduler-estimator-ca-file", help="CA of the estimators' serving certificates")
-    parser.add_argument("--scheduler-estimator-cert-file", help="client certificate for the estimators")
-    parser.add_argument("--scheduler-estimator-key-file", help="client key for the estimators")
-    parser.add_argument(
-        "--insecure-skip-estimator-verify",
-        action="store_true",
-        help="TLS to the estimators without verifying their host names",
-    )
-    parser.add_argument("--scheduler-estimator-service-prefix", default="karmada-scheduler-estimator")
-    parser.add_argument("--scheduler-estimator-service-namespace", default="karmada-system")
+    estimation.add_connection_arguments(parser)
     command.add_boolean(
         parser, "--leader-elect", default=True,
         help="use a coordination.k8s.io Lease so only one replica is active (default true)",
@@ -101,12 +86,10 @@ async def _serve(args: argparse.Namespace) -> int:
         return 2
     connection = karmada_flags.with_master(load_connection(args.kubeconfig), args)
     client = command.kube_client(connection, args, agent=COMPONENT)
-    from fleetsched.controller.scheduler.estimation import accurate_estimator
-
     # the estimator client's settings as the scheduler's flags give them (no Pull-mode switch here)
     estimator_args = argparse.Namespace(**vars(args), disable_scheduler_estimator_in_pull_mode=False)
     try:
-        estimator = await accurate_estimator(client, estimator_args)
+        estimator = await estimation.accurate_estimator(client, estimator_args)
     except ValueError as exc:  # a certificate file that is not a readable, bounded regular file
         log.error("invalid_flag", flag="--scheduler-estimator-ca-file", error=str(exc))
         await client.close()
