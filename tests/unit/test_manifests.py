@@ -297,9 +297,10 @@ class Rbac:
     """Who may do what, from the rendered Roles and bindings (the rules RBAC authorisation applies)."""
 
     docs: list[dict[str, Any]]
+    account_namespace: str = NAMESPACE  # where the ServiceAccounts are
 
     def _rules(self, account: str, namespace: str | None) -> Iterator[dict[str, Any]]:
-        subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+        subject = {"kind": "ServiceAccount", "name": account, "namespace": self.account_namespace}
         for binding in self.docs:
             if binding["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
                 continue
@@ -626,7 +627,7 @@ def test_the_beside_karmada_descheduler_holds_karmadas_lease_with_the_rights_gra
     for kind in ("RoleBinding", "ClusterRoleBinding"):
         assert find(rbac_docs, kind, "fleetsched-descheduler")["subjects"] == [
             {"kind": "ServiceAccount", "name": "fleetsched-descheduler", "namespace": "karmada-system"}]
-    rbac, sa = Rbac(rbac_docs), "fleetsched-descheduler"
+    rbac, sa = Rbac(rbac_docs, account_namespace="karmada-system"), "fleetsched-descheduler"
     for verb in ("get", "update"):
         assert rbac.allows(sa, verb, "coordination.k8s.io", "leases", namespace="karmada-system",
                            name="karmada-descheduler")
