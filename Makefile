@@ -18,7 +18,8 @@ local-up:
 	hack/local-up.sh
 
 # Quick start 3: the whole stack live on loopback (control plane, garbage collector, webhook, controller,
-# scheduler); prints a kubectl walk-through. DEV_UP_ARGS="--estimator member1" adds a member's estimator.
+# scheduler); prints a kubectl walk-through. DEV_UP_ARGS="--estimator member1" adds a member's estimator,
+# DEV_UP_ARGS="--estimator member1 --descheduler" the descheduler too.
 dev-up:
 	@[ -x .venv/bin/python ] || python3 -m venv .venv
 	@.venv/bin/pip install --quiet --disable-pip-version-check -e .

@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fleetsched.controller.scheduler.command",
         "run the scheduler operator against a control plane",
     ),
+    "descheduler": (
+        "fleetsched.descheduler.command",
+        "move replicas that stay unschedulable in a member cluster elsewhere (karmada-descheduler)",
+    ),
     "controller": ("fleetsched.controller.policy.command", "run the policy controller that creates bindings"),
     "estimator": (
         "fleetsched.estimator.server_cmd",

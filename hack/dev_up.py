@@ -7,13 +7,15 @@ its garbage collector (deleting a workload deletes its binding through the owner
 namespaces, ``fleetsched webhook`` with a throwaway CA and registered by URL with the manifests'
 webhook configurations, ``fleetsched controller --standalone=true`` and ``fleetsched scheduler``.
 With ``--estimator NAME`` it also starts a member kube-apiserver and ``fleetsched estimator`` for
-the Cluster ``NAME`` behind Karmada's ExternalName Service, and the scheduler asks it.
+the Cluster ``NAME`` behind Karmada's ExternalName Service, and the scheduler asks it. With
+``--descheduler`` it also starts ``fleetsched descheduler`` (every 30 s; pods unschedulable for a
+minute are moved; with ``--estimator``, that member's estimator is the one it asks).
 
 Prints the kubectl lines of a first walk-through, then ``dev-up: ready`` (a test waits for that
 line). Ctrl-C (or SIGTERM) stops every process it started, newest first. Logs stay in ``--dir``.
 Every component runs with the admin kubeconfig: RBAC is what ``tests/e2e/test_story.py`` checks.
 
-    hack/dev_up.py [--dir DIR] [--estimator CLUSTER]
+    hack/dev_up.py [--dir DIR] [--estimator CLUSTER] [--descheduler]
 """
 
 from __future__ import annotations
@@ -193,8 +195,12 @@ def run(args: argparse.Namespace) -> int:
             scheduler_flags = ["--enable-scheduler-estimator=true"]
             print(f"member {args.estimator}: export KUBECONFIG={member.kubeconfig}", flush=True)
 
-        for name, argv in (("controller", ["controller", "--standalone=true"]),
-                           ("scheduler", ["scheduler", *scheduler_flags])):
+        started: list[tuple[str, list[str]]] = [("controller", ["controller", "--standalone=true"]),
+                                                ("scheduler", ["scheduler", *scheduler_flags])]
+        if args.descheduler:
+            started.append(("descheduler", ["descheduler", "--leader-elect=false",
+                                            "--descheduling-interval=30s", "--unschedulable-threshold=1m"]))
+        for name, argv in started:
             port = free_port()
             component = Component(name, [*argv, f"--kubeconfig={kubeconfig}", *probe_flags(port)],
                                   port, workdir / f"{name}.log")
@@ -233,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", help="working directory for data, certificates and logs (default: temp)")
     parser.add_argument("--estimator", metavar="CLUSTER",
                         help="also start a member kube-apiserver and an estimator for the Cluster CLUSTER")
+    parser.add_argument("--descheduler", action="store_true",
+                        help="also start the descheduler (fleetsched descheduler: every 30s, a 1m threshold)")
     return run(parser.parse_args(argv))
 
 

@@ -2,10 +2,11 @@
 run with kubectl, and Ctrl-C.
 
 The script starts its own etcd, kube-apiserver, garbage collector, webhook (registered by URL),
-policy controller and scheduler. The test waits for its ``dev-up: ready`` line, runs the kubectl
-lines it printed (examples/fleet.yaml with its status, examples/policies.yaml), sees every policy's
-binding scheduled with the webhook's permanent-id, sees that deleting a Deployment deletes its
-binding (the garbage collector), and that SIGINT stops every process with exit 0.
+policy controller and scheduler (with ``--descheduler``, the descheduler too). The test waits
+for its ``dev-up: ready`` line, runs the kubectl lines it printed (examples/fleet.yaml with its
+status, examples/policies.yaml), sees every policy's binding scheduled with the webhook's
+permanent-id, sees that deleting a Deployment deletes its binding (the garbage collector), and
+that SIGINT stops every process with exit 0.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class DevUp:
         self.output: list[str] = []
         env = {**os.environ, "KUBEBUILDER_ASSETS": str(binaries)}
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "hack" / "dev_up.py"), "--dir", str(workdir)],
+            [sys.executable, str(ROOT / "hack" / "dev_up.py"), "--dir", str(workdir), "--descheduler"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         threading.Thread(target=self._read, daemon=True).start()

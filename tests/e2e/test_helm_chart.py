@@ -68,7 +68,8 @@ def test_a_bad_object_is_refused_by_the_dry_run(server: APIServer) -> None:
     """The dry run is a real check: the same rendering with one schema error is refused."""
     rendered = template_text("mode=besideKarmada", namespace="karmada-system").stdout
     docs = [d for d in yaml.safe_load_all(rendered) if d]
-    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    deployment = next(d for d in docs if d["kind"] == "Deployment"
+                      and d["metadata"]["name"] == "fleetsched-scheduler")
     deployment["spec"]["replicas"] = "two"
     with pytest.raises(RuntimeError, match="replicas") as refused:
         server.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-",

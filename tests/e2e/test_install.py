@@ -181,8 +181,11 @@ def test_server_dry_run_of_the_beside_karmada_overlay_succeeds(fresh_apiserver: 
                                   "--dry-run=server")
     lines = sorted(line for line in out.splitlines() if line.strip())
     assert lines == [
+        "deployment.apps/fleetsched-descheduler created (server dry run)",
         "deployment.apps/fleetsched-scheduler created (server dry run)",
+        "service/fleetsched-descheduler-metrics created (server dry run)",
         "service/fleetsched-scheduler-metrics created (server dry run)",
+        "serviceaccount/fleetsched-descheduler created (server dry run)",
         "serviceaccount/fleetsched-scheduler created (server dry run)",
     ], out
 

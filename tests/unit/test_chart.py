@@ -18,6 +18,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -173,6 +174,29 @@ def test_karmada_modes_render_their_overlay(mode: str, overlay: str, name: str, 
     assert _by_key(chart) == _by_key(built)
     args = _args(chart, "fleetsched-scheduler")
     assert f"--scheduler-name={name}" in args and f"--leader-elect-resource-name={lease}" in args
+
+
+def test_the_descheduler_value_renders_the_descheduler_component(tmp_path: Path) -> None:
+    """Off standalone unless enabled, then as manifests/overlays/descheduler builds it (estimators'
+    NetworkPolicies included); on in the Karmada modes unless disabled."""
+    from test_manifests import with_components
+
+    assert "fleetsched-descheduler" not in {o["metadata"]["name"] for o in template()}
+    chart = _by_key([_without_chart_labels(o) for o in template(
+        "descheduler.enabled=true", "estimators.members[0].name=member1",
+        "descheduler.extraArgs={--unschedulable-threshold=2m}")])
+    built = _by_key(_unhashed(with_components(tmp_path, "descheduler")))
+    keys = [k for k in built if "descheduler" in k[2]]
+    assert sorted(k[0] for k in keys) == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role",
+                                          "RoleBinding", "Service", "ServiceAccount"]
+    deployment = ("Deployment", "fleetsched-system", "fleetsched-descheduler")
+    args = chart[deployment]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[-1] == "--unschedulable-threshold=2m"
+    args.pop()
+    for key in [*keys, ("NetworkPolicy", "fleetsched-system", "karmada-scheduler-estimator-member1")]:
+        assert chart[key] == built[key], key
+    off = template("mode=besideKarmada", "descheduler.enabled=false", namespace="karmada-system")
+    assert not [o for o in off if "descheduler" in o["metadata"]["name"]]
 
 
 def test_a_scheduler_name_value_wins() -> None:

@@ -11,6 +11,7 @@ import pytest
 from fleetsched import karmada_flags
 from fleetsched.controller.policy import command as policy_cmd
 from fleetsched.controller.scheduler import command as scheduler_cmd
+from fleetsched.descheduler import command as descheduler_cmd
 from fleetsched.estimator import server_cmd as estimator_cmd
 from fleetsched.kube.client import Connection
 from fleetsched.webhook import server_cmd as webhook_cmd
@@ -27,6 +28,10 @@ COMMANDS: list[tuple[str, AddArguments, list[str]]] = [
     ("scheduler", scheduler_cmd.add_arguments, SCHEDULER_LIKE),
     ("controller", policy_cmd.add_arguments, SCHEDULER_LIKE),
     ("estimator", estimator_cmd.add_arguments, [*SCHEDULER_LIKE, "--enable-pprof=true", "--cluster-name=m1"]),
+    # karmada-descheduler takes --v, --master and the profiling flags; no work-queue rate limiter
+    ("descheduler", descheduler_cmd.add_arguments,
+     ["--v=4", "--master=https://karmada-apiserver.karmada-system.svc:5443", "--enable-pprof",
+      "--profiling-bind-address=:6060"]),
     ("webhook", webhook_cmd.add_arguments,
      ["--v=4", "--enable-pprof=true", "--profiling-bind-address=:6061"]),
 ]

@@ -144,7 +144,7 @@ def test_every_container_argument_is_a_flag_its_command_accepts(rendered: list[d
             commands.add(args.command)
             if args.command == "estimator":
                 assert estimator_cmd._validate(args) == []
-    assert commands == {"scheduler", "controller", "webhook", "estimator"}
+    assert commands == {"scheduler", "controller", "webhook", "estimator", "descheduler"}
 
 
 def test_probes_and_ports_follow_the_flags(rendered: list[dict[str, Any]]) -> None:
@@ -297,9 +297,10 @@ class Rbac:
     """Who may do what, from the rendered Roles and bindings (the rules RBAC authorisation applies)."""
 
     docs: list[dict[str, Any]]
+    account_namespace: str = NAMESPACE  # where the ServiceAccounts are
 
     def _rules(self, account: str, namespace: str | None) -> Iterator[dict[str, Any]]:
-        subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+        subject = {"kind": "ServiceAccount", "name": account, "namespace": self.account_namespace}
         for binding in self.docs:
             if binding["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
                 continue
@@ -550,10 +551,14 @@ def test_the_estimator_generator_replaces_the_whole_set(tmp_path: Path) -> None:
 # ---- beside Karmada --------------------------------------------------------------------------
 
 
-def test_beside_karmada_runs_only_the_scheduler_under_its_own_name(
+def test_beside_karmada_runs_only_the_scheduler_under_its_own_name_and_the_descheduler(
     beside_karmada: list[dict[str, Any]],
 ) -> None:
-    assert sorted(d["kind"] for d in beside_karmada) == ["Deployment", "Service", "ServiceAccount"]
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in beside_karmada) == [
+        ("Deployment", "fleetsched-descheduler"), ("Deployment", "fleetsched-scheduler"),
+        ("Service", "fleetsched-descheduler-metrics"), ("Service", "fleetsched-scheduler-metrics"),
+        ("ServiceAccount", "fleetsched-descheduler"), ("ServiceAccount", "fleetsched-scheduler"),
+    ]
     deployment = find(beside_karmada, "Deployment", "fleetsched-scheduler")
     assert deployment["metadata"]["namespace"] == "karmada-system"
     pod = deployment["spec"]["template"]["spec"]
@@ -600,6 +605,88 @@ def test_each_karmada_overlay_and_its_karmada_apiserver_rbac_agree(
     cluster_role = find(rbac, "ClusterRole", "fleetsched-scheduler")
     assert cluster_role["rules"] == find(kustomize(MANIFESTS / "scheduler" / "rbac"), "ClusterRole",
                                          "fleetsched-scheduler")["rules"]
+
+
+def test_the_beside_karmada_descheduler_holds_karmadas_lease_with_the_rights_granted_there(
+    beside_karmada: list[dict[str, Any]],
+) -> None:
+    """A drop-in for karmada-descheduler: its Lease, so only one of the two works; its rights on
+    karmada-apiserver are manifests/descheduler/rbac's, with that Lease named."""
+    pod = find(beside_karmada, "Deployment", "fleetsched-descheduler")["spec"]["template"]["spec"]
+    args = parse_command(pod["containers"][0]["args"])
+    assert args.command == "descheduler"
+    assert args.leader_elect is True
+    assert (args.leader_elect_resource_namespace, args.leader_elect_resource_name) == (
+        "karmada-system", "karmada-descheduler")
+    assert args.scheduler_estimator_service_namespace == "karmada-system"
+    assert pod["automountServiceAccountToken"] is False
+    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts == {"/tmp", "/etc/karmada/config"}
+    assert args.kubeconfig.startswith("/etc/karmada/config/")
+    rbac_docs = kustomize(MANIFESTS / "overlays" / "beside-karmada" / "karmada-apiserver")
+    for kind in ("RoleBinding", "ClusterRoleBinding"):
+        assert find(rbac_docs, kind, "fleetsched-descheduler")["subjects"] == [
+            {"kind": "ServiceAccount", "name": "fleetsched-descheduler", "namespace": "karmada-system"}]
+    rbac, sa = Rbac(rbac_docs, account_namespace="karmada-system"), "fleetsched-descheduler"
+    for verb in ("get", "update"):
+        assert rbac.allows(sa, verb, "coordination.k8s.io", "leases", namespace="karmada-system",
+                           name="karmada-descheduler")
+    assert not rbac.allows(sa, "update", "coordination.k8s.io", "leases", namespace="karmada-system",
+                           name="karmada-scheduler")
+    assert rbac.allows(sa, "update", "work.karmada.io", "resourcebindings", namespace="any")
+    # the instead-of-karmada overlay builds on it and keeps it as it is
+    instead = find(kustomize(MANIFESTS / "overlays" / "instead-of-karmada"), "Deployment",
+                   "fleetsched-descheduler")
+    assert instead["spec"]["template"]["spec"]["containers"][0]["args"] == pod["containers"][0]["args"]
+
+
+def test_the_descheduler_component_adds_it_with_the_rights_it_calls(
+    tmp_path: Path, rendered: list[dict[str, Any]]
+) -> None:
+    from fleetsched.descheduler import runner
+
+    assert "fleetsched-descheduler" not in names(rendered, "Deployment")  # opt-in
+    docs = with_components(tmp_path, "descheduler")
+    deployment = find(docs, "Deployment", "fleetsched-descheduler")
+    args = container_args(docs, "fleetsched-descheduler")
+    assert args.command == "descheduler" and deployment["spec"]["replicas"] == 2
+    assert deployment["metadata"]["labels"]["app.kubernetes.io/part-of"] == "fleetsched"
+    rbac, sa = Rbac(docs), "fleetsched-descheduler"
+    assert runner.CLUSTERS_PATH.startswith("/apis/cluster.karmada.io/")
+    assert rbac.allows(sa, "list", "cluster.karmada.io", "clusters")
+    assert runner.BINDINGS_PATH.startswith("/apis/work.karmada.io/")
+    for verb in ("list", "update"):
+        assert rbac.allows(sa, verb, "work.karmada.io", "resourcebindings", namespace="any")
+    for verb in ("create", "delete", "patch"):
+        assert not rbac.allows(sa, verb, "work.karmada.io", "resourcebindings", namespace="any")
+    assert not rbac.allows(sa, "list", "work.karmada.io", "clusterresourcebindings", namespace="any")
+    assert rbac.allows(sa, "create", "", "events", namespace="any")
+    lease = args.leader_elect_resource_name
+    for verb in ("get", "create", "update"):
+        assert rbac.allows(sa, verb, "coordination.k8s.io", "leases",
+                           namespace=args.leader_elect_resource_namespace, name=lease)
+    assert not rbac.allows(sa, "update", "coordination.k8s.io", "leases",
+                           namespace=args.leader_elect_resource_namespace, name="fleetsched-scheduler")
+    assert rbac.allows(sa, "get", "", "services", namespace=args.scheduler_estimator_service_namespace,
+                       name=f"{args.scheduler_estimator_service_prefix}-member1")
+    for rule in rbac.all_rules(sa):
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"]
+    # mutual TLS with the estimators: the scheduler's client certificate, mounted where the flags say
+    pod = deployment["spec"]["template"]["spec"]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "estimator-tls")
+    for path in (args.scheduler_estimator_ca_file, args.scheduler_estimator_cert_file,
+                 args.scheduler_estimator_key_file):
+        assert path.startswith(mount["mountPath"] + "/")
+    secret = next(v for v in pod["volumes"] if v["name"] == "estimator-tls")["secret"]["secretName"]
+    assert secret.startswith("fleetsched-scheduler-estimator-tls") and secret in names(docs, "Secret")
+    # and the estimators admit its pods on their gRPC port, beside the scheduler's
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    for member in MEMBERS:
+        policy = find(docs, "NetworkPolicy", f"karmada-scheduler-estimator-{member}")
+        sources = policy["spec"]["ingress"][0]["from"]
+        apps = [source["podSelector"]["matchLabels"]["app"] for source in sources]
+        assert apps == ["fleetsched-scheduler", "fleetsched-descheduler"]
+        assert labels["app"] == "fleetsched-descheduler"
 
 
 # ---- image -----------------------------------------------------------------------------------

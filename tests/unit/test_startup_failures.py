@@ -69,7 +69,7 @@ def assert_one_line(done: subprocess.CompletedProcess[str], *needles: str) -> No
         assert needle in problem[0], problem[0]
 
 
-@pytest.mark.parametrize("command", ["scheduler", "controller", "webhook", "estimator"])
+@pytest.mark.parametrize("command", ["scheduler", "controller", "webhook", "estimator", "descheduler"])
 @pytest.mark.parametrize("flag", ["--metrics-bind-address", "--health-probe-bind-address"])
 def test_a_taken_port_is_one_line_and_exit_2(
     command: str, flag: str, taken_port: int, tmp_path: Path
@@ -88,7 +88,7 @@ def test_a_taken_webhook_port_names_its_flag(taken_port: int, tmp_path: Path) ->
     assert_one_line(done, "--secure-port", f"127.0.0.1:{taken_port}")
 
 
-@pytest.mark.parametrize("command", ["scheduler", "controller", "estimator"])
+@pytest.mark.parametrize("command", ["scheduler", "controller", "estimator", "descheduler"])
 def test_no_kubeconfig_and_not_in_a_pod_is_one_line_and_exit_2(command: str, tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     args = [command, "--cluster-name=m1"] if command == "estimator" else [command]

@@ -133,3 +133,17 @@ Arguments: (list $ secretName commonName); returns JSON {cert, key} in PEM.
 {{- dict "cert" $ca.Cert "key" $ca.Key | toJson -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Whether the descheduler runs: descheduler.enabled, or when it is unset (null), as the kustomize
+installs do: on in the Karmada modes (overlays/beside-karmada has it), off standalone (an opt-in
+Component there). Returns "true" or "false".
+*/}}
+{{- define "fleetsched.deschedulerEnabled" -}}
+{{- $value := .Values.descheduler.enabled -}}
+{{- if kindIs "invalid" $value -}}
+{{- ne (include "fleetsched.mode" .) "standalone" | toString -}}
+{{- else -}}
+{{- $value | toString -}}
+{{- end -}}
+{{- end -}}

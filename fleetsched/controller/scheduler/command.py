@@ -36,7 +36,7 @@ from fleetsched import karmada_flags
 from fleetsched.controller.runtime import command, metrics
 from fleetsched.controller.runtime.http import ListenError, start_endpoints, stop_endpoints
 from fleetsched.controller.runtime.queue import SchedulingQueue
-from fleetsched.controller.scheduler import compute
+from fleetsched.controller.scheduler import compute, estimation
 from fleetsched.controller.scheduler.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
 from fleetsched.extender.metrics import count_ignored_failure
@@ -116,23 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not ask the accurate estimator about Pull-mode clusters; a binding with one among its "
         "candidates then uses the general estimate alone (default false)",
     )
-    parser.add_argument(
-        "--scheduler-estimator-timeout",
-        type=command.duration,
-        default=3.0,
-        help="deadline for one binding's estimator calls (default 3s)",
-    )
-    parser.add_argument("--scheduler-estimator-port", type=int, default=10352)
-    parser.add_argument("--scheduler-estimator-ca-file", help="CA of the estimators' serving certificates")
-    parser.add_argument("--scheduler-estimator-cert-file", help="client certificate for the estimators")
-    parser.add_argument("--scheduler-estimator-key-file", help="client key for the estimators")
-    parser.add_argument(
-        "--insecure-skip-estimator-verify",
-        action="store_true",
-        help="TLS to the estimators without verifying their host names",
-    )
-    parser.add_argument("--scheduler-estimator-service-prefix", default="karmada-scheduler-estimator")
-    parser.add_argument("--scheduler-estimator-service-namespace", default="karmada-system")
+    estimation.add_connection_arguments(parser)
     command.add_leader_election_arguments(parser, resource_name="fleetsched-scheduler")
     command.add_serving_arguments(parser, metrics=":8080", health=":10351")
     karmada_flags.add_arguments(parser)

@@ -22,9 +22,31 @@ from collections.abc import Mapping
 from typing import Any
 
 from fleetsched.api.yamlload import LoadError, read_regular_file
-from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime import command, metrics
 from fleetsched.estimator.client import AccurateEstimatorClient, ClientTLS, EstimatorClientConfig
 from fleetsched.kube.client import ApiError, KubeClient
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the estimators are and how to reach them (karmada-scheduler's and
+    karmada-descheduler's flags, the same in both)."""
+    parser.add_argument(
+        "--scheduler-estimator-timeout",
+        type=command.duration,
+        default=3.0,
+        help="deadline for one binding's estimator calls (default 3s)",
+    )
+    parser.add_argument("--scheduler-estimator-port", type=int, default=10352)
+    parser.add_argument("--scheduler-estimator-ca-file", help="CA of the estimators' serving certificates")
+    parser.add_argument("--scheduler-estimator-cert-file", help="client certificate for the estimators")
+    parser.add_argument("--scheduler-estimator-key-file", help="client key for the estimators")
+    parser.add_argument(
+        "--insecure-skip-estimator-verify",
+        action="store_true",
+        help="TLS to the estimators without verifying their host names",
+    )
+    parser.add_argument("--scheduler-estimator-service-prefix", default="karmada-scheduler-estimator")
+    parser.add_argument("--scheduler-estimator-service-namespace", default="karmada-system")
 
 
 class RpcMetrics:
