@@ -96,7 +96,7 @@ class MoveBudget:
     step_timeout: float = DEFAULT_STEP_TIMEOUT
 
     def __post_init__(self) -> None:
-        if self.max_unavailable == IntOrPercent(0) and self.max_surge == IntOrPercent(0):
+        if self.max_unavailable.value == 0 and self.max_surge.value == 0:
             raise ValueError("maxUnavailable, maxSurge: may not both be 0 (nothing could ever move)")
         if not self.step_timeout > 0:
             raise ValueError(f"stepTimeout: must be a positive duration, got {self.step_timeout}")
