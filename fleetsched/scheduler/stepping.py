@@ -29,7 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "BUDGET_ANNOTATIONS",
     "DEFAULT_STEP_TIMEOUT",
+    "MAX_SURGE_ANNOTATION",
+    "MAX_UNAVAILABLE_ANNOTATION",
     "IntOrPercent",
     "MoveBudget",
     "Placement",
@@ -41,6 +44,11 @@ __all__ = [
 ]
 
 Placement = Mapping[str, int]
+
+# A binding's own budget (or a policy's, copied onto the bindings it builds): the counts as above.
+MAX_UNAVAILABLE_ANNOTATION = "scheduler.fleetsched.io/max-unavailable"
+MAX_SURGE_ANNOTATION = "scheduler.fleetsched.io/max-surge"
+BUDGET_ANNOTATIONS = (MAX_UNAVAILABLE_ANNOTATION, MAX_SURGE_ANNOTATION)
 
 DEFAULT_STEP_TIMEOUT = 300.0  # seconds a step waits for the added replicas to be reported ready
 

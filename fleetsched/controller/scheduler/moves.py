@@ -3,9 +3,9 @@ instead of the core's placement when a budget applies, and where the pending tar
 
 Off unless a budget applies to the binding: ``moveBudget`` in the SchedulerConfiguration, or the
 binding's own annotations ``scheduler.fleetsched.io/max-unavailable`` / ``.../max-surge`` (a count or
-a percentage of ``spec.replicas``; on the binding they replace the file's counts, the other one then
-0; ``.../max-unavailable: "0"`` with ``.../max-surge: "0"`` is refused). Without one the core's
-placement is written as it is: Karmada's writes and results.
+a percentage of ``spec.replicas``; a PropagationPolicy's are copied onto the bindings it builds; on
+the binding they replace the file's counts, the other one then 0; both "0" is refused). Without one
+the core's placement is written as it is: Karmada's writes and results.
 
 With a budget, for a Divided binding (the targets add up to ``spec.replicas``):
 
@@ -39,10 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetsched.scheduler import stepping
-from fleetsched.scheduler.stepping import IntOrPercent, MoveBudget
+from fleetsched.scheduler.stepping import (
+    MAX_SURGE_ANNOTATION,
+    MAX_UNAVAILABLE_ANNOTATION,
+    IntOrPercent,
+    MoveBudget,
+)
 
-MAX_UNAVAILABLE_ANNOTATION = "scheduler.fleetsched.io/max-unavailable"
-MAX_SURGE_ANNOTATION = "scheduler.fleetsched.io/max-surge"
 TARGET_ANNOTATION = "scheduler.fleetsched.io/move-target"
 REASON_STEP = "ScheduleBindingStep"
 POLL_SECONDS = 1.0
