@@ -160,7 +160,7 @@ class Step:
     """What to write: the binding as it should be (spec.clusters, the target annotation), and the
     Event message of the step (None: no step, e.g. the whole placement is written)."""
 
-    rendered: dict[str, Any]
+    rendered: Mapping[str, Any]
     message: str | None
     pending: bool
 
@@ -201,7 +201,9 @@ def pace(obj: Obj, rendered: Mapping[str, Any], budget: MoveBudget | None, now: 
     ``fresh``) and the first step of the move instead of the whole placement."""
     had_target = TARGET_ANNOTATION in _annotations(obj)
     if budget is None:
-        return Step(_with(rendered, None, None, had_target=had_target), None, False)
+        if not had_target:
+            return Step(rendered, None, False)  # the common case: the core's rendering, not copied
+        return Step(_with(rendered, None, None, had_target=True), None, False)
     current = placement_of((obj.get("spec") or {}).get("clusters"))
     new_clusters = (rendered.get("spec") or {}).get("clusters")
     target = placement_of(new_clusters)

@@ -495,6 +495,8 @@ class SchedulerOperator:
     def _move_goes_on(self, obj: Mapping[str, Any], attempt: Outcome | _Attempt) -> bool:
         """A pending move goes on without the core (nothing else to decide, or only the replicas
         "changed" by the step written)."""
+        if moves.TARGET_ANNOTATION not in ((obj.get("metadata") or {}).get("annotations") or {}):
+            return False  # the common case, at the cost of one lookup
         if not decision.passes_filter(obj, self.config.scheduler_names):
             return False
         idle = attempt is Outcome.DONE or (
@@ -520,15 +522,15 @@ class SchedulerOperator:
     def _after_move(self, kind: str, key: str, obj: Mapping[str, Any], step: moves.Step,
                     warning: str | None) -> None:
         """The step's Event on the binding, and another look while the move is pending."""
-        qkey = queue_key(kind, key)
-        events, involved = self.runtime.events, InvolvedObject.of_binding(obj)
+        events = self.runtime.events
         if events is not None and warning is not None:
-            events.record(involved, WARNING, REASON_FAILED, warning)
+            events.record(InvolvedObject.of_binding(obj), WARNING, REASON_FAILED, warning)
         if events is not None and step.message is not None:
-            events.record(involved, NORMAL, moves.REASON_STEP, step.message)
+            events.record(InvolvedObject.of_binding(obj), NORMAL, moves.REASON_STEP, step.message)
+        qkey = queue_key(kind, key)
         if step.pending:
             self.polls.again(qkey, lambda: self.queue.push(qkey, decision.binding_priority(obj)))
-        else:
+        elif self.polls.timers:
             self.polls.forget(qkey)
 
     def _decide(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome | _Attempt:
