@@ -3,9 +3,13 @@ naming the field, and the rendered file reading back the same."""
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import pytest
 import yaml
 
+from fleetsched.controller.scheduler import command as scheduler_cmd
 from fleetsched.scheduler.config import SchedulerConfiguration
 from fleetsched.scheduler.config.render import configuration_to_dict
 from fleetsched.scheduler.stepping import IntOrPercent, MoveBudget
@@ -51,3 +55,14 @@ def test_the_rendered_file_reads_back_the_same() -> None:
 )
 def test_refusals_name_the_field(budget: dict[str, object], message: str) -> None:
     assert error_of(a_file(moveBudget=budget)) == message
+
+
+def test_the_scheduler_hands_the_files_budget_to_the_operator(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(a_file(moveBudget={"maxUnavailable": "10%"})))
+    parser = argparse.ArgumentParser()
+    scheduler_cmd.add_arguments(parser)
+    args, loaded = scheduler_cmd.load_configuration(parser.parse_args([f"--config={path}"]))
+    config = scheduler_cmd.operator_config(args, move_budget=loaded.configuration.move_budget)
+    assert config.move_budget == MoveBudget(max_unavailable=IntOrPercent(10, True))
+    assert scheduler_cmd.operator_config(parser.parse_args([])).move_budget is None
