@@ -24,6 +24,7 @@ from fleetsched.api.work import (
 )
 from fleetsched.detector import constants
 from fleetsched.detector.interpret import interpret_replicas
+from fleetsched.scheduler.stepping import BUDGET_ANNOTATIONS
 
 __all__ = [
     "BuildError",
@@ -154,6 +155,9 @@ class PolicyParts:
     @classmethod
     def of(cls, policy: Policy) -> PolicyParts:
         labels, annotations = claim_metadata(policy)
+        own = policy.metadata.annotations or {}
+        # a move budget given on the policy goes to its bindings (the scheduler reads it there)
+        annotations.update({k: own[k] for k in BUDGET_ANNOTATIONS if k in own})
         spec = policy.spec
         # Karmada's policy spec holds placement by value, so a binding always has one (maybe {}).
         placement = spec.placement if spec.placement is not None else Placement()

@@ -102,8 +102,9 @@ def add_what_if_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         choices=("text", "json"),
         default="text",
-        help="text (default): the bindings that would change, before and after, and the replicas per "
-        "cluster; json: the same for machines",
+        help="text (default): the bindings that would change, before and after, the replicas per "
+        "cluster, and the steps of each move under a move budget (moveBudget in --config, or the binding's "
+        "scheduler.fleetsched.io/max-unavailable / max-surge); json: the same for machines",
     )
     from fleetsched.simulate.command import add_validate_argument
 
@@ -156,6 +157,18 @@ def _scheduled(objects: Sequence[Mapping[str, Any]], flags: Sequence[str], what:
     return list(json.loads(result.stdout)["items"])
 
 
+def _move_budget(config: str | None) -> Any:
+    """The configuration's ``moveBudget`` (None without a file or a budget)."""
+    if not config:
+        return None
+    from fleetsched.scheduler.config import ConfigError, PluginLoadError, load_configuration
+
+    try:
+        return load_configuration(config, entry_points=True).configuration.move_budget
+    except (ConfigError, PluginLoadError) as exc:
+        raise _Refused(str(exc)) from None
+
+
 def run_what_if(args: argparse.Namespace) -> int:
     from fleetsched.live import state
     from fleetsched.live.diff import compare, overlay, text_lines
@@ -166,9 +179,10 @@ def run_what_if(args: argparse.Namespace) -> int:
         flags = _flags(args)
         before = _scheduled(live, flags, "the live state")
         after = _scheduled(overlay(live, changes), flags, "the live state with the files")
+        budget = _move_budget(args.config)
     except (_Refused, state.LiveError) as exc:
         return _fail("what-if", str(exc))
-    what_if = compare(before, after)
+    what_if = compare(before, after, budget=budget)
     if args.output == "json":
         sys.stdout.write(json.dumps(what_if.to_json(), indent=2) + "\n")
     else:

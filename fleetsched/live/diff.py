@@ -20,6 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetsched.api.load import CLUSTER_SCOPED_TEMPLATE_KINDS
+from fleetsched.controller.scheduler import moves
+from fleetsched.scheduler import stepping
+from fleetsched.scheduler.stepping import MoveBudget
 
 CLUSTER_SCOPED_KINDS = frozenset(
     {"Cluster", "ClusterResourceBinding", "ClusterPropagationPolicy", "ClusterOverridePolicy",
@@ -132,6 +135,8 @@ class BindingChange:
     key: ObjectKey
     before: Placement | None  # None: the binding does not exist before
     after: Placement | None  # None: it is gone after
+    # with a move budget: the placements the scheduler would write one after another (moves.py)
+    steps: tuple[tuple[tuple[str, int], ...], ...] = ()
 
     @property
     def becomes_unschedulable(self) -> bool:
@@ -142,7 +147,7 @@ class BindingChange:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "kind": self.key.kind,
             "namespace": self.key.namespace,
             "name": self.key.name,
@@ -150,6 +155,9 @@ class BindingChange:
             "after": None if self.after is None else self.after.to_json(),
             "becomesUnschedulable": self.becomes_unschedulable,
         }
+        if self.steps:  # with a move budget only
+            out["steps"] = [[{"name": n, "replicas": r} for n, r in step] for step in self.steps]
+        return out
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -186,11 +194,42 @@ def _totals(placements: Iterable[Placement]) -> dict[str, int]:
     return totals
 
 
-def compare(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> WhatIf:
-    """The scheduled bindings of two states (simulate's ``-o json`` items) compared."""
+def move_steps(
+    before: Placement | None, after: Placement | None, binding: Mapping[str, Any] | None,
+    configured: MoveBudget | None,
+) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """The steps the live scheduler would write from ``before`` to ``after`` under the binding's
+    budget (its annotations, else ``configured``), taking the replicas placed before as ready and
+    each step's as ready before the next; the last step is where the binding ends (its available
+    replicas kept). Empty without a budget or when no ready replica is taken away."""
+    if before is None or after is None or binding is None or not before.scheduled or not after.scheduled:
+        return ()
+    try:
+        budget = moves.budget_of(binding, configured)
+    except moves.BudgetError:
+        return ()
+    current, target = dict(before.clusters), dict(after.clusters)
+    replicas = (binding.get("spec") or {}).get("replicas")
+    if budget is None or not current or not isinstance(replicas, int) or sum(target.values()) != replicas:
+        return ()
+    target = stepping.preserve_available(current, target, current)
+    if not stepping.takes_running(current, target, current):
+        return ((tuple(sorted(target.items()))),) if target != current else ()
+    steps = stepping.plan(current, target, replicas=replicas, budget=budget)
+    return tuple(tuple(sorted(step.items())) for step in steps)
+
+
+def compare(
+    before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]], *,
+    budget: MoveBudget | None = None,
+) -> WhatIf:
+    """The scheduled bindings of two states (simulate's ``-o json`` items) compared; with a move
+    budget (the configuration's ``moveBudget``) or bindings carrying one, the steps of each move."""
     old, new = _placements(before), _placements(after)
+    objects = {object_key(b): b for b in after if b.get("kind") in BINDING_KINDS}
     changes = tuple(
-        BindingChange(key, old.get(key), new.get(key))
+        BindingChange(key, old.get(key), new.get(key),
+                      move_steps(old.get(key), new.get(key), objects.get(key), budget))
         for key in sorted(old.keys() | new.keys())
         if old.get(key) != new.get(key)
     )
@@ -238,6 +277,16 @@ def text_lines(what_if: WhatIf) -> list[str]:
             ("   ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "   " + r[4]).rstrip()
             for r in rows
         )
+    paced = [c for c in what_if.changes if len(c.steps) > 1]
+    if paced:
+        lines.append("")
+        lines.append("STEPS (moves within a budget; each step's replicas ready before the next)")
+        for c in paced:
+            kind = "CRB" if c.key.kind == "ClusterResourceBinding" else "RB"
+            lines.append(f"{kind} {c.key.ref}: {len(c.steps)} steps")
+            lines.extend(
+                f"  {i}. " + ", ".join(f"{n}:{r}" for n, r in step) for i, step in enumerate(c.steps, 1)
+            )
     moved = [(name, b, a) for name, b, a in what_if.totals if b != a]
     if moved:
         lines.append("")

@@ -49,6 +49,7 @@ from fleetsched.flags import (
 from fleetsched.kube.client import load_connection
 from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
+from fleetsched.scheduler.stepping import MoveBudget
 
 if TYPE_CHECKING:
     from fleetsched.scheduler.config import LoadedConfiguration, SchedulerConfiguration
@@ -275,10 +276,11 @@ def scheduler_settings(args: argparse.Namespace) -> Settings:
 
 
 def operator_config(
-    args: argparse.Namespace, *, scheduler_names: frozenset[str] | None = None
+    args: argparse.Namespace, *, scheduler_names: frozenset[str] | None = None,
+    move_budget: MoveBudget | None = None,
 ) -> OperatorConfig:
     """The operator's settings from the flags (``--scheduling-timeout=0``: no budget); one
-    schedulerName per profile (default: ``--scheduler-name``)."""
+    schedulerName per profile (default: ``--scheduler-name``); the file's ``moveBudget``."""
     return OperatorConfig(
         scheduler_names=scheduler_names or frozenset({args.scheduler_name}),
         workers=max(args.workers, 1),
@@ -287,6 +289,7 @@ def operator_config(
         sharding=command.sharding(args),
         overcommit_protection=bool(args.feature_gates.get("SchedulingOvercommitProtection", False)),
         assumption_ttl=args.assumption_ttl,
+        move_budget=move_budget,
     )
 
 
@@ -395,7 +398,10 @@ async def _run(
         scheduler=scheduler,
         accurate=accurate,
         profiles=profiles,
-        config=operator_config(args, scheduler_names=frozenset(profiles)),
+        config=operator_config(
+            args, scheduler_names=frozenset(profiles),
+            move_budget=configuration.configuration.move_budget if configuration is not None else None,
+        ),
         queue=scheduling_queue(args),
     )
     metrics.instrument_queue(operator.queue, metrics.SCHEDULER_QUEUE)

@@ -49,7 +49,7 @@ from fleetsched.controller.runtime.events import (
 from fleetsched.controller.runtime.leader import LeaderElectionConfig
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
 from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig
-from fleetsched.controller.scheduler import assumptions, decision, listers, reserve
+from fleetsched.controller.scheduler import assumptions, decision, listers, moves, reserve
 from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
 from fleetsched.controller.scheduler.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.scheduler.ledger import Ledger
@@ -78,6 +78,8 @@ from fleetsched.scheduler.framework.defaults import DEFAULT_QUEUE_SORT
 from fleetsched.scheduler.framework.interface import Code, Status
 from fleetsched.scheduler.framework.runtime import BindingCycle
 from fleetsched.scheduler.outcome import Condition
+from fleetsched.scheduler.pipeline import reschedule_required
+from fleetsched.scheduler.stepping import MoveBudget
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
 
 T = TypeVar("T")
@@ -164,6 +166,8 @@ class OperatorConfig:
     # gate SchedulingOvercommitProtection: the assume record, and --assumption-ttl (seconds)
     overcommit_protection: bool = False
     assumption_ttl: float = DEFAULT_TTL
+    # ``moveBudget`` (issue 27, moves.py): None, Karmada's writes
+    move_budget: MoveBudget | None = None
 
 
 class ReserveConflict(Exception):
@@ -204,6 +208,7 @@ class SchedulerOperator:
     ledger: Ledger | None = None
     _with_peers: tuple[Any, int, Any] | None = None
     namespaces: ObjectCache | None = None  # cached (and watched) only when a plugin asked for their lister
+    polls: moves.Polls = field(default_factory=moves.Polls)  # bindings in the middle of a move (moves.py)
     # leadership or shard membership, the workers, start-up and shutdown (composed around this operator)
     runtime: ControllerRuntime = field(init=False)
 
@@ -451,6 +456,8 @@ class SchedulerOperator:
     async def _process_once(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome:
         """One pass over a cached binding: decide, compute, write, report."""
         attempt = self._decide(kind, key, obj)
+        if self._move_goes_on(obj, attempt):
+            return await self._move_step(kind, key, obj)
         if isinstance(attempt, Outcome):
             return attempt
         if attempt.decision.verdict is decision.Verdict.OBSERVE_GENERATION:
@@ -470,7 +477,12 @@ class SchedulerOperator:
             cycle, result = await self._binding_cycle(key, result, decision.effective_scheduler_name(obj))
             if not result.scheduled:
                 self._unreserve(kind, key, reservation)  # a Reserve, Permit or PreBind plugin refused it
-            rendered = render_into_binding(obj, result, now=dt.datetime.now(dt.UTC))
+            now = dt.datetime.now(dt.UTC)
+            fresh = isinstance(attempt.read, decision.BindingRead) and reschedule_required(
+                attempt.read.binding.reschedule_triggered_at, attempt.read.status.last_scheduled_time)
+            step, warning = moves.after_core(obj, render_into_binding(obj, result, now=now),
+                                             self.config.move_budget, fresh=fresh, now=now)
+            rendered = step.rendered
             patches = compute_patches(obj, rendered, explain=explanation(result) if result.attempts else None)
             try:
                 await self._write(kind, key, obj, patches, result, cycle)
@@ -485,7 +497,51 @@ class SchedulerOperator:
             if reservation is not None and self.ledger is not None:
                 self.ledger.written(key, failed=not written)
         self._report(kind, key, obj, rendered, result, attempt.decision, patches, started=started)
+        self._after_move(kind, key, obj, step, warning)
         return queue_outcome(result, over_budget=over_budget)
+
+    # ---- moves within a budget (moves.py) -------------------------------------------------------
+
+    def _move_goes_on(self, obj: Mapping[str, Any], attempt: Outcome | _Attempt) -> bool:
+        """A pending move goes on without the core (nothing else to decide, or only the replicas
+        "changed" by the step written)."""
+        if moves.TARGET_ANNOTATION not in ((obj.get("metadata") or {}).get("annotations") or {}):
+            return False  # the common case, at the cost of one lookup
+        if not decision.passes_filter(obj, self.config.scheduler_names):
+            return False
+        idle = attempt is Outcome.DONE or (
+            isinstance(attempt, _Attempt) and attempt.decision.verdict is decision.Verdict.OBSERVE_GENERATION
+        )
+        replicas = isinstance(attempt, _Attempt) and attempt.decision.reason == decision.REPLICAS_CHANGED
+        return moves.resumes(obj, nothing_else=idle, replicas_reason=replicas)
+
+    async def _move_step(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome:
+        """The next step of a pending move, written with the generation it gives the binding."""
+        step, warning = moves.going_on(obj, self.config.move_budget, dt.datetime.now(dt.UTC))
+        patches = compute_patches(obj, step.rendered, explain=None)
+        if patches.spec is not None:
+            await self._write(kind, key, obj, dataclasses.replace(patches, status=None), None, None)
+        fresh = self.bindings[kind].get(key) or obj
+        if int((fresh.get("status") or {}).get("schedulerObservedGeneration") or 0) != int(
+            (fresh.get("metadata") or {}).get("generation") or 0
+        ):
+            await self._write_observed_generation(kind, key, fresh)
+        self._after_move(kind, key, obj, step, warning)
+        return Outcome.DONE
+
+    def _after_move(self, kind: str, key: str, obj: Mapping[str, Any], step: moves.Step,
+                    warning: str | None) -> None:
+        """The step's Event on the binding, and another look while the move is pending."""
+        events = self.runtime.events
+        if events is not None and warning is not None:
+            events.record(InvolvedObject.of_binding(obj), WARNING, REASON_FAILED, warning)
+        if events is not None and step.message is not None:
+            events.record(InvolvedObject.of_binding(obj), NORMAL, moves.REASON_STEP, step.message)
+        qkey = queue_key(kind, key)
+        if step.pending:
+            self.polls.again(qkey, lambda: self.queue.push(qkey, decision.binding_priority(obj)))
+        elif self.polls.timers:
+            self.polls.forget(qkey)
 
     def _decide(self, kind: str, key: str, obj: dict[str, Any]) -> Outcome | _Attempt:
         """§3.4: an Outcome when there is nothing to schedule, else what the attempt starts from."""
@@ -614,7 +670,7 @@ class SchedulerOperator:
         key: str,
         obj: Mapping[str, Any],
         patches: Patches,
-        result: ScheduleResult,
+        result: ScheduleResult | None,
         cycle: BindingCycle | None,
     ) -> None:
         """At most two writes: spec + annotations (recording the generation it gives the binding,
@@ -795,7 +851,7 @@ class SchedulerOperator:
             log.warning("binding_cycle_overrun", binding=key, error=str(exc))
 
     async def _write_status(
-        self, kind: str, key: str, body: dict[str, Any], result: ScheduleResult
+        self, kind: str, key: str, body: dict[str, Any], result: ScheduleResult | None
     ) -> dict[str, Any]:
         """Status patch; on 409 re-read and re-render only the status (spec is already written)."""
         path = binding_path(kind, key, status=True)
@@ -810,6 +866,7 @@ class SchedulerOperator:
             fresh = self.bindings[kind].get(key)
             if fresh is None:
                 raise ApiError(404, "NotFound", f"{kind} {key} disappeared")
+            assert result is not None  # a move's step writes no status through here
             status_only = dataclasses.replace(result, clusters=None, write_placement_annotation=False)
             rendered = render_into_binding(fresh, status_only, now=dt.datetime.now(dt.UTC))
             patches = compute_patches(fresh, rendered, explain=None)
@@ -928,5 +985,6 @@ class SchedulerOperator:
         metrics.LEADER.set(1 if leading else 0)
 
     def on_stopped(self) -> None:
+        self.polls.close()
         if self.compute is not None:
             self.compute.close()

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from fleetsched.scheduler.assume import DEFAULT_TTL
 from fleetsched.scheduler.framework.defaults import default_profile
 from fleetsched.scheduler.framework.profile import Profile
+from fleetsched.scheduler.stepping import MoveBudget
 
 __all__ = [
     "API_VERSION",
@@ -96,6 +97,9 @@ class SchedulerConfiguration:
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
     # ``--assumption-ttl`` (gate SchedulingOvercommitProtection), seconds: Karmada's 5 minutes.
     assumption_ttl: float = DEFAULT_ASSUMPTION_TTL
+    # ``moveBudget`` (issue 27): moves written in steps within maxUnavailable/maxSurge, available
+    # replicas kept on a reschedule; None (the default): no budget, Karmada's writes and results.
+    move_budget: MoveBudget | None = None
 
     def scheduler_names(self) -> frozenset[str]:
         return frozenset(p.scheduler_name for p in self.profiles)

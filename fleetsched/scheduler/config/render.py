@@ -19,6 +19,7 @@ from fleetsched.scheduler.config.durations import format_duration
 from fleetsched.scheduler.config.resolve import ALL
 from fleetsched.scheduler.framework.defaults import default_plugins
 from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtensionPoint, PluginEntry, Profile
+from fleetsched.scheduler.stepping import IntOrPercent
 
 __all__ = ["configuration_to_dict", "configuration_to_yaml"]
 
@@ -138,7 +139,18 @@ def configuration_to_dict(
     }
     if extenders:
         out["extenders"] = [_extender(e) for e in extenders]
+    budget = config.move_budget
+    if budget is not None:  # absent: no budget (the default)
+        out["moveBudget"] = {
+            "maxUnavailable": _int_or_percent(budget.max_unavailable),
+            "maxSurge": _int_or_percent(budget.max_surge),
+            "stepTimeout": format_duration(budget.step_timeout),
+        }
     return out
+
+
+def _int_or_percent(value: IntOrPercent) -> int | str:
+    return str(value) if value.percent else value.value
 
 
 def configuration_to_yaml(config: SchedulerConfiguration, *, workload_affinity: bool = False) -> str:

@@ -53,6 +53,7 @@ from fleetsched.scheduler.framework.profile import (
     Profile,
     redact_url,
 )
+from fleetsched.scheduler.stepping import IntOrPercent, MoveBudget
 
 __all__ = ["Catalog", "Problem", "referenced_plugins", "resolve"]
 
@@ -149,6 +150,7 @@ def resolve(
         estimator=_estimator(model.estimator, problems),
         feature_gates=_feature_gates(model.feature_gates, problems),
         assumption_ttl=_assumption_ttl(model.assumption_ttl, problems),
+        move_budget=_move_budget(model.move_budget, problems),
     )
     if problems.items:
         return None, tuple(problems.items)
@@ -569,3 +571,35 @@ def _assumption_ttl(seconds: float | None, problems: _Problems) -> float:
         return DEFAULT_ASSUMPTION_TTL
     _check_duration(seconds, "assumptionTTL", MAX_PERIOD, problems)
     return seconds
+
+
+def _move_budget(model: v1.MoveBudgetModel | None, problems: _Problems) -> MoveBudget | None:
+    """``moveBudget``: each count a non-negative integer or a percentage, not both 0; an unset
+    count is 0 and an unset ``stepTimeout`` 5m."""
+    if model is None:
+        return None
+    values: dict[str, Any] = {}
+    for attribute, name in (("max_unavailable", "maxUnavailable"), ("max_surge", "maxSurge")):
+        raw = getattr(model, attribute)
+        if raw is None:
+            continue
+        try:
+            values[attribute] = IntOrPercent.parse(raw, name)
+        except ValueError as exc:
+            problems.add(f"moveBudget.{name}", str(exc).split(": ", 1)[1])
+            return None
+    if model.step_timeout is not None:
+        before = len(problems.items)
+        _check_duration(model.step_timeout, "moveBudget.stepTimeout", MAX_PERIOD, problems)
+        if len(problems.items) > before:
+            return None
+        values["step_timeout"] = model.step_timeout
+    try:
+        return MoveBudget(**values)
+    except ValueError as exc:
+        path, _, reason = str(exc).partition(": ")
+        if path == "maxUnavailable, maxSurge":
+            path = "moveBudget"
+            reason = "maxUnavailable and maxSurge may not both be 0 (nothing could ever move)"
+        problems.add(path, reason)
+        return None

@@ -23,6 +23,7 @@ __all__ = [
     "ExtenderModel",
     "ExtenderTLSModel",
     "LeaderElectionModel",
+    "MoveBudgetModel",
     "PluginConfigModel",
     "PluginModel",
     "PluginSetModel",
@@ -143,6 +144,14 @@ class EstimatorModel(_Model):
     insecure_skip_verify: bool | None = None
 
 
+class MoveBudgetModel(_Model):
+    """``moveBudget``: replicas in a move (issue 27); counts or percentages, checked by the resolver."""
+
+    max_unavailable: int | str | None = None
+    max_surge: int | str | None = None
+    step_timeout: Duration | None = None
+
+
 class SchedulerConfigurationModel(_Model):
     api_version: Literal["config.fleetsched.io/v1alpha1"]
     kind: Literal["SchedulerConfiguration"]
@@ -153,5 +162,6 @@ class SchedulerConfigurationModel(_Model):
     estimator: EstimatorModel | None = None
     feature_gates: dict[str, bool] | None = None
     assumption_ttl: Duration | None = Field(default=None, alias="assumptionTTL")
+    move_budget: MoveBudgetModel | None = None
     profiles: list[ProfileModel] | None = None
     extenders: list[ExtenderModel] | None = None

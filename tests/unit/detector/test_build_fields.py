@@ -244,3 +244,21 @@ def test_derived_fields_match_the_reference_on_whole_inputs(path: str) -> None:
         expected = reference_build_binding(result.template, result.policy)  # type: ignore[arg-type]
         assert json.dumps(result.fields, separators=(",", ":")) == _dumped(expected)
         assert _dumped(model.binding) == _dumped(expected)  # type: ignore[arg-type]
+
+
+def test_a_policys_move_budget_goes_to_its_bindings_and_nothing_else_does() -> None:
+    policy = a_pp("budget")
+    policy.metadata.annotations = {
+        "scheduler.fleetsched.io/max-unavailable": "10%",
+        "scheduler.fleetsched.io/max-surge": "1",
+        "team.example/owner": "shop",
+    }
+    fields = build_binding_fields(a_template(), policy)
+    annotations = fields["metadata"]["annotations"]
+    assert annotations["scheduler.fleetsched.io/max-unavailable"] == "10%"
+    assert annotations["scheduler.fleetsched.io/max-surge"] == "1"
+    assert "team.example/owner" not in annotations
+    # the claim annotations put on templates stay the claim's alone
+    assert "scheduler.fleetsched.io/max-surge" not in claim_metadata(policy)[1]
+    assert "scheduler.fleetsched.io/max-surge" not in build_binding_fields(a_template(), a_pp("plain"))[
+        "metadata"]["annotations"]

@@ -218,3 +218,28 @@ def test_what_if_files_are_checked_as_simulate_checks_them(tmp_path: Path) -> No
     with pytest.raises(_Refused, match=rf"^{path}: document 1 \(line 7, column 25\): spec.placement."
                                        "replicaScheduling.replicaSchedulingType: Unsupported value"):
         _read_changes([str(path)])
+
+
+def test_with_a_move_budget_what_if_prints_the_steps() -> None:
+    from fleetsched.scheduler.stepping import IntOrPercent, MoveBudget
+
+    before, after = binding("web", {"m1": 40, "m2": 60}), binding("web", {"m2": 70, "m3": 30})
+    after["spec"]["replicas"] = 100
+    budget = MoveBudget(max_unavailable=IntOrPercent(10))
+    result = compare([before], [after], budget=budget)
+    steps = [dict(step) for step in result.changes[0].steps]
+    assert steps == [{"m1": 30, "m2": 70}, {"m1": 20, "m2": 70, "m3": 10}, {"m1": 10, "m2": 70, "m3": 20},
+                     {"m2": 70, "m3": 30}]
+    lines = text_lines(result)
+    at = lines.index("RB shop/web: 4 steps")
+    assert lines[at + 1 : at + 5] == [
+        "  1. m1:30, m2:70", "  2. m1:20, m2:70, m3:10", "  3. m1:10, m2:70, m3:20", "  4. m2:70, m3:30"
+    ]
+    assert result.to_json()["changed"][0]["steps"][-1] == [{"name": "m2", "replicas": 70},
+                                                           {"name": "m3", "replicas": 30}]
+    # the binding's own annotation; and without any budget, no steps (Karmada's single write)
+    after["metadata"]["annotations"] = {"scheduler.fleetsched.io/max-surge": "40"}
+    assert len(compare([before], [after]).changes[0].steps) == 2
+    del after["metadata"]["annotations"]
+    plain = compare([before], [after])
+    assert plain.changes[0].steps == () and "steps" not in plain.to_json()["changed"][0]
