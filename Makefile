@@ -38,3 +38,4 @@ bench:
 	.venv/bin/python bench/core.py
 	.venv/bin/python bench/estimator.py
 	.venv/bin/python bench/webhook.py
+	.venv/bin/python bench/queue_sort.py

@@ -13,12 +13,21 @@ server's peak RSS (VmHWM), its RSS before and after the burst, what the large re
 answered, and the small reviews' latency meanwhile, with the load average. The manifest's memory
 request and limit (manifests/webhook/base/deployment.yaml) are sized from this figure.
 
-    .venv/bin/python bench/webhook.py [--requests N] [--clients C] [--only latency|memory] [--concurrent N]
+Connections (issue 30): N slow TLS clients (2,000 by default, spread over --sources client
+addresses, none of them the reviewer's) hold connections open for --seconds: ones that never send a
+ClientHello, ones that trickle their headers, ones that trickle their body. Meanwhile one client
+sends valid reviews, each on a fresh connection, from 127.0.0.1 (the API server's address). Prints
+the server's RSS (before, sampled maximum, VmHWM, after), how many reviews were allowed, and how
+many connections were refused or evicted. The manifest's memory limit is checked against it.
+
+    .venv/bin/python bench/webhook.py [--requests N] [--clients C] [--only latency|memory|connections]
+                                      [--concurrent N] [--slow-clients N] [--sources S] [--seconds T]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -27,12 +36,20 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fleetsched.webhook.testing import WebhookProcess, a_policy, a_review, make_certificates
+from fleetsched.webhook.testing import (
+    SlowClients,
+    WebhookProcess,
+    a_policy,
+    a_review,
+    free_port,
+    make_certificates,
+)
 
 SMALL = a_policy({"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
                                          "namespace": "default"}],
@@ -211,16 +228,98 @@ def memory(concurrent: int) -> None:
         memory_run(cert_dir, "policy with a 7 MiB annotation", max_body(_long_string), concurrent)
 
 
+def aborted(webhook: WebhookProcess) -> dict[str, float]:
+    """fleetsched_webhook_requests_aborted_total by reason."""
+    url = f"http://127.0.0.1:{webhook.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    out: dict[str, float] = {}
+    for row in text.splitlines():
+        if row.startswith("fleetsched_webhook_requests_aborted_total{"):
+            labels, _, value = row.rpartition(" ")
+            out[labels.split('reason="', 1)[1].split('"', 1)[0]] = float(value)
+    return out
+
+
+def connections_run(cert_dir: Path, slow: str, count: int, sources: int, seconds: float) -> None:
+    with WebhookProcess(cert_dir, metrics_port=free_port()) as webhook:
+        assert webhook.process is not None
+        pid = webhook.process.pid
+        small = json.dumps(a_review(SMALL)).encode()
+        run_sequential(webhook, "/validate-propagationpolicy", small, 50, fresh=False)  # warm-up
+        before = proc_kib(pid, "VmRSS")
+        crowds = [SlowClients(webhook.port, webhook.client_context(), count // sources, slow=slow,
+                              source=f"127.0.1.{i + 1}", retry=0.5, interval=0.5) for i in range(sources)]
+        answers: Counter[str] = Counter()
+        took: list[float] = []
+        rss_max = 0
+        with contextlib.ExitStack() as stack:
+            for crowd in crowds:
+                stack.enter_context(crowd)
+            started = time.monotonic()
+            while time.monotonic() - started < seconds:
+                try:
+                    sent = time.perf_counter()
+                    conn = connect(webhook)
+                    got = one(conn, "/validate-propagationpolicy", small)["response"]
+                    conn.close()
+                    took.append(time.perf_counter() - sent)
+                    answers["allowed" if got["allowed"] is True else str(got["status"]["code"])] += 1
+                except OSError as exc:
+                    answers[type(exc).__name__] += 1
+                rss_max = max(rss_max, proc_kib(pid, "VmRSS"))
+                time.sleep(0.1)
+            held = sum(c.held for c in crowds)
+            opened = sum(c.opened for c in crowds)
+            rss_max = max(rss_max, proc_kib(pid, "VmRSS"))
+        peak = proc_kib(pid, "VmHWM")
+        time.sleep(1.0)
+        after = proc_kib(pid, "VmRSS")
+        counts = aborted(webhook)
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        total = sum(answers.values())
+        print(f"{count} slow clients ({slow}) from {sources} addresses for {seconds:g} s: "
+              f"{held} connected at the end, {opened} connections opened in all")
+        print(f"  server RSS: before {before / 1024:.0f} MiB, max sampled {rss_max / 1024:.0f} MiB, "
+              f"peak (VmHWM) {peak / 1024:.0f} MiB, after {after / 1024:.0f} MiB   (load average {load})")
+        print(f"  valid reviews from 127.0.0.1, fresh connection each: {answers['allowed']} of {total} "
+              "allowed "
+              f"({', '.join(f'{k}: {v}' for k, v in sorted(answers.items()))})")
+        if took:
+            print("  " + line("their latency (connect, TLS, review)", took).strip())
+        print(f"  refused/evicted: {', '.join(f'{k}: {v:.0f}' for k, v in sorted(counts.items())) or 'none'}")
+
+
+def connections(count: int, sources: int, seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_dir = Path(tmp)
+        make_certificates(cert_dir)
+        print(f"connections: python {sys.version.split()[0]}, load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+        for slow in ("handshake", "headers", "body"):
+            connections_run(cert_dir, slow, count, sources, seconds)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="requests per keep-alive scenario")
     parser.add_argument("--fresh-requests", type=int, default=300,
                         help="requests per fresh-connection scenario")
     parser.add_argument("--clients", type=int, default=4, help="concurrent keep-alive clients")
-    parser.add_argument("--only", choices=("latency", "memory"), help="run one part only")
+    parser.add_argument("--only", choices=("latency", "memory", "connections"), help="run one part only")
     parser.add_argument("--concurrent", type=int, default=8,
                         help="maximum-size bodies sent at once in the memory part (default 8)")
+    parser.add_argument("--slow-clients", type=int, default=2000,
+                        help="slow TLS clients in the connections part (default 2000)")
+    parser.add_argument("--sources", type=int, default=8,
+                        help="client addresses they come from (default 8)")
+    parser.add_argument("--seconds", type=float, default=15.0,
+                        help="how long each kind of slow client is held (default 15)")
     args = parser.parse_args(argv)
+    if args.only in (None, "connections"):
+        connections(args.slow_clients, args.sources, args.seconds)
+    if args.only == "connections":
+        return 0
     if args.only != "latency":
         memory(args.concurrent)
     if args.only == "memory":

@@ -27,6 +27,18 @@ A peer cannot hold the server's memory, its connections or its capacity (``Limit
   has been freed for ``saturation_window``; it is ready again as soon as one is. ``/healthz`` is
   not affected: a saturated server needs its traffic spread, not a restart.
 
+- open connections are counted from the TCP accept, before the TLS handshake: at most
+  ``max_connections`` in all and ``max_connections_per_client`` from one client address. A
+  connection past either is closed at once, before any TLS work, unless another can give way. Past
+  the total, a client holding more connections than the newcomer's gives its oldest one not
+  answering a request up (fair shares: a client with few connections, as the API server's, always
+  gets in, however many addresses the others come from); failing that, and past the per-client
+  limit, the oldest connection (of the same client, or of the client with the most) that is older
+  than ``evict_after`` and not answering a request does. A request being read or answered is never
+  closed for a newcomer; the reading and in-flight limits above bound those. Each connection's TLS read
+  buffer is ``TLS_READ_BUFFER`` (32 KiB; asyncio's is 256 KiB, allocated and zeroed per connection),
+  so the connection limit bounds the memory held by peers (docs/webhook.md, "Limits").
+
 A request past a limit is answered at once with a 429 AdmissionReview. Every request that ends
 early is one ``admission_aborted`` JSON log line with its reason, never a traceback.
 """
@@ -42,6 +54,7 @@ import json
 import os
 import ssl
 import time
+from asyncio import sslproto
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +88,10 @@ SLOT_GRACE = 0.1
 # long, so the client can read the answer before the connection closes (aiohttp's default is 10 s
 # spent decrypting a body nobody wants; with much less, a client still sending gets a reset).
 LINGER = 1.0
+# Bytes read from a TLS connection at a time (asyncio's SSLProtocol allocates and zeroes 256 KiB per
+# connection, which made N slow clients cost N x 256 KiB before any limit applied). A TLS record is at
+# most 16 KiB, so reads stay whole records.
+TLS_READ_BUFFER = 32 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +107,8 @@ class Limits:
     max_reading_per_client: int = 64  # of those, from one client address
     evict_after: float = 1.0  # a body arriving for longer gives its slot to a new request
     saturation_window: float = 5.0  # refusing with no slot freed this long: /readyz fails
+    max_connections: int = 256  # open connections, counted from the TCP accept (before TLS)
+    max_connections_per_client: int = 192  # of those, from one client address
 
 TLS_VERSIONS = {
     "1.0": ssl.TLSVersion.TLSv1,
@@ -665,21 +684,161 @@ class _Connection(web_protocol.RequestHandler):
         transport.abort()  # no TLS close_notify exchange with a peer that does not read
 
 
+@dataclass(slots=True, eq=False)
+class _Peer:
+    """One open connection, from its TCP accept: whose, since when, and its HTTP protocol."""
+
+    client: str
+    accepted: float
+    transport: asyncio.BaseTransport
+    handler: _Connection | None = None
+
+    def answering(self) -> bool:
+        """A request is being read or answered on it (its headers have arrived)."""
+        handler = self.handler
+        return handler is not None and getattr(handler, "_current_request", None) is not None
+
+
+class _ConnectionGate:
+    """The open connections by client address, and the two limits on them (module docstring)."""
+
+    def __init__(self, limits: Limits, metrics: Metrics, clock: Callable[[], float]) -> None:
+        self.limits = limits
+        self.metrics = metrics
+        self.clock = clock
+        self.by_client: dict[str, list[_Peer]] = {}
+        self.total = 0
+        self._logged: dict[str, float] = {}  # reason -> when it was last logged
+        self._unlogged: dict[str, int] = {}  # reason -> refusals since
+
+    def admit(self, client: str, transport: asyncio.BaseTransport) -> _Peer | None:
+        """The new connection's record, or None when it must be closed (counted and logged)."""
+        limits, now = self.limits, self.clock()
+        own = self.by_client.get(client, [])
+        if len(own) >= limits.max_connections_per_client and not self._evict(own, now):
+            self._refused("too_many_connections_from_client", client,
+                          f"too many connections from {client} (limit {limits.max_connections_per_client}, "
+                          "--max-connections-per-client)")
+            return None
+        if self.total >= limits.max_connections and not self._evict_any(len(own), now):
+            self._refused("too_many_connections", client,
+                          f"too many connections (limit {limits.max_connections}, --max-connections)")
+            return None
+        peer = _Peer(client, now, transport)
+        self.by_client.setdefault(client, []).append(peer)
+        self.total += 1
+        return peer
+
+    def release(self, peer: _Peer) -> None:
+        own = self.by_client.get(peer.client)
+        if own is None or peer not in own:
+            return
+        own.remove(peer)
+        self.total -= 1
+        if not own:
+            del self.by_client[peer.client]
+
+    def _evict_any(self, holding: int, now: float) -> bool:
+        """Make room for a client holding ``holding`` connections: a client holding more gives its
+        oldest connection not answering a request up, whatever its age (fair shares: a client with
+        few connections, the API server's, always gets in); failing that, the oldest such connection
+        older than the eviction age, of the client with the most first."""
+        clients = sorted(self.by_client.values(), key=len, reverse=True)
+        if any(self._evict(own, now, any_age=True) for own in clients if len(own) > holding):
+            return True
+        return any(self._evict(own, now) for own in clients)
+
+    def _evict(self, own: list[_Peer], now: float, *, any_age: bool = False) -> bool:
+        """Close the oldest of ``own`` not answering a request and (unless ``any_age``) older than
+        the eviction age."""
+        cutoff = now - self.limits.evict_after
+        for peer in own:  # in the order they were accepted
+            if peer.accepted > cutoff and not any_age:
+                return False
+            if not peer.answering():
+                self.release(peer)
+                self.metrics.aborted.labels("connection_evicted").inc()
+                peer.transport.abort()
+                return True
+        return False
+
+    def _refused(self, reason: str, client: str, message: str) -> None:
+        """Counted each time; logged at most once a second per reason (a flood is one line a second)."""
+        self.metrics.aborted.labels(reason).inc()
+        now = self.clock()
+        self._unlogged[reason] = self._unlogged.get(reason, 0) + 1
+        if now - self._logged.get(reason, -1e9) >= 1.0:
+            log.warning("connection_refused", reason=reason, client=client, message=message,
+                        refused=self._unlogged.pop(reason), open=self.total)
+            self._logged[reason] = now
+
+
+class _TLS(sslproto.SSLProtocol):
+    """asyncio's TLS protocol with a ``TLS_READ_BUFFER`` read buffer; its connection's slot is given
+    back when the connection closes, whether or not the handshake completed."""
+
+    max_size = TLS_READ_BUFFER
+
+    def __init__(self, *args: Any, on_lost: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_lost = on_lost
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._on_lost()
+        super().connection_lost(exc)
+
+
+class _Accept(asyncio.Protocol):
+    """The protocol of a freshly accepted TCP connection: past the connection limits it is closed
+    at once; otherwise TLS (and then the HTTP protocol) takes the connection over."""
+
+    def __init__(self, gate: _ConnectionGate, context: ssl.SSLContext, handler: Callable[[], _Connection],
+                 handshake_timeout: float) -> None:
+        self.gate, self.context, self.handler = gate, context, handler
+        self.handshake_timeout = handshake_timeout
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer_name = transport.get_extra_info("peername")
+        client = str(peer_name[0]) if peer_name else "unknown"
+        peer = self.gate.admit(client, transport)
+        if peer is None:
+            assert isinstance(transport, asyncio.Transport)
+            transport.abort()  # before the handshake: no TLS state, no buffer
+            return
+        handler = peer.handler = self.handler()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        # retrieved so a failed handshake is not "never retrieved"; the TLS protocol logs it as before
+        waiter.add_done_callback(lambda f: f.cancelled() or f.exception())
+        tls = _TLS(loop, handler, self.context, waiter, server_side=True,
+                   ssl_handshake_timeout=self.handshake_timeout, on_lost=lambda: self.gate.release(peer))
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        pass  # closed before TLS took it over (refused): nothing was counted
+
+
 async def serve_https(runner: web.AppRunner, host: str, port: int, context: ssl.SSLContext,
                       config: ServerConfig, metrics: Metrics) -> asyncio.AbstractServer:
-    """Listen with ``runner``'s application behind the header clock; the TLS handshake has the
-    same deadline. ``runner`` must be set up; close the returned server before its cleanup."""
+    """Listen with ``runner``'s application behind the connection limits and the header clock; the
+    TLS handshake has the same deadline. ``runner`` must be set up; close the returned server before
+    its cleanup."""
     manager = runner.server
     assert manager is not None, "runner.setup() first"
     loop = asyncio.get_running_loop()
     limits = config.limits
+    gate = _ConnectionGate(limits, metrics, loop.time)
 
     def connection() -> _Connection:
         return _Connection(manager, loop=loop, header_timeout=limits.header_timeout, metrics=metrics,
                            keepalive_timeout=IDLE_TIMEOUT, lingering_time=LINGER, access_log=None)
 
-    return await loop.create_server(connection, host, port, ssl=context,
-                                    ssl_handshake_timeout=limits.header_timeout)
+    def accept() -> _Accept:
+        return _Accept(gate, context, connection, limits.header_timeout)
+
+    # no ssl= here: the TLS starts in _Accept, once the connection is within the limits
+    return await loop.create_server(accept, host, port)
 
 
 def build_probe_app(metrics: Metrics | None, *, health: bool,

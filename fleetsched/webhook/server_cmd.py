@@ -70,6 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-requests-reading-per-client", type=_positive_int, default=64,
                         help="of those, bodies from one client address; past it the oldest of that "
                              "client's gives way, as above (default 64)")
+    parser.add_argument("--max-connections", type=_positive_int, default=256,
+                        help="open connections, counted from the TCP accept; past it a new connection is "
+                             "closed before the TLS handshake unless an older one gives way: the oldest one "
+                             "older than --slow-body-evict-after that is not answering a request, of the "
+                             "client with the most (default 256)")
+    parser.add_argument("--max-connections-per-client", type=_positive_int, default=192,
+                        help="of those, from one client address; past it that client's oldest gives way, "
+                             "as above (default 192)")
     parser.add_argument("--slow-body-evict-after", type=_non_negative_float, default=1.0,
                         help="seconds after which a body still arriving gives its reading slot to a new "
                              "request when every slot is taken (default 1)")
@@ -167,6 +175,8 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
                              max_reading=args.max_requests_reading,
                              max_reading_per_client=args.max_requests_reading_per_client,
                              evict_after=args.slow_body_evict_after,
+                             max_connections=args.max_connections,
+                             max_connections_per_client=args.max_connections_per_client,
                              saturation_window=args.readiness_saturation_window),
         client_ca_file=Path(args.client_ca_file) if args.client_ca_file else None,
     )

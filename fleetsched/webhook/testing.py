@@ -149,13 +149,20 @@ class SlowClients:
     ``length``) and then one byte of its body every ``interval`` seconds, never finishing; a
     connection the server ends is opened again at once, so the pressure stays. They connect from
     ``source`` (any 127.x.y.z address is loopback on Linux). Use as a context manager; ``held`` is
-    how many are connected now, ``opened`` and ``ended`` count connections over the whole run."""
+    how many are connected now, ``opened`` and ``ended`` count connections over the whole run.
+
+    ``slow``: ``"body"`` as above; ``"headers"``: the request line, then one byte of a header every
+    ``interval``; ``"handshake"``: a TCP connection that never starts TLS (held until the server
+    ends it). A connection that fails is tried again after ``retry`` seconds."""
 
     def __init__(self, port: int, context: ssl.SSLContext, count: int, *, interval: float = 0.5,
                  source: str = "127.0.0.1", path: str = "/validate-propagationpolicy",
-                 length: int = 5000) -> None:
+                 length: int = 5000, slow: str = "body", retry: float = 0.05) -> None:
+        if slow not in ("body", "headers", "handshake"):
+            raise ValueError(f"slow: must be body, headers or handshake, got {slow!r}")
         self.port, self.context, self.count = port, context, count
         self.interval, self.source, self.path, self.length = interval, source, path, length
+        self.slow, self.retry = slow, retry
         self.held = 0
         self.opened = 0
         self.ended = 0
@@ -166,24 +173,31 @@ class SlowClients:
     async def _one(self) -> None:
         head = (f"POST {self.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {self.length}\r\n\r\n").encode() + b'{"apiVersion":'
+        if self.slow == "headers":
+            head = f"POST {self.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".encode()
+        elif self.slow == "handshake":
+            head = b""
         while True:
             try:
+                tls = self.slow != "handshake"
                 reader, writer = await asyncio.open_connection(
-                    "127.0.0.1", self.port, ssl=self.context, server_hostname="127.0.0.1",
-                    local_addr=(self.source, 0), ssl_handshake_timeout=30)
+                    "127.0.0.1", self.port, ssl=self.context if tls else None,
+                    server_hostname="127.0.0.1" if tls else None,
+                    local_addr=(self.source, 0), ssl_handshake_timeout=30 if tls else None)
             except (OSError, ssl.SSLError, TimeoutError):
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(self.retry)
                 continue
             self.opened += 1
             self.held += 1
             try:
                 writer.write(head)
                 ended = asyncio.ensure_future(reader.read())  # whatever the server answers, to its end
+                ended.add_done_callback(lambda f: f.cancelled() or f.exception())  # a reset is expected
                 sent = len(head)
                 while not ended.done() and sent < self.length - 1:
                     await asyncio.wait([ended], timeout=self.interval)
                     if not ended.done():
-                        writer.write(b" ")
+                        writer.write(b"" if self.slow == "handshake" else b"a")
                         sent += 1
                 ended.cancel()
                 with contextlib.suppress(BaseException):

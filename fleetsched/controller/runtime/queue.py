@@ -23,20 +23,37 @@ An optional ``observer`` (a ``QueueObserver``; ``metrics.instrument_queue`` give
 a key taken by a worker (with how long it waited), a key done (with how long it was worked on), a
 key put back to retry (backoff or unschedulable). ``in_progress`` is what the unfinished-work
 gauges read when scraped.
+
+A profile's QueueSort plugin (``less``, when it is not the default PrioritySort) never runs on the
+event loop: ``_PluginOrder`` keeps activeQ in the plugin's order in a thread of its own, and the
+loop keeps Karmada's order beside it (priority descending, then the time the key entered the
+queue), which needs no plugin. ``push`` hands the entry to that thread and returns; ``pop`` waits
+for the thread's answer without blocking the loop, so ``/healthz``, ``/readyz``, the Lease renewal
+and the watches go on however long ``less`` takes. A comparison has ``sort_budget`` seconds (one
+second by default); one that returns later, or is still running when a pop looks, is an overrun
+of the plugin's ``PluginHealth`` (at QueueSort), which marks it broken at the first one: the queue
+gives the plugin's order up and hands entries out in Karmada's order from then on. Once the stuck
+comparison has returned and the cool-down (``containment.COOL_DOWN``) has passed, the plugin's
+order is rebuilt from the waiting entries; its first comparison is the probe that ends the broken
+state, or starts another cool-down. A plugin that raises answers Karmada's order for that
+comparison (``Framework.less``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import enum
 import hashlib
 import heapq
 import itertools
+import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fleetsched.scheduler.framework.containment import Call, PluginError, PluginHealth, escapes
 from fleetsched.scheduler.framework.interface import QueuedBindingInfo
 
 INITIAL_BACKOFF = 1.0
@@ -48,6 +65,12 @@ UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 # retry delay (--rate-limiter-base-delay, --rate-limiter-max-delay defaults).
 LEGACY_INITIAL_BACKOFF = 0.005
 LEGACY_MAX_BACKOFF = 1000.0
+# Seconds one comparison of a QueueSort plugin may take before the plugin is marked broken.
+SORT_BUDGET = 1.0
+# How often a pop waiting for the plugin's order looks for a comparison stuck past its budget.
+SORT_POLL = 0.05
+# The extension point a QueueSort plugin's overruns are counted at (metrics, log lines).
+QUEUE_SORT_POINT = "QueueSort"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,26 +129,216 @@ class QueuedBinding:
 
 @dataclass(slots=True)
 class _HeapItem:
-    sort_key: tuple[int, float, int]
+    sort_key: tuple[int, float, int]  # Karmada's order: (-priority, timestamp, sequence)
     entry: QueuedBinding
     valid: bool = True
-    # A profile's QueueSort ``less``; None is Karmada's order, the sort key's.
-    less: Callable[[QueuedBindingInfo, QueuedBindingInfo], bool] | None = None
 
     def __lt__(self, other: _HeapItem) -> bool:
-        less = self.less
-        if less is None:
-            return self.sort_key < other.sort_key
-        a, b = self.view(), other.view()
-        if less(a, b):
-            return True
-        if less(b, a):
-            return False
-        return self.sort_key[2] < other.sort_key[2]  # equal for the plugin: first pushed first
+        return self.sort_key < other.sort_key
 
     def view(self) -> QueuedBindingInfo:
         e = self.entry
         return QueuedBindingInfo(e.key, e.priority, e.timestamp, e.attempts)
+
+
+_Answer = concurrent.futures.Future["_HeapItem | None"]
+# What the loop sends the plugin's order: an entry to add, or a pop to answer.
+_Command = tuple["_HeapItem | None", "_Answer | None"]
+
+
+class _GiveUp(Exception):
+    """The plugin's order is given up: a comparison overran, the plugin is broken, or the loop
+    stopped waiting for a stuck comparison."""
+
+
+class _Sorted:
+    """An entry in the plugin's heap: ordered by the plugin's ``less`` (through ``_PluginOrder``)."""
+
+    __slots__ = ("item", "order")
+
+    def __init__(self, item: _HeapItem, order: _PluginOrder) -> None:
+        self.item = item
+        self.order = order
+
+    def __lt__(self, other: _Sorted) -> bool:
+        a, b = self.item, other.item
+        if self.order.compare(a, b):
+            return True
+        if self.order.compare(b, a):
+            return False
+        return a.sort_key[2] < b.sort_key[2]  # equal for the plugin: first pushed first
+
+
+class _PluginOrder:
+    """activeQ in a QueueSort plugin's order, kept by one thread of its own (started when there is
+    work, gone after ``idle`` seconds without). Commands are taken in the order the loop gave them,
+    so a pop sees every push before it. Any comparison over ``budget`` ends it for good (``dead``);
+    the queue then starts a new one after the plugin's cool-down."""
+
+    def __init__(self, less: Callable[[QueuedBindingInfo, QueuedBindingInfo], bool], health: PluginHealth,
+                 plugin: str, budget: float, clock: Callable[[], float], *, idle: float = 5.0) -> None:
+        self.less = less
+        self.health = health
+        self.plugin = plugin
+        self.budget = budget
+        self.clock = clock
+        self.idle = idle
+        self.dead = False
+        self.died_at = 0.0  # the queue's clock when it died
+        self._heap: list[_Sorted] = []
+        self._commands: list[_Command] = []
+        self._asked: list[_Answer] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._running = False
+        self._stopped = False
+        # the comparison in progress: its call and when it started (the queue's clock)
+        self._comparing: Call | None = None
+        self._since = 0.0
+
+    # -- the loop's side -----------------------------------------------------------------------
+
+    def add(self, items: Iterable[_HeapItem]) -> None:
+        self._send([(item, None) for item in items])
+
+    def request_pop(self) -> _Answer:
+        """The best waiting item in the plugin's order (None: none, or the order died)."""
+        future: _Answer = concurrent.futures.Future()
+        with self._lock:
+            # the pops not answered yet, wherever they are (answered None if the order dies)
+            self._asked = [f for f in self._asked if not f.done()]
+            self._asked.append(future)
+        if not self._send([(None, future)]):
+            _answer(future, None)
+        return future
+
+    def _send(self, commands: list[_Command]) -> bool:
+        with self._lock:
+            if self.dead or self._stopped:
+                return False
+            self._commands.extend(commands)
+            if self._running:
+                self._wake.notify()
+            else:
+                self._running = True
+                threading.Thread(target=self._run, name="queue-sort", daemon=True).start()
+        return True
+
+    def check_stuck(self) -> bool:
+        """Whether a comparison has run past the budget; if so the plugin is told (an overrun that
+        marks it broken), the order dies and every waiting pop is answered None."""
+        with self._lock:
+            call = self._comparing
+            if call is None or self.clock() - self._since <= self.budget:
+                return self.dead
+            self._comparing = None  # the thread counts its return as the stuck call's
+            # told under the lock: the thread's ``returned`` comes after it
+            call.health.stuck(call)
+        self._die()
+        return True
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            self._wake.notify()
+        self._die()
+
+    def _die(self) -> None:
+        with self._lock:
+            if not self.dead:
+                self.died_at = self.clock()
+            self.dead = True
+            pending, self._asked = self._asked, []
+            self._commands.clear()
+            self._wake.notify()
+        for future in pending:
+            _answer(future, None)
+
+    # -- the thread's side ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._commands and not self.dead:
+                    self._wake.wait(self.idle)
+                if self.dead or not self._commands:
+                    self._running = False
+                    if self.dead:
+                        self._heap.clear()
+                    return
+                commands, self._commands = self._commands, []
+            try:
+                self._apply(commands)
+            except _GiveUp:
+                for _, future in commands:
+                    if future is not None:
+                        _answer(future, None)
+                self._die()
+
+    def _apply(self, commands: list[_Command]) -> None:
+        heap = self._heap
+        adds: list[_Sorted] = []
+        for item, future in commands:
+            if item is not None:
+                adds.append(_Sorted(item, self))
+                continue
+            self._insert(adds)  # the pushes sent before this pop
+            adds = []
+            best = None
+            while heap:
+                candidate = heapq.heappop(heap).item
+                if candidate.valid:
+                    best = candidate
+                    break
+            if future is not None and not _answer(future, best) and best is not None:
+                heapq.heappush(heap, _Sorted(best, self))  # nobody waits for it any more: it stays
+        self._insert(adds)
+
+    def _insert(self, adds: list[_Sorted]) -> None:
+        heap = self._heap
+        if len(adds) > max(len(heap), 8):
+            heap.extend(adds)  # many at once (a relist, a rebuild): O(n) comparisons, not O(n log n)
+            heapq.heapify(heap)
+            return
+        for add in adds:
+            heapq.heappush(heap, add)
+
+    def compare(self, a: _HeapItem, b: _HeapItem) -> bool:
+        """The plugin's ``less(a, b)``, timed against the budget; raises ``_GiveUp`` when it overran,
+        is broken, or this order died meanwhile."""
+        if self.dead:
+            raise _GiveUp
+        try:
+            call = self.health.admit(self.plugin, QUEUE_SORT_POINT)
+        except PluginError:
+            raise _GiveUp from None
+        with self._lock:
+            self._comparing = call
+            self._since = started = self.clock()
+        try:
+            answer = bool(self.less(a.view(), b.view()))
+        except BaseException as e:  # Framework.less contains the plugin's; this is the last line
+            if escapes(e):
+                raise
+            answer = a.sort_key < b.sort_key
+        with self._lock:
+            abandoned = self._comparing is not call
+            self._comparing = None
+            took = self.clock() - started
+        overran = abandoned or took > self.budget
+        self.health.returned(call, overran=overran)
+        if overran:
+            raise _GiveUp
+        return answer
+
+
+def _answer(future: _Answer, item: _HeapItem | None) -> bool:
+    """Give ``future`` its answer; False when nobody waits for it any more (cancelled)."""
+    try:
+        future.set_result(item)
+    except concurrent.futures.InvalidStateError:
+        return False
+    return True
 
 
 @dataclass(slots=True)
@@ -164,6 +377,10 @@ class SchedulingQueue:
     # queue (``legacy``): first in, first out whatever the priority, no unschedulable set (every
     # failure is retried with the per-item backoff), no QueueSort.
     priority_based: bool = True
+    # One comparison's time budget, and the plugin and profile its overruns are counted for.
+    sort_budget: float = SORT_BUDGET
+    sort_plugin: str = QUEUE_SORT_POINT
+    sort_profile: str = ""
 
     _active: list[_HeapItem] = field(default_factory=list)
     _active_index: dict[Hashable, _HeapItem] = field(default_factory=dict)
@@ -175,6 +392,9 @@ class SchedulingQueue:
     _sequence: itertools.count[int] = field(default_factory=itertools.count)
     _wakeup: asyncio.Event | None = None
     _closed: bool = False
+    # activeQ in the QueueSort plugin's order (off the loop), and the plugin's health at QueueSort
+    _order: _PluginOrder | None = None
+    _sort_health: PluginHealth | None = None
 
     @classmethod
     def legacy(cls, **kwargs: object) -> SchedulingQueue:
@@ -203,10 +423,12 @@ class SchedulingQueue:
         self._add_active(QueuedBinding(key, priority, self.clock(), 0))
 
     def _add_active(self, entry: QueuedBinding) -> None:
-        less = self.less if self.priority_based else None
-        item = _HeapItem((-entry.priority, entry.timestamp, next(self._sequence)), entry, less=less)
+        item = _HeapItem((-entry.priority, entry.timestamp, next(self._sequence)), entry)
         self._active_index[entry.key] = item
         heapq.heappush(self._active, item)
+        order, rebuilt = self._plugin_order()
+        if order is not None and not rebuilt:
+            order.add((item,))
         if self.observer is not None:
             self.observer.added()
         if self._wakeup is not None:
@@ -214,21 +436,73 @@ class SchedulingQueue:
 
     # -- consumers ------------------------------------------------------------------------------
 
+    def _plugin_order(self) -> tuple[_PluginOrder | None, bool]:
+        """The plugin's order when it is in use (None: no plugin, or given up and still cooling
+        down), and whether it was (re)built just now from every waiting entry."""
+        less = self.less
+        if less is None or not self.priority_based:  # Karmada's legacy queue has no QueueSort
+            return None, False
+        order = self._order
+        if order is not None and order.less is less:
+            if not order.dead:
+                return order, False
+            health = order.health
+            if self.clock() - order.died_at < health.cool_down:
+                return None, False
+        health = self._sort_health
+        if health is None:
+            # one overrun marks it broken: one stuck comparison holds the whole queue's order
+            health = PluginHealth(self.sort_profile, overruns_to_break=1, clock=self.clock)
+            self._sort_health = health
+        if order is not None:
+            order.stop()
+        order = self._order = _PluginOrder(less, health, self.sort_plugin, self.sort_budget, self.clock)
+        order.add(self._active_index.values())
+        return order, True
+
     def pop_nowait(self) -> QueuedBinding | None:
-        """Take the highest-priority waiting entry, or None when activeQ is empty."""
+        """Take the highest-priority waiting entry, or None when activeQ is empty. With a QueueSort
+        plugin this waits (blocking) for the plugin's order, at most a comparison's budget past the
+        stuck one: for tests and tools; workers use ``pop``."""
+        order = self._plugin_order()[0] if self._active_index else None
+        if order is not None:
+            future = order.request_pop()
+            while True:
+                try:
+                    item = future.result(timeout=SORT_POLL)
+                    break
+                except TimeoutError:
+                    order.check_stuck()
+            taken = self._take(item) if item is not None else None
+            if taken is not None:
+                return taken
+        return self._pop_karmada()
+
+    def _pop_karmada(self) -> QueuedBinding | None:
+        """Take the first waiting entry in Karmada's order (priority, then first in first out)."""
         while self._active:
             item = heapq.heappop(self._active)
-            if not item.valid:
-                continue
-            entry = item.entry
-            del self._active_index[entry.key]
-            entry.attempts += 1
-            self._processing[entry.key] = entry
-            entry.started = self.clock()
-            if self.observer is not None:
-                self.observer.taken(entry.started - entry.timestamp)
-            return entry
+            if item.valid:
+                return self._take(item)
         return None
+
+    def _take(self, item: _HeapItem) -> QueuedBinding | None:
+        """Hand ``item`` to a worker; None when it is no longer waiting (forgotten, taken)."""
+        entry = item.entry
+        if not item.valid or self._active_index.get(entry.key) is not item:
+            return None
+        item.valid = False
+        del self._active_index[entry.key]
+        if len(self._active) > 64 and len(self._active) > 2 * len(self._active_index):
+            # taken in the plugin's order, they are still in Karmada's heap: drop them now and then
+            self._active = [i for i in self._active if i.valid]
+            heapq.heapify(self._active)
+        entry.attempts += 1
+        self._processing[entry.key] = entry
+        entry.started = self.clock()
+        if self.observer is not None:
+            self.observer.taken(entry.started - entry.timestamp)
+        return entry
 
     async def pop(self) -> QueuedBinding:
         """Wait for an entry; raises ``QueueClosed`` once the queue is closed."""
@@ -237,7 +511,24 @@ class SchedulingQueue:
         while True:
             if self._closed:
                 raise QueueClosed
-            entry = self.pop_nowait()
+            order = self._plugin_order()[0] if self._active_index else None
+            if order is not None:
+                waited = asyncio.wrap_future(order.request_pop())
+                try:
+                    while not (await asyncio.wait({waited}, timeout=SORT_POLL))[0]:
+                        order.check_stuck()
+                except asyncio.CancelledError:
+                    waited.cancel()  # the plugin's order keeps the entry it would have answered
+                    raise
+                item = waited.result()
+                if self._closed:
+                    raise QueueClosed
+                taken = self._take(item) if item is not None else None
+                if taken is not None:
+                    return taken
+                if item is not None and not order.dead:
+                    continue  # forgotten while the answer came: ask again
+            entry = self._pop_karmada()
             if entry is not None:
                 return entry
             self._wakeup.clear()
@@ -329,6 +620,8 @@ class SchedulingQueue:
     def close(self) -> None:
         """Stop handing out entries; waiting ``pop()`` calls raise ``QueueClosed``."""
         self._closed = True
+        if self._order is not None:
+            self._order.stop()
         if self._wakeup is not None:
             self._wakeup.set()
 

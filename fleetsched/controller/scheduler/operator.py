@@ -47,7 +47,13 @@ from fleetsched.controller.runtime.events import (
     success_message,
 )
 from fleetsched.controller.runtime.leader import LeaderElectionConfig
-from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey, SchedulingQueue
+from fleetsched.controller.runtime.queue import (
+    SORT_BUDGET,
+    Outcome,
+    QueuedBinding,
+    QueueKey,
+    SchedulingQueue,
+)
 from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig
 from fleetsched.controller.scheduler import assumptions, decision, listers, moves, reserve
 from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
@@ -224,7 +230,12 @@ class SchedulerOperator:
         framework = next(iter(self.profiles.values()), self.scheduler).framework
         sort = framework.queue_sort
         if sort is not None and sort.name != DEFAULT_QUEUE_SORT:
+            # Ordered off the event loop, one comparison within its budget (queue.py).
             self.queue.less = framework.less
+            self.queue.sort_plugin = sort.name
+            self.queue.sort_profile = framework.profile.scheduler_name
+            timeout = self.config.scheduling_timeout
+            self.queue.sort_budget = min(SORT_BUDGET, timeout) if timeout else SORT_BUDGET
         # The pending gauges read the queue when scraped, not after every binding.
         queue = self.queue
         metrics.PENDING_BINDINGS.labels("active").set_function(lambda: queue.sizes().active)
