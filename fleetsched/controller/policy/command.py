@@ -146,11 +146,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--controllers",
         type=resolve_controllers,
-        default=frozenset(CONTROLLERS),
+        default="*",
         help="Karmada controllers to run beside the detector, as karmada-controller-manager's flag: '*' "
         "all on by default, 'NAME' enables one, '-NAME' disables one. Known: workloadRebalancer "
         "(WorkloadRebalancers request a fresh schedule of their workloads' bindings; off with "
-        "'*,-workloadRebalancer'). Default: *",
+        "'*,-workloadRebalancer')",
     )
     parser.add_argument("--workers", type=int, default=2, help="concurrent workers (default %(default)s)")
     parser.add_argument(
