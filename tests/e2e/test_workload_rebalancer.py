@@ -10,6 +10,9 @@ naming the three and a Deployment that does not exist, with ``ttlSecondsAfterFin
 - reports the three ``Successful`` and the missing one ``Failed`` with Karmada's reason
   ``ReferencedBindingNotFound``, with ``observedGeneration`` and ``finishTime``;
 - is deleted once its TTL has passed since ``finishTime``.
+
+The controller runs as the install's ServiceAccount with manifests/controller/rbac.yaml, so a right
+missing for any of these reads and writes fails the test.
 """
 
 from __future__ import annotations
@@ -24,14 +27,16 @@ from typing import Any
 import yaml
 
 from fleetsched.api._base import parse_time
+from tests.e2e.test_install import service_account_kubeconfig
 from tests.e2e.test_policy_controller import ControllerProcess
 from tests.support.controlplane import APIServer, ControlPlane, wait_until
 from tests.support.karmada import apply_with_status, binding_state, ready_cluster
 from tests.support.processes import SchedulerProcess
 
+ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "rebalance"
 WORKLOADS = ("alpha", "beta", "gamma")
-TTL = 3
+TTL = 6
 
 
 def deployment(name: str) -> dict[str, Any]:
@@ -115,7 +120,10 @@ def test_a_rebalancer_gives_its_workloads_a_fresh_placement_and_goes_after_its_t
     server = add_apiserver("rebalancer", apply_crds=True)
     server.kubectl("create", "namespace", NAMESPACE)
     apply_with_status(server, [ready_cluster("m1", 0), ready_cluster("m2", 10)])
-    controller = ControllerProcess(kubeconfig=server.kubeconfig, log_path=tmp_path / "controller.log",
+    server.kubectl("create", "namespace", "fleetsched-system")
+    server.kubectl("apply", "-f", str(ROOT / "manifests" / "controller" / "rbac.yaml"))
+    kubeconfig = service_account_kubeconfig(server, "fleetsched-controller", tmp_path / "sa.kubeconfig")
+    controller = ControllerProcess(kubeconfig=kubeconfig, log_path=tmp_path / "controller.log",
                                    extra_args=("--leader-elect=false",))
     controller.start(timeout=90)
     try:
@@ -144,24 +152,15 @@ def test_a_rebalancer_gives_its_workloads_a_fresh_placement_and_goes_after_its_t
         time.sleep(2)  # also puts the rebalancer's creation (to the second) after the last schedule
         assert placed_under("backup", "m2"), f"moved without a rebalancer: {bindings(server)}"
 
-        # 3. The rebalancer: each binding is stamped and scheduled afresh, from the first term.
+        # 3. The rebalancer reports Karmada's results, sorted by apiVersion, kind, namespace, name.
         server.apply(yaml.safe_dump(rebalancer()))
-        created = get(server, "workloadrebalancer", "fresh-start")
-        assert created is not None
-        created_at = created["metadata"]["creationTimestamp"]
-        wait_until(lambda: placed_under("primary", "m1"), timeout=40,
-                   message=lambda: f"never rescheduled to primary: {bindings(server)}\n{logs()}")
-        for name, binding in bindings(server).items():
-            assert binding["spec"]["rescheduleTriggeredAt"] == created_at, name
-            assert parse_time(binding["status"]["lastScheduledTime"]) >= parse_time(created_at), name
-            assert binding["status"]["lastScheduledTime"] != last_scheduled[name], name
 
-        # 4. Its status: Karmada's results, sorted by apiVersion, kind, namespace, name.
         def finished() -> dict[str, Any] | None:
             obj = get(server, "workloadrebalancer", "fresh-start")
             return obj if obj is not None and (obj.get("status") or {}).get("finishTime") else None
 
         done = wait_until(finished, timeout=20, message=lambda: f"never finished\n{logs()}")
+        created_at = done["metadata"]["creationTimestamp"]
         status = done["status"]
         assert status["observedGeneration"] == done["metadata"]["generation"] == 1
         observed = status["observedWorkloads"]
@@ -173,6 +172,14 @@ def test_a_rebalancer_gives_its_workloads_a_fresh_placement_and_goes_after_its_t
         ]
         finish = parse_time(status["finishTime"])
         assert finish >= parse_time(created_at)
+
+        # 4. Each binding is stamped with its creation and scheduled afresh, from the first term.
+        wait_until(lambda: placed_under("primary", "m1"), timeout=40,
+                   message=lambda: f"never rescheduled to primary: {bindings(server)}\n{logs()}")
+        for name, binding in bindings(server).items():
+            assert binding["spec"]["rescheduleTriggeredAt"] == created_at, name
+            assert parse_time(binding["status"]["lastScheduledTime"]) >= parse_time(created_at), name
+            assert binding["status"]["lastScheduledTime"] != last_scheduled[name], name
 
         # 5. Deleted once ttlSecondsAfterFinished has passed since finishTime (not before).
         wait_until(lambda: get(server, "workloadrebalancer", "fresh-start") is None, timeout=30,
