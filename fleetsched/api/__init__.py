@@ -8,6 +8,7 @@ in the JSON schema, see ``fleetsched.api.defaults``). Submodules:
 * ``policy``: PropagationPolicy, ClusterPropagationPolicy and the placement types
 * ``work``: ResourceBinding, ClusterResourceBinding
 * ``cluster``: Cluster
+* ``apps``: WorkloadRebalancer (imported from its module, not exported here)
 * ``selectors``: label selector / cluster affinity matching, resource selector priority
 * ``load``: YAML to typed objects, ``LoadError``
 * ``yamlload``: bytes (files, stdin, request bodies) to YAML/JSON documents, refusing hostile input

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel
 
 from fleetsched.api._base import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from fleetsched.api.apps import WorkloadRebalancer
 from fleetsched.api.cluster import Cluster
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.api.work import ClusterResourceBinding, ResourceBinding
@@ -149,6 +150,20 @@ CRD_SPECS: tuple[CrdSpec, ...] = (
         True,
         _BINDING_COLUMNS,
     ),
+    # Karmada declares no printer columns for it (kubectl shows NAME and AGE).
+    CrdSpec(
+        WorkloadRebalancer,
+        "apps.karmada.io",
+        "v1alpha1",
+        "workloadrebalancers",
+        "workloadrebalancer",
+        "WorkloadRebalancer",
+        False,
+        (),
+        (),
+        True,
+        (),
+    ),
 )
 
 
@@ -256,11 +271,10 @@ def crd_for(spec: CrdSpec) -> dict[str, Any]:
         names["shortNames"] = list(spec.short_names)
     if spec.categories:
         names["categories"] = list(spec.categories)
-    version: dict[str, Any] = {
-        "name": spec.version,
-        "served": True,
-        "storage": True,
-        "additionalPrinterColumns": [dict(column) for column in spec.columns],
+    version: dict[str, Any] = {"name": spec.version, "served": True, "storage": True}
+    if spec.columns:  # the API server drops an empty list anyway
+        version["additionalPrinterColumns"] = [dict(column) for column in spec.columns]
+    version |= {
         "schema": {"openAPIV3Schema": structural_schema(spec.model)},
     }
     if spec.status:

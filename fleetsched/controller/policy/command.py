@@ -8,6 +8,10 @@ install without Karmada's binding controller (the manifests turn it on; beside K
 
 ``--shard-mode=lease`` (``controller/policy/shard.py``): every replica holds a member Lease and
 reconciles the templates, policies and bindings it owns; ``--shard-identity`` names it.
+
+``--controllers`` reads as karmada-controller-manager's: ``*`` the controllers on by default,
+``-workloadRebalancer`` leaves out the WorkloadRebalancer controller (``controller/rebalancer/``), the
+one controller of Karmada's list that runs here (the detector always runs).
 """
 
 from __future__ import annotations
@@ -100,6 +104,27 @@ class _ResourcesAction(argparse.Action):
         namespace._resources_given = True
 
 
+# Karmada's controller names that run here, each on by default ('*').
+CONTROLLERS = ("workloadRebalancer",)
+
+
+def resolve_controllers(text: str) -> frozenset[str]:
+    """``--controllers``: comma-separated names; ``*`` the default ones, ``NAME`` one more, ``-NAME``
+    one left out. Raises ``ArgumentTypeError`` naming unknown controllers."""
+    terms = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [t for t in terms if t.removeprefix("-") not in ("*", *CONTROLLERS)]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown controller {', '.join(unknown)} (known: *, {', '.join(CONTROLLERS)})"
+        )
+    chosen: set[str] = set()
+    for term in terms:
+        name = term.removeprefix("-")
+        group = set(CONTROLLERS) if name == "*" else {name}
+        chosen = chosen - group if term.startswith("-") else chosen | group
+    return frozenset(chosen)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubeconfig",
@@ -117,6 +142,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "credential, and patching RBAC objects needs 'escalate' and 'bind', which let the holder "
         "grant itself anything. The install grants neither; manifests/overlays/propagate-secrets and "
         "propagate-rbac add the kinds with the rights they need",
+    )
+    parser.add_argument(
+        "--controllers",
+        type=resolve_controllers,
+        default="*",
+        help="Karmada controllers to run beside the detector, as karmada-controller-manager's flag: '*' "
+        "all on by default, 'NAME' enables one, '-NAME' disables one. Known: workloadRebalancer "
+        "(WorkloadRebalancers request a fresh schedule of their workloads' bindings; off with "
+        "'*,-workloadRebalancer')",
     )
     parser.add_argument("--workers", type=int, default=2, help="concurrent workers (default %(default)s)")
     parser.add_argument(
@@ -166,6 +200,7 @@ async def _serve(args: argparse.Namespace) -> int:
             leader_election=command.leader_election(args),
             standalone=args.standalone,
             sharding=sharding,
+            workload_rebalancer="workloadRebalancer" in args.controllers,
         ),
     )
     metrics.instrument_queue(controller.queue, metrics.POLICY_CONTROLLER_QUEUE)
@@ -188,6 +223,7 @@ async def _serve(args: argparse.Namespace) -> int:
         shard_mode=args.shard_mode,
         shard_member=sharding.member if sharding else None,
         standalone=args.standalone,
+        controllers=sorted(args.controllers),
         pid=os.getpid(),
     )
     try:

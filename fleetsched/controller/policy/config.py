@@ -23,3 +23,5 @@ class PolicyControllerConfig:
     standalone: bool = False
     # --shard-mode=lease: this replica's member Lease (policy_shard.py); exclusive with leader_election
     sharding: ShardConfig | None = None
+    # --controllers: Karmada's workloadRebalancer (WorkloadRebalancers stamp their bindings' reschedule)
+    workload_rebalancer: bool = True

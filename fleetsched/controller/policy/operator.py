@@ -71,6 +71,13 @@ from fleetsched.controller.policy.resources import (
 from fleetsched.controller.policy.shard import PolicySharding, uid
 from fleetsched.controller.policy.template_index import TemplateIndex
 from fleetsched.controller.policy.watching import kopf_registry, on_raw_event, run_kopf
+from fleetsched.controller.rebalancer.reconcile import (
+    APPS_GROUP,
+    APPS_VERSION,
+    REBALANCER,
+    REBALANCER_PLURAL,
+    RebalancerReconciler,
+)
 from fleetsched.controller.runtime import controller as runtime
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.cache import ObjectCache, object_key
@@ -110,7 +117,7 @@ def _label(meta: Mapping[str, Any], key: str) -> str:
 
 
 @dataclass
-class PolicyController(PolicySharding, PolicyReconcilers):
+class PolicyController(PolicySharding, PolicyReconcilers, RebalancerReconciler):
     client: KubeClient
     connection: Connection
     config: PolicyControllerConfig = field(default_factory=PolicyControllerConfig)
@@ -127,6 +134,9 @@ class PolicyController(PolicySharding, PolicyReconcilers):
     _owned_by_kind: Tally[str] = field(default_factory=Tally)
     # policy kind -> keys of live policies without their permanent-id label (the webhook did not run)
     _without_permanent_id: dict[str, set[str]] = field(default_factory=dict)
+    # WorkloadRebalancers (controller/rebalancer/): name -> (UID, generation), and their TTL timers
+    _rebalancers: dict[str, tuple[str | None, int | None]] = field(default_factory=dict)
+    _ttl_timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     # leadership or shard membership, the workers, start-up and shutdown (composed around this controller)
     runtime: ControllerRuntime = field(init=False)
 
@@ -142,6 +152,8 @@ class PolicyController(PolicySharding, PolicyReconcilers):
         self.watched_kinds = frozenset((r.api_version, r.kind) for r in self.config.resources)
         # Off again if the control plane turns out to serve Karmada's Works (``check_standalone``).
         self.removes_binding_finalizers = self.config.standalone
+        # Off again if the control plane does not serve WorkloadRebalancers (``list_rebalancers``).
+        self.rebalancing = self.config.workload_rebalancer
 
     # ---- watch events -------------------------------------------------------------------------
 
@@ -264,6 +276,7 @@ class PolicyController(PolicySharding, PolicyReconcilers):
                 continue
             for obj in items:
                 self.on_template_event(resource, None, obj)
+        await self.list_rebalancers()
         runtime.settle_gc()
         log.info(
             "caches_synced",
@@ -280,6 +293,8 @@ class PolicyController(PolicySharding, PolicyReconcilers):
             return await self.reconcile_binding(qkey.kind, qkey.object_key)
         if qkey.kind in POLICY_PLURALS:
             return await self.reconcile_policy(qkey.kind, qkey.object_key)
+        if qkey.kind == REBALANCER:
+            return await self.reconcile_rebalancer(qkey.object_key)
         # Anything else is a template, keyed by its resource's name.
         resource = self._resources.get(qkey.kind)
         notes = self._policy_notes.pop(qkey, None)
@@ -315,7 +330,15 @@ class PolicyController(PolicySharding, PolicyReconcilers):
         if self.removes_binding_finalizers:
             for binding_kind, binding_plural in BINDING_PLURALS.items():
                 self._watch_binding(registry, binding_kind, binding_plural)
+        if self.rebalancing:
+            self._watch_rebalancers(registry)
         return registry
+
+    def _watch_rebalancers(self, registry: kopf.OperatorRegistry) -> None:
+        async def on_rebalancer(event: Mapping[str, Any]) -> None:
+            self.on_rebalancer_event(event.get("type"), dict(event["object"]))
+
+        on_raw_event(registry, APPS_GROUP, APPS_VERSION, REBALANCER_PLURAL, on_rebalancer)
 
     def _watch_binding(self, registry: kopf.OperatorRegistry, kind: str, plural: str) -> None:
         async def on_binding(event: Mapping[str, Any]) -> None:
@@ -357,7 +380,8 @@ class PolicyController(PolicySharding, PolicyReconcilers):
         """Nothing: no queue gauges."""
 
     def on_stopped(self) -> None:
-        """Nothing to release beyond what the runtime releases."""
+        """The WorkloadRebalancers' TTL timers; the rest the runtime releases."""
+        self.cancel_ttl_timers()
 
     async def before_sync(self) -> None:
         await self.check_standalone()

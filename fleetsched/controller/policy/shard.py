@@ -26,7 +26,7 @@ This module owns that bookkeeping and the sharded-mode metrics. No API calls.
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import Gauge
@@ -42,6 +42,7 @@ from fleetsched.controller.policy.resources import (
     permanent_id_label,
     template_qkey,
 )
+from fleetsched.controller.rebalancer.reconcile import REBALANCER
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.cache import ObjectCache, object_key
 from fleetsched.controller.runtime.controller import ControllerRuntime
@@ -51,19 +52,21 @@ from fleetsched.detector import claim_of
 
 OWNED_OBJECTS = Gauge(
     "fleetsched_policy_controller_owned_objects",
-    "Sharded mode: objects this replica owns now, by kind (template, policy, binding)",
+    "Sharded mode: objects this replica owns now, by kind (template, policy, binding, rebalancer)",
     ["kind"],
     registry=metrics.REGISTRY,
 )
 SHARD = metrics.ShardMetrics.of(
     "fleetsched_policy_controller", registry=metrics.REGISTRY, objects="Objects", noun="the object"
 )
-TEMPLATE, POLICY, BINDING = "template", "policy", "binding"
+TEMPLATE, POLICY, BINDING, REBALANCER_KIND = "template", "policy", "binding", "rebalancer"
 
 
 def key_kind(key: Hashable) -> str:
-    """Which of the three kinds of work a queue key names."""
+    """Which of the four kinds of work a queue key names."""
     assert isinstance(key, QueueKey)
+    if key.kind == REBALANCER:
+        return REBALANCER_KIND
     if key.kind in POLICY_PLURALS:
         return POLICY
     if key.kind in BINDING_PLURALS:
@@ -91,6 +94,9 @@ class PolicySharding:
     _policy_notes: dict[QueueKey, set[QueueKey]]
     _owned_by_kind: Tally[str]
     _resources: dict[str, TemplateResource]
+    # WorkloadRebalancers (RebalancerReconciler)
+    rebalancer_uid: Callable[[str], str | None]
+    rebalancer_objects: Callable[[], list[tuple[Hashable, str]]]
 
     # ---- what the runtime asks ----------------------------------------------------------------
 
@@ -101,6 +107,8 @@ class PolicySharding:
             return uid(self.policies[key.kind].get(key.object_key))
         if kind == BINDING:
             return self._terminating_bindings.get(key)
+        if kind == REBALANCER_KIND:
+            return self.rebalancer_uid(key.object_key)
         cache = self.templates.get(key.kind)
         return None if cache is None else uid(cache.get(key.object_key))
 
@@ -114,6 +122,7 @@ class PolicySharding:
                 if (found := uid(obj)) is not None:
                     yield template_qkey(resource, object_key(obj)), found
         yield from self._terminating_bindings.items()
+        yield from self.rebalancer_objects()
 
     def on_ownership_gained(self, keys: list[Hashable]) -> None:
         """Push what became owned. A template handed over may be claimed by a policy whose change
@@ -156,7 +165,7 @@ class PolicySharding:
         self.runtime.forget_owned(key)
 
     def _publish_owned(self) -> None:
-        for kind in (TEMPLATE, POLICY, BINDING):
+        for kind in (TEMPLATE, POLICY, BINDING, REBALANCER_KIND):
             OWNED_OBJECTS.labels(kind).set(self._owned_by_kind[kind])
 
     # ---- a policy change reaches the templates this replica owns -------------------------------

@@ -168,6 +168,8 @@ def test_crd_envelopes_match_api_md_section_1() -> None:
             True,
             ["SCHEDULED", "FULLYAPPLIED", "AGE"],
         ),
+        # as Karmada's: no printer columns, no short name
+        "WorkloadRebalancer": ("workloadrebalancers.apps.karmada.io", "Cluster", [], True, []),
     }
     assert set(by_kind) == set(expected)
     for kind, (name, scope, short, status, columns) in expected.items():
@@ -178,10 +180,10 @@ def test_crd_envelopes_match_api_md_section_1() -> None:
         (version,) = doc["spec"]["versions"]
         assert version["served"] and version["storage"]
         assert ("status" in version.get("subresources", {})) is status
-        shown = [c["name"] for c in version["additionalPrinterColumns"] if not c.get("priority")]
+        shown = [c["name"] for c in version.get("additionalPrinterColumns", []) if not c.get("priority")]
         assert shown == columns
     assert by_kind["ResourceBinding"]["spec"]["names"]["categories"] == ["karmada-io"]
-    assert len(CRD_SPECS) == 5
+    assert len(CRD_SPECS) == 6
 
 
 def test_rendered_yaml_has_no_anchors() -> None:

@@ -24,7 +24,7 @@ from fleetsched.controller.policy.operator import (
     PolicyController,
     PolicyControllerConfig,
 )
-from fleetsched.controller.runtime.queue import QueueKey
+from fleetsched.controller.runtime.queue import Outcome, QueueKey
 
 RESOURCES = tuple(KNOWN_RESOURCES[name] for name in DEFAULT_RESOURCES)
 
@@ -48,7 +48,8 @@ def resource_handlers(registry: kopf.OperatorRegistry) -> list[Any]:
 def test_every_resource_handler_is_a_coroutine_function(standalone: bool) -> None:
     registry = a_controller(standalone=standalone).kopf_registry()
     handlers = resource_handlers(registry)
-    expected = len(POLICY_PLURALS) + len(RESOURCES) + (len(BINDING_PLURALS) if standalone else 0)
+    # + WorkloadRebalancers (--controllers: workloadRebalancer is on by default)
+    expected = len(POLICY_PLURALS) + len(RESOURCES) + (len(BINDING_PLURALS) if standalone else 0) + 1
     assert len(handlers) == expected
     for handler in handlers:
         assert inspect.iscoroutinefunction(handler.fn), f"{handler.selector}: kopf would run it in a thread"
@@ -83,3 +84,33 @@ async def test_awaiting_a_policy_handler_queues_the_policy() -> None:
         event={"type": "ADDED", "object": policy})
     entry = controller.queue.pop_nowait()
     assert entry is not None and entry.key == QueueKey("PropagationPolicy", "shop", "p")
+
+
+async def test_a_rebalancer_is_queued_when_created_and_when_its_spec_changes_only() -> None:
+    controller = a_controller(standalone=False)
+    handler = handler_for(controller.kopf_registry(), "apps.karmada.io", "workloadrebalancers").fn
+    key = QueueKey("WorkloadRebalancer", "", "demo")
+
+    def rebalancer(generation: int, resource_version: str) -> dict[str, Any]:
+        return {"metadata": {"name": "demo", "uid": "u-1", "generation": generation,
+                             "resourceVersion": resource_version}}
+
+    await handler(event={"type": "ADDED", "object": rebalancer(1, "1")})
+    entry = controller.queue.pop_nowait()
+    assert entry is not None and entry.key == key
+    controller.queue.done(entry, Outcome.DONE)
+    await handler(event={"type": "MODIFIED", "object": rebalancer(1, "2")})  # its status, written by us
+    assert controller.queue.pop_nowait() is None
+    await handler(event={"type": "MODIFIED", "object": rebalancer(2, "3")})  # a user changed its spec
+    entry = controller.queue.pop_nowait()
+    assert entry is not None and entry.key == key
+    controller.queue.done(entry, Outcome.DONE)
+    await handler(event={"type": "DELETED", "object": rebalancer(2, "4")})
+    assert controller.queue.pop_nowait() is None and controller.rebalancer_uid("demo") is None
+
+
+def test_controllers_without_workload_rebalancer_watch_no_rebalancer() -> None:
+    config = PolicyControllerConfig(resources=RESOURCES, workload_rebalancer=False)
+    controller = PolicyController(client=None, connection=None, config=config)  # type: ignore[arg-type]
+    groups = {h.selector.group for h in controller.kopf_registry()._watching.get_all_handlers()}
+    assert "apps.karmada.io" not in groups and "policy.karmada.io" in groups
