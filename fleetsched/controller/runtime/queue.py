@@ -13,6 +13,13 @@ Reproduces karmada-scheduler's priority queue (spec/scheduler.md §3.2):
 * A flusher moves expired backoff entries to activeQ every second; another moves unschedulable
   entries older than five minutes every 30 seconds. Cluster changes push the affected keys, which
   takes them out of the unschedulable set at once.
+* Queueing hints (kube-scheduler's KEP-4247, ``scheduler/framework/hints.py``): a key parked as
+  unschedulable keeps its rejectors' hint (``note_rejection``); ``on_event`` moves only the keys
+  whose hint answers Queue for the event, to backoff while their backoff lasts, else to activeQ.
+  Events that arrive while a worker holds a key are applied when it parks. The five-minute flush
+  stays the backstop.
+* ``push_debounced`` (``--binding-update-debounce``): the spec updates of one key within the window
+  are pushed once, when it ends.
 
 Owns no Kubernetes objects and does no I/O: keys and priorities in, keys out. Keys are
 ``QueueKey`` values (kind, namespace, name), never strings taken apart again; the queue itself

@@ -295,3 +295,25 @@ def test_in_tree_registrations() -> None:
     assert taint is not None and taint[0].events == ClusterEvent.TAINT_REMOVED | ClusterEvent.CLUSTER_ADDED
     assert framework.events_to_register("ClusterEviction") == ()
     assert framework.events_to_register("an-extender") is None
+
+
+def test_the_plugin_api_example_hint() -> None:
+    """docs/plugin-api.md's GpuPool: queued by a cluster gaining its pool label, not by another."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "plugin-api.md").read_text()
+    block = re.findall(r"```python\n(.*?)```", page, re.S)[-1]
+    namespace: dict[str, object] = {}
+    exec(block, namespace)
+    plugin = namespace["GpuPool"]()  # type: ignore[operator]
+    registrations = plugin.events_to_register()
+    rejection = Rejection("GpuPool", frozenset({"m1"}))
+
+    def hint(labels: dict[str, str]) -> QueueingHint:
+        new = _cluster("m1", labels=labels)
+        event = QueueEvent(ClusterEvent.LABELS_CHANGED, "m1", _cluster("m1"), new)
+        return hints.requeue_hint((rejection,), event, lambda name: registrations)
+
+    assert hint({"example.com/gpu-pool": "a"}) is QueueingHint.QUEUE
+    assert hint({"other": "a"}) is QueueingHint.SKIP
