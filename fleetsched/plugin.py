@@ -8,8 +8,21 @@ declared-inputs contract that lets the scheduler reuse a plugin's answers are do
 A plugin package makes its plugins known through the entry-point group ``fleetsched.plugins``
 (name: the plugin name; value: a factory ``factory(args, handle) -> plugin``); a profile enables it
 per extension point.
+
+A filter plugin may also say which events can make a binding it rejected schedulable
+(``EnqueueExtensions.events_to_register``, queueing hints: ``fleetsched.scheduler.framework.hints``).
 """
 
+from fleetsched.scheduler.framework.hints import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    EnqueueExtensions,
+    HintFn,
+    QueueEvent,
+    QueueingHint,
+    Rejection,
+    queue_if_rejected_here,
+)
 from fleetsched.scheduler.framework.interface import (
     MAX_EXTENDER_PRIORITY,
     MAX_SCORE,
@@ -69,6 +82,8 @@ __all__ = [
     "BatchFilterPlugin",
     "BatchScorePlugin",
     "BindingStatus",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "ClusterFacet",
     "ClusterInfo",
     "ClusterSelection",
@@ -76,6 +91,7 @@ __all__ = [
     "ComponentSetEstimator",
     "CycleState",
     "DeclaresInputs",
+    "EnqueueExtensions",
     "EstimateRequest",
     "Extender",
     "ExtenderError",
@@ -85,6 +101,7 @@ __all__ = [
     "FilterContext",
     "FilterPlugin",
     "Handle",
+    "HintFn",
     "Lister",
     "Listers",
     "NamespaceInfo",
@@ -100,8 +117,11 @@ __all__ = [
     "PreBindPlugin",
     "PreFilterPlugin",
     "PreScorePlugin",
+    "QueueEvent",
     "QueueSortPlugin",
     "QueuedBindingInfo",
+    "QueueingHint",
+    "Rejection",
     "ReplicaEstimator",
     "ReservePlugin",
     "Result",
@@ -110,4 +130,5 @@ __all__ = [
     "Status",
     "TargetCluster",
     "WaitingBinding",
+    "queue_if_rejected_here",
 ]

@@ -141,3 +141,13 @@ def test_the_scheduler_maps_the_gates_that_change_results() -> None:
     )
     config = scheduler_cmd.operator_config(protected)
     assert config.overcommit_protection and config.assumption_ttl == 90.0
+
+
+def test_binding_update_debounce_is_off_by_default() -> None:
+    parser = argparse.ArgumentParser()
+    scheduler_cmd.add_arguments(parser)
+    assert scheduler_cmd.operator_config(parser.parse_args([])).binding_update_debounce == 0.0
+    debounced = parser.parse_args(["--binding-update-debounce", "500ms"])
+    assert scheduler_cmd.operator_config(debounced).binding_update_debounce == 0.5
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--binding-update-debounce", "-1s"])

@@ -293,6 +293,32 @@ EVENT_BINDING_ADD = "BindingAdd"
 EVENT_BINDING_UPDATE = "BindingUpdate"
 EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 EVENT_CLUSTER_CHANGED = "ClusterChanged"
+# Queueing hints (KEP-4247; scheduler/framework/hints.py): every hint asked of an unschedulable
+# binding for an event, by the event and the answer (Queue: it went back; Skip: it stays), and the
+# time from the event that moved a binding to that binding's next decision.
+QUEUEING_HINTS = Counter(
+    "fleetsched_scheduler_queueing_hints_total",
+    "Queueing hints asked of unschedulable bindings, by event and hint result (Queue requeues).",
+    ["event", "hint"],
+    registry=REGISTRY,
+)
+EVENT_TO_DECISION = Histogram(
+    "fleetsched_scheduler_event_to_decision_seconds",
+    "Time from an event that requeued an unschedulable binding to that binding's next decision.",
+    ["event"],
+    buckets=_exponential(0.001, 2, 15),
+    registry=REGISTRY,
+)
+
+
+class HintMetrics:
+    """The queue's ``HintObserver``: the two series above."""
+
+    def hinted(self, event: str, hint: Any) -> None:
+        QUEUEING_HINTS.labels(event, hint.value).inc()
+
+    def decided(self, event: str, seconds: float) -> None:
+        EVENT_TO_DECISION.labels(event).observe(seconds)
 
 
 def observe_step(step: str, seconds: float) -> None:

@@ -13,6 +13,13 @@ Reproduces karmada-scheduler's priority queue (spec/scheduler.md §3.2):
 * A flusher moves expired backoff entries to activeQ every second; another moves unschedulable
   entries older than five minutes every 30 seconds. Cluster changes push the affected keys, which
   takes them out of the unschedulable set at once.
+* Queueing hints (kube-scheduler's KEP-4247, ``scheduler/framework/hints.py``): a key parked as
+  unschedulable keeps its rejectors' hint (``note_rejection``); ``on_event`` moves only the keys
+  whose hint answers Queue for the event, to backoff while their backoff lasts, else to activeQ.
+  Events that arrive while a worker holds a key are applied when it parks. The five-minute flush
+  stays the backstop.
+* ``push_debounced`` (``--binding-update-debounce``): the spec updates of one key within the window
+  are pushed once, when it ends.
 
 Owns no Kubernetes objects and does no I/O: keys and priorities in, keys out. Keys are
 ``QueueKey`` values (kind, namespace, name), never strings taken apart again; the queue itself
@@ -54,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from fleetsched.scheduler.framework.containment import Call, PluginError, PluginHealth, escapes
+from fleetsched.scheduler.framework.hints import QueueEvent, QueueingHint
 from fleetsched.scheduler.framework.interface import QueuedBindingInfo
 
 INITIAL_BACKOFF = 1.0
@@ -71,6 +79,12 @@ SORT_BUDGET = 1.0
 SORT_POLL = 0.05
 # The extension point a QueueSort plugin's overruns are counted at (metrics, log lines).
 QUEUE_SORT_POINT = "QueueSort"
+# Events remembered for a key while a worker holds it (applied if it then parks as unschedulable);
+# past this many the key is requeued whatever its rejectors (kube-scheduler's in-flight events).
+MAX_IN_FLIGHT_EVENTS = 64
+
+# Whether an event can help a parked binding: the hint of its rejectors (hints.requeue_hint).
+Hint = Callable[[QueueEvent], QueueingHint]
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +375,15 @@ class QueueObserver(Protocol):
     def retried(self) -> None: ...
 
 
+class HintObserver(Protocol):
+    """What the queueing hints report: each hint asked (by event and answer) and, for a key an
+    event moved, the time from that event to the key's next decision."""
+
+    def hinted(self, event: str, hint: QueueingHint) -> None: ...
+
+    def decided(self, event: str, seconds: float) -> None: ...
+
+
 @dataclass
 class SchedulingQueue:
     """Priority queue with backoff and an unschedulable set; several workers may pop at once."""
@@ -404,6 +427,16 @@ class SchedulingQueue:
             priority_based=False, initial_backoff=LEGACY_INITIAL_BACKOFF, max_backoff=LEGACY_MAX_BACKOFF,
             **kwargs,
         )
+    # Queueing hints (KEP-4247): hears hints asked and event-to-decision times; None: nobody listens.
+    hint_observer: HintObserver | None = None
+    # key -> its rejectors' hint, from its last failed attempt (``note_rejection``)
+    _hints: dict[Hashable, Hint] = field(default_factory=dict)
+    # key -> events that arrived while a worker held it (None: too many, requeue it anyway)
+    _in_flight_events: dict[Hashable, list[QueueEvent] | None] = field(default_factory=dict)
+    # key -> (queue time of the event that moved it, the event's label): the decision histogram
+    _moved_by: dict[Hashable, tuple[float, str]] = field(default_factory=dict)
+    # Debounced spec updates (--binding-update-debounce): key -> (due time, priority)
+    _debounced: dict[Hashable, tuple[float, int]] = field(default_factory=dict)
 
     # -- producers ------------------------------------------------------------------------------
 
@@ -417,7 +450,8 @@ class SchedulingQueue:
             self._dirty[key] = priority
             return
         self._backoff.pop(key, None)
-        self._unschedulable.pop(key, None)
+        if self._unschedulable.pop(key, None) is not None:
+            self._hints.pop(key, None)
         if key in self._active_index:
             return  # already waiting: a no-op (§3.2)
         self._add_active(QueuedBinding(key, priority, self.clock(), 0))
@@ -500,6 +534,7 @@ class SchedulingQueue:
         entry.attempts += 1
         self._processing[entry.key] = entry
         entry.started = self.clock()
+        self._in_flight_events[entry.key] = []
         if self.observer is not None:
             self.observer.taken(entry.started - entry.timestamp)
         return entry
@@ -538,9 +573,13 @@ class SchedulingQueue:
         """Report how processing ``entry`` ended (see the module docstring)."""
         if self._processing.pop(entry.key, None) is not None and self.observer is not None:
             self.observer.finished(self.clock() - entry.started)
+        in_flight = self._in_flight_events.pop(entry.key, [])
+        self._observe_decided(entry.key)
         dirty_priority = self._dirty.pop(entry.key, None)
         if dirty_priority is not None:
             self.push(entry.key, dirty_priority)
+        if outcome is not Outcome.UNSCHEDULABLE or not self.priority_based:
+            self._hints.pop(entry.key, None)  # (Karmada's legacy queue has no unschedulable set)
         if outcome is Outcome.DONE or self._closed:
             return
         waiting = entry.key in self._active_index
@@ -548,6 +587,14 @@ class SchedulingQueue:
             if not waiting and entry.key not in self._backoff:
                 self._unschedulable[entry.key] = entry
                 self._retried()
+                if in_flight is None:
+                    self._move(entry.key, "InFlightEvents")
+                else:
+                    for event in in_flight:  # what happened meanwhile may already help
+                        if self._hint_moves(entry.key, event):
+                            break
+            else:
+                self._hints.pop(entry.key, None)
         elif not waiting and entry.key not in self._unschedulable:
             self._backoff[entry.key] = entry
             self._retried()
@@ -582,6 +629,7 @@ class SchedulingQueue:
         expired.sort(key=lambda e: (-e.priority, e.timestamp))
         for entry in expired:
             del self._unschedulable[entry.key]
+            self._hints.pop(entry.key, None)
             self._requeue(entry)
         return len(expired)
 
@@ -602,6 +650,7 @@ class SchedulingQueue:
         while not self._closed:
             await asyncio.sleep(backoff_period)
             self.flush_backoff()
+            self.flush_debounced()
             if self.clock() - last_unschedulable >= unschedulable_period:
                 last_unschedulable = self.clock()
                 self.flush_unschedulable()
@@ -616,6 +665,9 @@ class SchedulingQueue:
         self._backoff.pop(key, None)
         self._unschedulable.pop(key, None)
         self._dirty.pop(key, None)
+        self._hints.pop(key, None)
+        self._moved_by.pop(key, None)
+        self._debounced.pop(key, None)
 
     def close(self) -> None:
         """Stop handing out entries; waiting ``pop()`` calls raise ``QueueClosed``."""
@@ -652,6 +704,102 @@ class SchedulingQueue:
             or key in self._unschedulable
             or key in self._processing
         )
+
+
+    # -- queueing hints (KEP-4247) ----------------------------------------------------------------
+
+    def note_rejection(self, key: Hashable, hint: Hint) -> None:
+        """What can help ``key``, whose attempt (being processed) just failed as unschedulable: kept
+        while it waits in the unschedulable set."""
+        self._hints[key] = hint
+
+    def on_event(self, event: QueueEvent) -> int:
+        """An event that may help waiting bindings: each unschedulable key whose hint answers QUEUE
+        goes back (to backoff while its backoff lasts, else to activeQ); keys being processed
+        remember it. Returns how many keys moved."""
+        if self._closed:
+            return 0
+        for key, seen in self._in_flight_events.items():
+            if seen is not None:
+                if len(seen) >= MAX_IN_FLIGHT_EVENTS:
+                    self._in_flight_events[key] = None
+                else:
+                    seen.append(event)
+        moved = 0
+        for key in list(self._unschedulable):
+            if self._hint_moves(key, event):
+                moved += 1
+        return moved
+
+    def _hint_moves(self, key: Hashable, event: QueueEvent) -> bool:
+        hint = self._hints.get(key)
+        answer = QueueingHint.QUEUE if hint is None else hint(event)
+        label = event.kind.label
+        if self.hint_observer is not None:
+            self.hint_observer.hinted(label, answer)
+        if answer is QueueingHint.SKIP:
+            return False
+        self._move(key, label)
+        return True
+
+    def _move(self, key: Hashable, label: str) -> None:
+        """Out of the unschedulable set: to backoff while the entry's backoff lasts, else activeQ."""
+        entry = self._unschedulable.pop(key, None)
+        if entry is None:
+            return
+        self._hints.pop(key, None)
+        now = self.clock()
+        self._moved_by[key] = (now, label)
+        if entry.timestamp + self.backoff_duration(entry) > now:
+            self._backoff[key] = entry
+        else:
+            self._requeue(entry)
+
+    def _observe_decided(self, key: Hashable) -> None:
+        moved = self._moved_by.pop(key, None)
+        if moved is not None and self.hint_observer is not None:
+            self.hint_observer.decided(moved[1], self.clock() - moved[0])
+
+    def waiting_on_events(self) -> bool:
+        """Whether an event could move anything: a key waits as unschedulable or is being processed
+        (the event handlers skip working out events otherwise)."""
+        return bool(self._unschedulable) or bool(self._in_flight_events)
+
+    def hint_pending(self, key: Hashable) -> bool:
+        """Whether ``key`` waits in the unschedulable set with its rejectors' hint (for tests)."""
+        return key in self._unschedulable and key in self._hints
+
+    # -- debounced updates (--binding-update-debounce) -------------------------------------------
+
+    def push_debounced(self, key: Hashable, priority: int, window: float) -> None:
+        """A spec update of ``key``: pushed once ``window`` seconds after the first update of a
+        burst, whatever more updates arrive meanwhile (0: at once, as ``push``)."""
+        if window <= 0:
+            self.push(key, priority)
+            return
+        if self._closed:
+            return
+        pending = self._debounced.get(key)
+        due = pending[0] if pending is not None else self.clock() + window
+        self._debounced[key] = (due, priority)  # the latest priority
+        if pending is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # no loop (tests): flush_debounced is called by hand, or by run_flushers
+            loop.call_later(window, self.flush_debounced)
+
+    def flush_debounced(self) -> int:
+        """Push the debounced keys whose window has passed; returns how many."""
+        now = self.clock()
+        due = [(key, priority) for key, (at, priority) in self._debounced.items() if at <= now]
+        for key, priority in due:
+            del self._debounced[key]
+            self.push(key, priority)
+        return len(due)
+
+    def debouncing(self, key: Hashable) -> bool:
+        return key in self._debounced
 
 
 class QueueClosed(Exception):

@@ -89,6 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "footprint is deducted from a cluster's capacity when its aggregatedStatus never turns Healthy "
         "(default 5m, Karmada's)",
     )
+    parser.add_argument(
+        "--binding-update-debounce",
+        type=command.non_negative_duration,
+        default="0s",
+        help="spec updates of one binding within this window are scheduled once, when it ends (the "
+        "first update opens it); 0 schedules every update at once (default 0s)",
+    )
     command.add_kube_api_arguments(parser, qps=500.0, burst=1000)
     parser.add_argument(
         "--plugins",
@@ -290,6 +297,7 @@ def operator_config(
         overcommit_protection=bool(args.feature_gates.get("SchedulingOvercommitProtection", False)),
         assumption_ttl=args.assumption_ttl,
         move_budget=move_budget,
+        binding_update_debounce=args.binding_update_debounce,
     )
 
 

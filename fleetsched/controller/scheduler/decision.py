@@ -25,6 +25,7 @@ from typing import Any
 
 from fleetsched.controller.scheduler.placement_json import placement_changed
 from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
+from fleetsched.scheduler.framework.hints import ClusterEvent
 from fleetsched.scheduler.pipeline import reschedule_required
 from fleetsched.scheduler.types import DIVIDED, DUPLICATED, BindingStatus, SchedulingBinding
 
@@ -117,6 +118,48 @@ def cluster_update_reconciles(old: Obj, new: Obj) -> list[Obj]:
     if labels_changed or generation(old) != generation(new):
         return [old, new]
     return []
+
+
+def cluster_reads_changed(old: Obj, new: Obj) -> bool:
+    """Whether a Cluster update changed anything a plugin or estimator reads (labels, spec, the
+    resource summary, the API enablements, deletion): the queueing hints look no further otherwise,
+    so a heartbeat that only moves conditions or timestamps costs these comparisons."""
+    old_meta, new_meta = _meta(old), _meta(new)
+    if old_meta.get("labels") != new_meta.get("labels"):
+        return True
+    if old_meta.get("deletionTimestamp") != new_meta.get("deletionTimestamp"):
+        return True
+    if _spec(old) != _spec(new):
+        return True
+    old_status, new_status = _status(old), _status(new)
+    return old_status.get("resourceSummary") != new_status.get("resourceSummary") or (
+        old_status.get("apiEnablements") != new_status.get("apiEnablements")
+    )
+
+
+def _targets(binding: Obj | None) -> dict[str, int]:
+    if binding is None:
+        return {}
+    out: dict[str, int] = {}
+    for target in _spec(binding).get("clusters") or ():
+        if isinstance(target, Mapping) and isinstance(target.get("name"), str):
+            out[target["name"]] = int(target.get("replicas") or 0)
+    return out
+
+
+def binding_freed(old: Obj, new: Obj | None) -> list[tuple[ClusterEvent, str]]:
+    """The room a binding change gave back, per cluster (queueing hints): every target of a deleted
+    binding; a target dropped (rescheduled) or with fewer replicas (scaled down) on an update."""
+    before, after = _targets(old), _targets(new)
+    if new is None:
+        return [(ClusterEvent.BINDING_DELETED, name) for name in before]
+    freed: list[tuple[ClusterEvent, str]] = []
+    for name, replicas in before.items():
+        if name not in after:
+            freed.append((ClusterEvent.BINDING_RESCHEDULED, name))
+        elif after[name] < replicas:
+            freed.append((ClusterEvent.BINDING_SCALED_DOWN, name))
+    return freed
 
 
 def cluster_matches_binding(cluster: Obj, binding: Obj, matches: Callable[[Obj, Obj], bool]) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import functools
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ from fleetsched.scheduler.convert import (
     cluster_from_dict,
 )
 from fleetsched.scheduler.errors import FitError, SchedulingError, UnschedulableError
+from fleetsched.scheduler.framework import hints
 from fleetsched.scheduler.framework.defaults import DEFAULT_QUEUE_SORT
 from fleetsched.scheduler.framework.interface import Code, Status
 from fleetsched.scheduler.framework.runtime import BindingCycle
@@ -135,6 +137,11 @@ def is_quota_exceeded(exc: ApiError) -> bool:
     return exc.status == 403 and exc.reason == QUOTA_EXCEEDED
 
 
+def _every_event(plugin: str) -> None:
+    """Registrations of a core without a framework: none declared, so every event may help."""
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class _Attempt:
     """What ``_decide`` hands to the attempt: why, and the binding as read (or why unreadable)."""
@@ -174,6 +181,8 @@ class OperatorConfig:
     assumption_ttl: float = DEFAULT_TTL
     # ``moveBudget`` (issue 27, moves.py): None, Karmada's writes
     move_budget: MoveBudget | None = None
+    # --binding-update-debounce (seconds): spec updates of one binding within it are scheduled once
+    binding_update_debounce: float = 0.0
 
 
 class ReserveConflict(Exception):
@@ -215,6 +224,8 @@ class SchedulerOperator:
     _with_peers: tuple[Any, int, Any] | None = None
     namespaces: ObjectCache | None = None  # cached (and watched) only when a plugin asked for their lister
     polls: moves.Polls = field(default_factory=moves.Polls)  # bindings in the middle of a move (moves.py)
+    # the clusters whose assumptions the record changed last (a release names them: _assumptions_released)
+    _assumptions_touched: tuple[str, ...] = ()
     # leadership or shard membership, the workers, start-up and shutdown (composed around this operator)
     runtime: ControllerRuntime = field(init=False)
 
@@ -241,6 +252,8 @@ class SchedulerOperator:
         metrics.PENDING_BINDINGS.labels("active").set_function(lambda: queue.sizes().active)
         metrics.PENDING_BINDINGS.labels("backoff").set_function(lambda: queue.sizes().backoff)
         metrics.PENDING_BINDINGS.labels("unschedulable").set_function(lambda: queue.sizes().unschedulable)
+        if queue.hint_observer is None:
+            queue.hint_observer = metrics.HintMetrics()
         if self.peers is None and any(  # a duck-typed core without settings has no such gate
             getattr(getattr(s, "settings", None), "workload_affinity", False)
             for s in (self.scheduler, *self.profiles.values())
@@ -250,7 +263,7 @@ class SchedulerOperator:
             self.assumptions = AssumeRecord(
                 self.config.assumption_ttl,
                 on_change=self._assumptions_changed,
-                on_release=reserve.count_released,
+                on_release=self._assumptions_released,
             )
         self.namespaces = listers.wire(self.scheduler, self.profiles, self.clusters, self.bindings)
         sharding = self.config.sharding
@@ -286,6 +299,7 @@ class SchedulerOperator:
                 assumptions.forget(self.assumptions, kind, obj)
             if self.peers is not None:
                 self.peers.observe(kind, None, key)
+            self._binding_hint_events(obj, None)
             return
         cached = cache.get(key)
         if cached is not None and resource_version(cached) == resource_version(obj) is not None:
@@ -297,6 +311,8 @@ class SchedulerOperator:
             assumptions.observe(self.assumptions, kind, previous, obj)
         if self.peers is not None:
             self.peers.observe(kind, obj)
+        if previous is not None:
+            self._binding_hint_events(previous, obj)
         names = self.config.scheduler_names
         new_passes = self._note_skip(qkey, decision.skip_reason(obj, names))
         if self.config.sharding is not None:
@@ -314,7 +330,15 @@ class SchedulerOperator:
             and decision.binding_update_enqueues(previous, obj, own_generation=self.own_generation.get(qkey))
         ):
             metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_BINDING_UPDATE).inc()
-            self.queue.push(qkey, decision.binding_priority(obj))
+            debounce = self.config.binding_update_debounce
+            self.queue.push_debounced(qkey, decision.binding_priority(obj), debounce)
+
+    def _binding_hint_events(self, old: Mapping[str, Any], new: Mapping[str, Any] | None) -> None:
+        """Queueing hints: room a binding gave back on its clusters (deleted, scaled down, moved)."""
+        if not self.queue.waiting_on_events():
+            return
+        for kind, cluster in decision.binding_freed(old, new):
+            self.queue.on_event(hints.QueueEvent(kind, cluster))
 
     def _note_skip(self, qkey: QueueKey, reason: str | None) -> bool:
         """Count and log a binding the event filter passes by, once per binding and reason (at the
@@ -338,10 +362,28 @@ class SchedulerOperator:
                 self.accurate.forget(key)
             return
         stored, previous = self.clusters.upsert(obj)
-        if not stored or previous is None:
-            return  # cluster add events never enqueue (§3.1)
-        for changed in decision.cluster_update_reconciles(previous, obj):
-            self._reconcile_cluster(changed)
+        if not stored:
+            return
+        if previous is not None:  # cluster add events never enqueue (§3.1)
+            for changed in decision.cluster_update_reconciles(previous, obj):
+                self._reconcile_cluster(changed)
+        self._cluster_hint_events(previous, obj)
+
+    def _cluster_hint_events(self, previous: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> None:
+        """Queueing hints: what a Cluster add or update changed of what a plugin or estimator reads,
+        offered to the unschedulable bindings (a heartbeat that changes none of it costs a few dict
+        comparisons, and nothing at all while no binding waits)."""
+        if not self.queue.waiting_on_events():
+            return
+        if previous is not None and not decision.cluster_reads_changed(previous, obj):
+            return
+        try:
+            old = cluster_from_dict(previous) if previous is not None else None
+            new = cluster_from_dict(obj)
+        except ConversionError:
+            return  # _reconcile_cluster or the snapshot reports it
+        for kind in hints.split(hints.cluster_events(old, new)):
+            self.queue.on_event(hints.QueueEvent(kind, new.name, old, new))
 
     def _reconcile_cluster(self, cluster: Mapping[str, Any]) -> None:
         try:
@@ -509,7 +551,23 @@ class SchedulerOperator:
                 self.ledger.written(key, failed=not written)
         self._report(kind, key, obj, rendered, result, attempt.decision, patches, started=started)
         self._after_move(kind, key, obj, step, warning)
-        return queue_outcome(result, over_budget=over_budget)
+        outcome = queue_outcome(result, over_budget=over_budget)
+        if outcome is Outcome.UNSCHEDULABLE:
+            self._note_rejection(kind, key, obj, result)
+        return outcome
+
+    def _note_rejection(self, kind: str, key: str, obj: Mapping[str, Any], result: ScheduleResult) -> None:
+        """Queueing hints: who rejected which clusters, kept with the binding while it waits as
+        unschedulable, and the events its profile's plugins registered for them."""
+        rejections = hints.rejections_of(result)
+        if self.assumptions is not None:
+            short = next((r.clusters for r in rejections if r.plugin == hints.ESTIMATOR), None)
+            if short:
+                rejections += (hints.Rejection(hints.ASSUME_RECORD, short),)
+        framework = getattr(self._scheduler_for(decision.effective_scheduler_name(obj)), "framework", None)
+        registrations = getattr(framework, "events_to_register", None) or _every_event
+        hint = functools.partial(hints.requeue_hint, rejections, registrations=registrations)
+        self.queue.note_rejection(queue_key(kind, key), hint)
 
     # ---- moves within a budget (moves.py) -------------------------------------------------------
 
@@ -637,7 +695,18 @@ class SchedulerOperator:
 
     def _assumptions_changed(self, clusters: Iterable[str]) -> None:
         if self.assumptions is not None:
+            clusters = tuple(clusters)
+            self._assumptions_touched = clusters
             reserve.publish(self.assumptions, clusters)
+
+    def _assumptions_released(self, reason: Any, count: int) -> None:
+        """The record gave room back (it reports a release right after the change naming its
+        clusters): an ASSUMPTION_RELEASED event on each, for the queueing hints."""
+        reserve.count_released(reason, count)
+        touched, self._assumptions_touched = self._assumptions_touched, ()
+        if self.queue.waiting_on_events():
+            for cluster in touched:
+                self.queue.on_event(hints.QueueEvent(hints.ClusterEvent.ASSUMPTION_RELEASED, cluster))
 
     def _unreserve(self, kind: str, key: str, reservation: Reservation | None) -> None:
         """A decision that will not be written: its reservation given back, its peer entry as stored."""

@@ -74,8 +74,7 @@ def publish(record: AssumeRecord, clusters: Iterable[str]) -> None:
 
 
 def count_released(reason: Release, count: int) -> None:
-    # Released capacity does not move unschedulable bindings back to the queue: Karmada retries
-    # them on cluster changes and the periodic flush only, and so does this queue.
+    # (The operator also offers the release to the unschedulable bindings: queueing hints.)
     metrics.ASSUMPTIONS_RELEASED.labels(str(reason)).inc(count)
 
 

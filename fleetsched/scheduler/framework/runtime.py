@@ -53,6 +53,7 @@ from fleetsched.scheduler.framework.extenders import (
     SerialDriver,
 )
 from fleetsched.scheduler.framework.fit import FilterSlot, FitOutcome, ScoreSlot
+from fleetsched.scheduler.framework.hints import ClusterEventWithHint, registrations_of
 from fleetsched.scheduler.framework.instrumentation import (
     NORMALIZE_SCORE,
     POINT_NAMES,
@@ -173,6 +174,7 @@ class FrameworkError(ValueError):
 
 # The package of fleetsched's own plugins (plugins/registry.py); an out-of-tree plugin lives elsewhere.
 IN_TREE_PREFIX = "fleetsched.scheduler.plugins."
+_UNSET = object()  # a registration not looked up yet
 
 
 # ---- the Framework -------------------------------------------------------------------------------
@@ -214,6 +216,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
         self._timer = timer
         self.driver: Driver = driver or SerialDriver()
         self._instances: dict[str, Plugin] = {}
+        self._registrations: dict[str, object] = {}  # plugin -> its queueing-hint registrations
         self._waiting: dict[str, WaitingAtPermit] = {}
         self._waiting_lock = threading.Lock()
         # Overruns and broken plugins of this profile (``containment.PluginHealth``).
@@ -355,6 +358,19 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
     def plugin(self, name: str) -> Plugin | None:
         """The instance of an enabled plugin (for tests and explanations)."""
         return self._instances.get(name)
+
+    # ---- queueing hints ----------------------------------------------------------------------
+
+    def events_to_register(self, plugin: str) -> tuple[ClusterEventWithHint, ...] | None:
+        """What plugin ``plugin`` of this profile declared can help a binding it rejected (hints.py);
+        None for a plugin that declares nothing or is not one of the profile's (an extender): every
+        event may help then."""
+        found = self._registrations.get(plugin, _UNSET)
+        if found is _UNSET:
+            instance = self._instances.get(plugin)
+            found = None if instance is None else registrations_of(instance)
+            self._registrations[plugin] = found
+        return found  # type: ignore[return-value]
 
     # ---- QueueSort ---------------------------------------------------------------------------
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import ClassVar
 
-from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
+from fleetsched.plugin import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterFacet,
+    FilterContext,
+    Handle,
+    Result,
+    queue_if_rejected_here,
+)
 from fleetsched.scheduler.types import ClusterInfo
 
 NAME = "APIEnablement"
@@ -17,6 +25,11 @@ class APIEnablement:
 
     name = NAME
     cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.API_ENABLEMENTS
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A rejected cluster helps once it reports a new API enablement; a new cluster may serve it."""
+        events = ClusterEvent.API_ENABLEMENT_ADDED | ClusterEvent.CLUSTER_ADDED
+        return (ClusterEventWithHint(events, queue_if_rejected_here),)
 
     def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the resource's API and the current targets only."""

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import ClassVar
 
-from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
+from fleetsched.plugin import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterFacet,
+    FilterContext,
+    Handle,
+    Result,
+    queue_if_rejected_here,
+)
 from fleetsched.scheduler.matching import affinity_mask, cluster_index, compile_affinity
 from fleetsched.scheduler.types import ClusterAffinity as ClusterAffinityValue
 from fleetsched.scheduler.types import ClusterInfo, ClusterSelection
@@ -40,6 +48,11 @@ class ClusterAffinity:
 
     name = NAME
     cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.LABELS | ClusterFacet.FIELDS
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A rejected cluster may match once its labels or fields change; a new cluster may match."""
+        events = ClusterEvent.LABELS_CHANGED | ClusterEvent.FIELDS_CHANGED | ClusterEvent.CLUSTER_ADDED
+        return (ClusterEventWithHint(events, queue_if_rejected_here),)
 
     def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the applicable affinities only (the score is constant)."""

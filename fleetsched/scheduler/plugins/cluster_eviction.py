@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import ClassVar
 
-from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
+from fleetsched.plugin import ClusterEventWithHint, ClusterFacet, FilterContext, Handle, Result
 from fleetsched.scheduler.types import ClusterInfo
 
 NAME = "ClusterEviction"
@@ -17,6 +17,11 @@ class ClusterEviction:
 
     name = NAME
     cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.NONE
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """No cluster or binding event changes its answer: only the binding's own eviction tasks
+        do, and a change of the binding queues it anyway."""
+        return ()
 
     def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the eviction tasks only."""

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import ClassVar
 
-from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
+from fleetsched.plugin import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterFacet,
+    FilterContext,
+    Handle,
+    Result,
+    queue_if_rejected_here,
+)
 from fleetsched.scheduler.types import ClusterInfo
 
 NAME = "SpreadConstraint"
@@ -19,6 +27,11 @@ class SpreadConstraint:
 
     name = NAME
     cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.FIELDS
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A rejected cluster helps once its provider, region or zone changes; a new cluster may have them."""
+        events = ClusterEvent.FIELDS_CHANGED | ClusterEvent.CLUSTER_ADDED
+        return (ClusterEventWithHint(events, queue_if_rejected_here),)
 
     def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the fields spread over only."""

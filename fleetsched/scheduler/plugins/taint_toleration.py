@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import ClassVar
 
-from fleetsched.plugin import ClusterFacet, FilterContext, Handle, Result
+from fleetsched.plugin import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterFacet,
+    FilterContext,
+    Handle,
+    Result,
+    queue_if_rejected_here,
+)
 from fleetsched.scheduler.matching import tolerates
 from fleetsched.scheduler.types import ClusterInfo
 
@@ -18,6 +26,11 @@ class TaintToleration:
 
     name = NAME
     cluster_inputs: ClassVar[ClusterFacet] = ClusterFacet.TAINTS
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A rejected cluster helps once a taint is removed from it; a new cluster may tolerate."""
+        events = ClusterEvent.TAINT_REMOVED | ClusterEvent.CLUSTER_ADDED
+        return (ClusterEventWithHint(events, queue_if_rejected_here),)
 
     def binding_key(self, ctx: FilterContext) -> Hashable:
         """Verdicts depend on the tolerations and the current targets only."""

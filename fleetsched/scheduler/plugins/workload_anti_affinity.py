@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from fleetsched.plugin import FilterContext, Handle, Result
+from fleetsched.plugin import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    FilterContext,
+    Handle,
+    Result,
+    queue_if_rejected_here,
+)
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 
 NAME = "WorkloadAntiAffinity"
@@ -20,6 +27,12 @@ class WorkloadAntiAffinity:
     """
 
     name = NAME
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A rejected cluster helps once an anti-affine peer leaves it (deleted or moved); a new
+        cluster has no peer."""
+        events = ClusterEvent.BINDING_DELETED | ClusterEvent.BINDING_RESCHEDULED | ClusterEvent.CLUSTER_ADDED
+        return (ClusterEventWithHint(events, queue_if_rejected_here),)
 
     def filter(self, ctx: FilterContext, cluster: ClusterInfo) -> Result:
         """Pass for current targets and bindings without a group."""
