@@ -164,6 +164,12 @@ class ClusterStore(ObjectCache):
         self._infos[key] = (rv, info)
         return info
 
+    def converted(self, obj: Obj) -> ClusterInfo | None:
+        """``obj`` (this store's object, or the one it just replaced) as the core sees it, through
+        the memo the snapshots use: the previous version is usually converted already, and the
+        new one is then not converted again by the next snapshot. None when malformed."""
+        return self._convert(object_key(obj), obj)
+
     def snapshot(self) -> Snapshot:
         """The clusters as the scheduling core sees them; shared until a Cluster changes, then
         derived from the previous one by replacing the changed clusters only."""

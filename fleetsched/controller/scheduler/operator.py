@@ -377,11 +377,12 @@ class SchedulerOperator:
             return
         if previous is not None and not decision.cluster_reads_changed(previous, obj):
             return
-        try:
-            old = cluster_from_dict(previous) if previous is not None else None
-            new = cluster_from_dict(obj)
-        except ConversionError:
-            return  # _reconcile_cluster or the snapshot reports it
+        # Through the store's memo: the old version was converted for a snapshot already, and the
+        # new one's conversion is the next snapshot's.
+        old = self.clusters.converted(previous) if previous is not None else None
+        new = self.clusters.converted(obj)
+        if new is None or (previous is not None and old is None):
+            return  # malformed: the store has logged it
         for kind in hints.split(hints.cluster_events(old, new)):
             self.queue.on_event(hints.QueueEvent(kind, new.name, old, new))
 
