@@ -13,14 +13,17 @@ from hypothesis import strategies as st
 
 from fleetsched.controller.runtime.shard import (
     GROUP_LABEL,
+    PROOF_PREFIX,
     MembershipChange,
     ShardConfig,
     ShardMembership,
     member_name,
     member_score,
+    proof_name,
     rendezvous_owner,
 )
 from fleetsched.kube.client import ApiError
+from fleetsched.kube.lease import INSTANCE_ANNOTATION
 
 GROUP = "fleetsched-scheduler"
 
@@ -83,15 +86,29 @@ class MemoryLeases:
         return copy.deepcopy(lease)
 
     def put_peer(
-        self, name: str, renew_time: str = "2020-01-01T00:00:00.000000Z", duration: int = 15
+        self, name: str, renew_time: str = "2020-01-01T00:00:00.000000Z", duration: int = 15,
+        *, proven: bool = True,
     ) -> None:
-        """A peer's Lease as another process would write it (its renewTime in its own clock)."""
+        """A peer's Lease as another process would write it (its renewTime in its own clock); with
+        ``proven``, as another replica of the group would: its proof renewed with it."""
+        instance = f"instance-of-{name}"
         self._store(
             {
-                "metadata": {"name": name, "namespace": "karmada-system", "labels": {GROUP_LABEL: GROUP}},
+                "metadata": {
+                    "name": name, "namespace": "karmada-system", "labels": {GROUP_LABEL: GROUP},
+                    "annotations": {INSTANCE_ANNOTATION: instance},
+                },
                 "spec": {"holderIdentity": name, "leaseDurationSeconds": duration, "renewTime": renew_time},
             }
         )
+        if proven:
+            self.put_proof(name, f"{instance} {renew_time}")
+
+    def put_proof(self, name: str, value: str) -> None:
+        proofs = self.leases.get(proof_name(GROUP)) or {"metadata": {"name": proof_name(GROUP)}, "spec": {}}
+        proofs = copy.deepcopy(proofs)
+        proofs["metadata"].setdefault("annotations", {})[PROOF_PREFIX + name] = value
+        self._store(proofs)
 
 
 class Clock:
