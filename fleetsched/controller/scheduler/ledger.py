@@ -555,10 +555,9 @@ class Ledger:
                 self._forget(name)  # it left the group (or never was in it): nothing of it counts
                 if self._skipped.get(name) != text:
                     self._skipped[name] = text
-                    self._skip(
-                        member, UNKNOWN_MEMBER, f"{member} holds no member Lease of the group",
-                        count=max(len(entries), 1),
-                    )
+                    reason, error = self._first_problem(entries, now)
+                    error = f"{error + '; ' if error else ''}{member} holds no member Lease of the group"
+                    self._skip(member, reason, error, count=max(len(entries), 1))
                 continue
             self._skipped.pop(name, None)
             self._take_member(member, name, entries, now)
@@ -587,6 +586,17 @@ class Ledger:
                 continue
             # held REMOTE_TTL at most from now, whatever the stamp (within FUTURE_SKEW) says
             self.record.observe_remote(key, footprints, expires_at=min(at, now) + REMOTE_TTL)
+
+    @staticmethod
+    def _first_problem(entries: Mapping[str, Any], now: float) -> tuple[str, str]:
+        """The first entry's own problem (reason, message), or (``UNKNOWN_MEMBER``, ''): what a
+        non-member's annotation is said with, so a broken entry is named as such wherever it is."""
+        for raw in entries.values():
+            try:
+                decode_entry(raw, now=now)
+            except EntryProblem as exc:
+                return exc.reason, str(exc)
+        return UNKNOWN_MEMBER, ""
 
     def _forget(self, name: str) -> None:
         """What was taken in from the annotation ``name`` is released."""

@@ -227,16 +227,22 @@ ALL_OF_M1 = [["web", {str(CAPACITY): "m1"}]]
         ("g-r1", "[1,2,3]", "unparsable", None),
         ("g-r1", json.dumps({"ns/x": _with(t="abc", c=ALL_OF_M1)}), "unparsable", None),
         ("g-r1", json.dumps({"ns/x": _with(v=9, c=ALL_OF_M1)}), "unknown_version", None),
-        ("g-ghost", "FUTURE-ALL-CPU", "unknown_member", {"g-r0", "g-r1"}),
+        ("g-ghost", "ALL-CPU", "unknown_member", {"g-r0", "g-r1"}),
+        ("g-ghost", "FUTURE-ALL-CPU", "future", {"g-r0", "g-r1"}),  # the issue's: both at once
         ("g-r1", "FUTURE-ALL-CPU", "future", {"g-r0", "g-r1"}),
+        ("g-ghost", json.dumps({"ns/x": _with(t="abc", c=ALL_OF_M1)}), "unparsable", {"g-r0"}),
     ],
-    ids=["garbage", "list", "t-abc", "newer-layout", "unknown-member", "future-stamp"],
+    ids=[
+        "garbage", "list", "t-abc", "newer-layout", "unknown-member", "unknown-member-future", "future-stamp",
+        "unknown-member-t-abc",
+    ],
 )
 def test_a_hostile_annotation_never_fails_a_commit_and_is_said_once(
     member: str, text: str, reason: str, known: set[str] | None
 ) -> None:
-    if text == "FUTURE-ALL-CPU":  # every cpu of m1, stamped an hour ahead
-        text = json.dumps({"ns/greedy": encode_entry({"m1": _workload(CAPACITY)}, time.time() + 3600)})
+    if text.endswith("ALL-CPU"):  # every cpu of m1, stamped now or an hour ahead
+        ahead = 3600 if text.startswith("FUTURE") else 0
+        text = json.dumps({"ns/greedy": encode_entry({"m1": _workload(CAPACITY)}, time.time() + ahead)})
     store = _hostile_store({ANNOTATION_PREFIX + member: text})
     before = _skipped(reason)
     with capture_logs() as logs:
