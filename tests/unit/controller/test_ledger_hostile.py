@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import hashlib
 import json
 import time
@@ -20,6 +21,7 @@ from structlog.testing import capture_logs
 
 from fleetsched.api.quantity import parse_quantity
 from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.queue import Outcome, QueuedBinding
 from fleetsched.controller.scheduler import ledger as ledger_module
 from fleetsched.controller.scheduler.ledger import (
     ANNOTATION_PREFIX,
@@ -34,7 +36,10 @@ from fleetsched.controller.scheduler.ledger import (
     ledger_name,
     parse_annotation,
 )
+from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
 from fleetsched.estimator.general import GeneralEstimator
+from fleetsched.kube.client import Connection
+from fleetsched.scheduler import Scheduler
 from fleetsched.scheduler.assume import AssumeRecord, Reservation
 from fleetsched.scheduler.types import (
     AssumedWorkload,
@@ -44,6 +49,7 @@ from fleetsched.scheduler.types import (
     ResourceSummary,
 )
 from tests.unit.controller.test_ledger import CasStore
+from tests.unit.controller.test_operator_writes import WEB, MemoryApi, a_binding, a_cluster
 
 NOW = 1_800_000_000.0
 ONE_CPU = ReplicaRequirements(resource_request=(("cpu", parse_quantity("1")),))
@@ -343,3 +349,39 @@ def test_an_unknown_members_old_annotation_is_removed_like_a_dead_members() -> N
     left = store.lease["metadata"]["annotations"]
     assert ANNOTATION_PREFIX + "g-gone" not in left
     assert ANNOTATION_PREFIX + "g-bad" in left  # no stamp to judge it by: left, skipped
+
+
+async def test_the_operator_says_a_decision_too_large_on_its_binding_and_does_not_retry_it() -> None:
+    """The binding's side of ``DecisionTooLarge``: Scheduled=False with the ledger's message, no
+    placement written, and the queue done with it (only a change to the binding retries it)."""
+    api = MemoryApi(a_binding())
+    operator = SchedulerOperator(
+        client=api,  # type: ignore[arg-type]
+        connection=Connection(server="https://unused"),
+        scheduler=Scheduler(),
+        config=OperatorConfig(overcommit_protection=True),
+    )
+    operator.on_cluster_event(None, a_cluster("m1"))
+    operator.on_binding_event(RB, None, copy.deepcopy(api.binding))
+
+    committed: list[str] = []
+
+    class TooLarge:
+        async def commit(self, key: str, footprints: Any, reservation: Reservation, take: Any, *,
+                         base: str = "") -> Reservation | None:
+            committed.append(key)
+            operator.assumptions.unreserve(reservation)  # type: ignore[union-attr]
+            raise DecisionTooLarge("decision too large for the shard group's reservation ledger: 70000 bytes")
+
+        def written(self, key: str, *, failed: bool = False) -> None:
+            raise AssertionError("nothing was committed, so nothing is written")
+
+    operator.ledger = TooLarge()  # type: ignore[assignment]
+    outcome = await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
+    assert outcome is Outcome.DONE and committed == ["ns/web"]
+    assert api.writes == ["status"]
+    (condition,) = api.binding["status"]["conditions"]
+    assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
+    assert condition["message"].startswith("decision too large for the shard group's reservation ledger")
+    assert "clusters" not in api.binding["spec"]
+    assert not operator.assumptions.holds("ns/web")  # type: ignore[union-attr]
