@@ -30,6 +30,14 @@ are client-go leader election's, applied per member:
   when it is deleted (the other stopped gracefully) or unchanged for its duration (the other
   died), it takes the Lease over and joins again (``shard_member_identity_free``). The other
   process keeps the Lease meanwhile, so the identity's share is scheduled by exactly one process.
+* A member Lease proves itself: with each renewal a replica writes ``proof.fleetsched.io/<member>``
+  = ``<its instance> <its Lease's renewTime>`` on the group's proof Lease (``proof_name``, not
+  labelled, so the LIST leaves it out). A peer counts only while that proof names the instance that
+  wrote its Lease and changed within its lease duration by OUR clock; never proven, it counts for
+  its first lease duration (a joining replica proves itself within its first round). A Lease
+  renewed by a process that schedules nothing is thus dropped within a lease duration and logged
+  once (``shard_member_unproven``). While this replica cannot read the proofs, nothing is held
+  against the others (``_peer_proven``).
 * After taking over a Lease another process wrote last (a killed previous run, or a duplicate),
   a replica owns nothing for a renew deadline, by when that process has stopped writing (its own
   fencing) whatever it is.

@@ -23,6 +23,18 @@ the others keep what they took in until the write arrives through their watch (t
 assumption replaces it) or ``REMOTE_TTL`` passes (the replica died between commit and write).
 Remote entries carry the per-replica resource requests only (no node claim or priority class): they
 live for the milliseconds between a commit and the write's watch event.
+
+Anyone with the members' Lease rights can write the ledger, and a replica of another version may
+share it during a rolling upgrade, so what the others wrote is read defensively: an annotation or
+entry that cannot be parsed (``parse_annotation``, ``decode_entry``), of a layout newer than
+``VERSION``, of a member that is no live, proven member of the group (``ShardMembership.known``), or
+stamped more than ``FUTURE_SKEW`` ahead is skipped for capacity (a commit never fails on it), said
+once per member and reason (``ledger_entry_skipped``) and counted
+(``fleetsched_scheduler_ledger_entries_skipped_total{reason}``). A readable entry is held
+``REMOTE_TTL`` at most from now. Layout 2 keeps a decision over 1,000 Clusters at a few KiB; one
+whose entry alone passes ``MAX_ENTRY_BYTES`` is refused (``DecisionTooLarge``, said on the
+binding), and a commit that would take the annotations past ``ANNOTATIONS_LIMIT`` refuses its
+newest decisions (decided again with backoff).
 """
 
 from __future__ import annotations
@@ -557,7 +569,8 @@ class Ledger:
                     self._skipped[name] = text
                     reason, error = self._first_problem(entries, now)
                     error = f"{error + '; ' if error else ''}{member} holds no member Lease of the group"
-                    self._skip(member, reason, error, count=max(len(entries), 1))
+                    first = next(iter(entries), "")
+                    self._skip(member, reason, error, binding=first, count=max(len(entries), 1))
                 continue
             self._skipped.pop(name, None)
             self._take_member(member, name, entries, now)
