@@ -33,7 +33,8 @@ are client-go leader election's, applied per member:
 * A member Lease proves itself: with each renewal a replica writes ``proof.fleetsched.io/<member>``
   = ``<its instance> <its Lease's renewTime>`` on the group's proof Lease (``proof_name``, not
   labelled, so the LIST leaves it out). A peer counts only while that proof names the instance that
-  wrote its Lease and changed within its lease duration by OUR clock; never proven, it counts for
+  wrote its Lease, and its Lease is not renewed for a lease duration (by OUR clock) past the
+  proof's last change; never proven, it counts for
   its first lease duration (a joining replica proves itself within its first round). A Lease
   renewed by a process that schedules nothing is thus dropped within a lease duration and logged
   once (``shard_member_unproven``). While this replica cannot read the proofs, nothing is held
@@ -80,7 +81,7 @@ _blake2b = hashlib.blake2b
 # A peer's Lease unchanged (by our clock) for this many of its lease durations is deleted.
 GC_LEASE_DURATIONS = 4
 PROOF_PREFIX = "proof.fleetsched.io/"  # + member: "<instance> <renewTime>" on the group's proof Lease
-PROOF_ATTEMPTS = 3  # conflicts on the proof Lease in one round before leaving it to the next
+PROOF_ATTEMPTS = 5  # conflicts on the proof Lease in one round before leaving it to the next
 MAX_MEMBER_NAME = 63  # a DNS-1123 label, so the name is also a valid label value
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -454,15 +455,19 @@ class ShardMembership:
 
     def _peer_proven(self, name: str, peer: _Peer, now: float) -> bool:
         """Whether the process renewing the peer's Lease proves it schedules: the group's proof
-        Lease carries, under the peer's name, the instance that wrote its Lease, changed within its
-        lease duration (by our clock). A peer never proven counts for its first lease duration (a
+        Lease carries, under the peer's name, the instance that wrote its Lease, and the Lease was not
+        renewed for a lease duration (by our clock) past the proof's last change. A peer never proven counts for its first lease duration (a
         replica joining writes its proof right after its Lease), and nothing is held against a
         peer while this replica cannot read the proofs itself."""
         duration = self._peer_duration(peer)
         if self._proofs_read is None or now - self._proofs_read >= self.config.renew_deadline:
             return True
         proof = self._proofs.get(name)
-        if proof is not None and proof[0].split(" ", 1)[0] == peer.instance and now - proof[1] < duration:
+        # Stale only while its Lease goes on being renewed: a lease duration of renewals (by our
+        # clock) past the proof's last change. A slow replica whose Lease and proof both lag is
+        # the liveness rule's, not this one's.
+        matches = proof is not None and proof[0].split(" ", 1)[0] == peer.instance
+        if proof is not None and matches and peer.observed - proof[1] < duration:
             if peer.unproven_logged:
                 peer.unproven_logged = False
                 log.info("shard_member_proven", lease=f"{self.config.namespace}/{name}", member=self.name)
@@ -517,6 +522,7 @@ class ShardMembership:
             except _FAILURES as exc:
                 self._lease_failed("shard_member_proof_failed", "update", exc)
                 return
+        log.info("shard_member_proof_conflicts", member=self.name, attempts=PROOF_ATTEMPTS)
 
     def _proof_body(self, name: str) -> dict[str, Any]:
         return {
