@@ -455,10 +455,11 @@ class ShardMembership:
 
     def _peer_proven(self, name: str, peer: _Peer, now: float) -> bool:
         """Whether the process renewing the peer's Lease proves it schedules: the group's proof
-        Lease carries, under the peer's name, the instance that wrote its Lease, and the Lease was not
-        renewed for a lease duration (by our clock) past the proof's last change. A peer never proven counts for its first lease duration (a
-        replica joining writes its proof right after its Lease), and nothing is held against a
-        peer while this replica cannot read the proofs itself."""
+        Lease carries, under the peer's name, the instance that wrote its Lease, and the Lease was
+        not renewed for a lease duration (by our clock) past the proof's last change. A peer never
+        proven counts for its first lease duration (a replica joining writes its proof right after
+        its Lease), and nothing is held against a peer while this replica cannot read the proofs
+        itself."""
         duration = self._peer_duration(peer)
         if self._proofs_read is None or now - self._proofs_read >= self.config.renew_deadline:
             return True
