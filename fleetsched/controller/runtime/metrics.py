@@ -229,6 +229,14 @@ LEDGER_WRITES = Counter(
     ["result"],
     registry=REGISTRY,
 )
+LEDGER_SKIPPED = Counter(
+    "fleetsched_scheduler_ledger_entries_skipped_total",
+    "Entries of other members in the shard group's reservation ledger that count for nothing, by "
+    "reason: unparsable (not JSON, wrong shape or field), unknown_version (a newer replica's layout), "
+    "unknown_member (no member Lease of the group), future (stamped ahead of this replica's clock).",
+    ["reason"],
+    registry=REGISTRY,
+)
 _assumed_labels: dict[str, set[str]] = {}
 
 

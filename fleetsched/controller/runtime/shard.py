@@ -30,6 +30,15 @@ are client-go leader election's, applied per member:
   when it is deleted (the other stopped gracefully) or unchanged for its duration (the other
   died), it takes the Lease over and joins again (``shard_member_identity_free``). The other
   process keeps the Lease meanwhile, so the identity's share is scheduled by exactly one process.
+* A member Lease proves itself: with each renewal a replica writes ``proof.fleetsched.io/<member>``
+  = ``<its instance> <its Lease's renewTime>`` on the group's proof Lease (``proof_name``, not
+  labelled, so the LIST leaves it out). A peer counts only while that proof names the instance that
+  wrote its Lease, and its Lease is not renewed for a lease duration (by OUR clock) past the
+  proof's last change; never proven, it counts for
+  its first lease duration (a joining replica proves itself within its first round). A Lease
+  renewed by a process that schedules nothing is thus dropped within a lease duration and logged
+  once (``shard_member_unproven``). While this replica cannot read the proofs, nothing is held
+  against the others (``_peer_proven``).
 * After taking over a Lease another process wrote last (a killed previous run, or a duplicate),
   a replica owns nothing for a renew deadline, by when that process has stopped writing (its own
   fencing) whatever it is.
@@ -47,6 +56,7 @@ import asyncio
 import contextlib
 import datetime
 import hashlib
+import json
 import math
 import re
 import time
@@ -70,6 +80,8 @@ _blake2b = hashlib.blake2b
 
 # A peer's Lease unchanged (by our clock) for this many of its lease durations is deleted.
 GC_LEASE_DURATIONS = 4
+PROOF_PREFIX = "proof.fleetsched.io/"  # + member: "<instance> <renewTime>" on the group's proof Lease
+PROOF_ATTEMPTS = 5  # conflicts on the proof Lease in one round before leaving it to the next
 MAX_MEMBER_NAME = 63  # a DNS-1123 label, so the name is also a valid label value
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -94,6 +106,12 @@ def rendezvous_owner(uid: str, members: Iterable[str]) -> str | None:
         if best is None or candidate > best:
             best = candidate
     return None if best is None else best[1]
+
+
+def proof_name(group: str) -> str:
+    """The group's proof Lease: the group's member-name form plus ``.member-proofs`` (a dot, which
+    no member Lease name has; not labelled with the group, so the members' LIST leaves it out)."""
+    return f"{member_name(group, '')}.member-proofs"
 
 
 def member_name(group: str, identity: str) -> str:
@@ -166,6 +184,9 @@ class _Peer:
     observed: float  # our monotonic time when ``spec`` last changed
     resource_version: str | None
     problem: str | None = None  # why its Lease is not believed (kube.lease.member_lease_problem)
+    instance: str = ""  # the process that wrote its Lease last (kube.lease.INSTANCE_ANNOTATION)
+    first_seen: float = 0.0  # our monotonic time when its Lease was first listed
+    unproven_logged: bool = False  # shard_member_unproven said (again only after a proof)
 
 
 @dataclass(slots=True)
@@ -205,6 +226,10 @@ class ShardMembership:
     _released: bool = False
     _duplicate: _Duplicate | None = None
     _own: kube_lease.MemberLease = field(init=False)
+    # another member -> (its proof as last read, our monotonic time when it last changed)
+    _proofs: dict[str, tuple[str, float]] = field(default_factory=dict)
+    _proofs_read: float | None = None  # when the proof Lease was last read (None: never)
+    _proof_lease: dict[str, Any] | None = None  # the proof Lease as last read or written
 
     def _lease_failed(self, event: str, verb: str, exc: BaseException) -> None:
         """A member-Lease request that failed: one warning naming the namespace and what to do."""
@@ -262,6 +287,12 @@ class ShardMembership:
         """The live members as last computed, sorted (self included while holding)."""
         return tuple(sorted(self._members))
 
+    @property
+    def known(self) -> frozenset[str] | None:
+        """The members as last computed (live and proven, self while holding); None before the
+        first LIST, when nothing is known about the others yet."""
+        return None if self._last_list is None else self._members
+
     def owner(self, uid: str) -> str | None:
         return rendezvous_owner(uid, self._members)
 
@@ -294,6 +325,7 @@ class ShardMembership:
             log.info("shard_member_lease_acquired", member=self.name, group=self.config.group)
         if self.holds:
             await self._list()
+            await self._prove()
         self._publish()
 
     async def _renew(self, now: float) -> bool:
@@ -398,9 +430,14 @@ class ShardMembership:
                         member=self.name,
                         reason=problem,
                     )
-                self._peers[name] = _Peer(spec, now, meta.get("resourceVersion"), problem)
+                first_seen = now if peer is None else peer.first_seen
+                self._peers[name] = _Peer(
+                    spec, now, meta.get("resourceVersion"), problem, kube_lease.instance_of(lease),
+                    first_seen, peer is not None and peer.unproven_logged,
+                )
             else:
                 peer.resource_version = meta.get("resourceVersion")
+                peer.instance = kube_lease.instance_of(lease)
         for name in set(self._peers) - seen:
             del self._peers[name]
         await self._collect(now)
@@ -415,6 +452,112 @@ class ShardMembership:
         if peer.problem is not None or not peer.spec.get("holderIdentity"):
             return False
         return now - peer.observed < self._peer_duration(peer)
+
+    def _peer_proven(self, name: str, peer: _Peer, now: float) -> bool:
+        """Whether the process renewing the peer's Lease proves it schedules: the group's proof
+        Lease carries, under the peer's name, the instance that wrote its Lease, and the Lease was
+        not renewed for a lease duration (by our clock) past the proof's last change. A peer never
+        proven counts for its first lease duration (a replica joining writes its proof right after
+        its Lease), and nothing is held against a peer while this replica cannot read the proofs
+        itself."""
+        duration = self._peer_duration(peer)
+        if self._proofs_read is None or now - self._proofs_read >= self.config.renew_deadline:
+            return True
+        proof = self._proofs.get(name)
+        # Stale only while its Lease goes on being renewed: a lease duration of renewals (by our
+        # clock) past the proof's last change. A slow replica whose Lease and proof both lag is
+        # the liveness rule's, not this one's.
+        matches = proof is not None and proof[0].split(" ", 1)[0] == peer.instance
+        if proof is not None and matches and peer.observed - proof[1] < duration:
+            if peer.unproven_logged:
+                peer.unproven_logged = False
+                log.info("shard_member_proven", lease=f"{self.config.namespace}/{name}", member=self.name)
+            return True
+        if proof is None and now - peer.first_seen < duration:
+            return True
+        if not peer.unproven_logged:
+            peer.unproven_logged = True
+            log.warning(
+                "shard_member_unproven",
+                lease=f"{self.config.namespace}/{name}",
+                member=self.name,
+                instance=peer.instance[:120],
+                proof=(proof[0] if proof else "")[:160],
+                reason=f"its Lease is renewed by a process that does not renew its proof on "
+                f"{self.config.namespace}/{proof_name(self.config.group)} (not a replica of the group, "
+                f"or one stopped and its Lease renewed by something else): not counted as a member",
+            )
+        return False
+
+    async def _prove(self) -> None:
+        """Read the group's proof Lease (the others' proofs) and write ours: our instance and our
+        Lease's renewTime, under our name. A conflict reads it again (``PROOF_ATTEMPTS``); other
+        failures are left to the next round (nothing is held against the others meanwhile)."""
+        name = proof_name(self.config.group)
+        own = self._own.lease
+        if own is None:
+            return
+        value = f"{self._own.instance} {(own.get('spec') or {}).get('renewTime') or ''}"
+        key = PROOF_PREFIX + self.name
+        for _ in range(PROOF_ATTEMPTS):
+            try:
+                current = await self.store.get(name)
+                if current is None:
+                    current = await self.store.create(self._proof_body(name))
+                self._take_proofs(current)
+                body = json.loads(json.dumps(current))
+                meta = body.setdefault("metadata", {})
+                annotations = dict(meta.get("annotations") or {})
+                annotations[key] = value
+                for gone in self._stale_proofs(annotations):
+                    annotations.pop(gone, None)
+                meta["annotations"] = annotations
+                meta.pop("managedFields", None)
+                self._proof_lease = await self.store.replace(body)
+                return
+            except ApiError as exc:
+                if exc.is_conflict or exc.is_already_exists:
+                    continue
+                self._lease_failed("shard_member_proof_failed", "update", exc)
+                return
+            except _FAILURES as exc:
+                self._lease_failed("shard_member_proof_failed", "update", exc)
+                return
+        log.info("shard_member_proof_conflicts", member=self.name, attempts=PROOF_ATTEMPTS)
+
+    def _proof_body(self, name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": self.config.namespace},
+            "spec": {},
+        }
+
+    def _take_proofs(self, lease: dict[str, Any]) -> None:
+        now = self.clock()
+        self._proofs_read = now
+        annotations = (lease.get("metadata") or {}).get("annotations") or {}
+        seen = {}
+        for key, value in annotations.items():
+            if not key.startswith(PROOF_PREFIX):
+                continue
+            name = key.removeprefix(PROOF_PREFIX)
+            if name == self.name:
+                continue
+            before = self._proofs.get(name)
+            seen[name] = before if before is not None and before[0] == value else (str(value), now)
+        self._proofs = seen
+
+    def _stale_proofs(self, annotations: dict[str, str]) -> list[str]:
+        """Proofs of members with no Lease listed, unchanged for GC_LEASE_DURATIONS of our lease
+        durations: dropped with our next write."""
+        now = self.clock()
+        horizon = GC_LEASE_DURATIONS * self.config.lease_duration
+        return [
+            PROOF_PREFIX + name
+            for name, (_, changed) in self._proofs.items()
+            if name not in self._peers and now - changed >= horizon
+        ]
 
     async def _collect(self, now: float) -> None:
         """Delete the Leases of peers unchanged for GC_LEASE_DURATIONS lease durations."""
@@ -433,7 +576,10 @@ class ShardMembership:
         """Recompute the view; tell ``on_change`` when the members or ``active`` changed."""
         now = self.clock()
         holds = self.holds
-        members = {name for name, peer in self._peers.items() if self._peer_live(peer, now)}
+        members = {
+            name for name, peer in self._peers.items()
+            if self._peer_live(peer, now) and self._peer_proven(name, peer, now)
+        }
         if holds:
             members.add(self.name)
         joined_up = self._join_at is not None and now >= self._join_at

@@ -23,14 +23,29 @@ the others keep what they took in until the write arrives through their watch (t
 assumption replaces it) or ``REMOTE_TTL`` passes (the replica died between commit and write).
 Remote entries carry the per-replica resource requests only (no node claim or priority class): they
 live for the milliseconds between a commit and the write's watch event.
+
+Anyone with the members' Lease rights can write the ledger, and a replica of another version may
+share it during a rolling upgrade, so what the others wrote is read defensively: an annotation or
+entry that cannot be parsed (``parse_annotation``, ``decode_entry``), of a layout newer than
+``VERSION``, of a member that is no live, proven member of the group (``ShardMembership.known``), or
+stamped more than ``FUTURE_SKEW`` ahead is skipped for capacity (a commit never fails on it), said
+once per member and reason (``ledger_entry_skipped``) and counted
+(``fleetsched_scheduler_ledger_entries_skipped_total{reason}``). A readable entry is held
+``REMOTE_TTL`` at most from now. Layout 2 keeps a decision over 1,000 Clusters at a few KiB; one
+whose entry alone passes ``MAX_ENTRY_BYTES`` is refused (``DecisionTooLarge``, said on the
+binding), and a commit that would take the annotations past ``ANNOTATIONS_LIMIT`` refuses its
+newest decisions (decided again with backoff).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import math
 import time
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +60,10 @@ from fleetsched.scheduler.types import AssumedWorkload, Component, ReplicaRequir
 
 log = structlog.get_logger("fleetsched.ledger")
 
-__all__ = ["Ledger", "decode_entry", "encode_entry", "ledger_name"]
+__all__ = [
+    "DecisionTooLarge", "EntryProblem", "Ledger", "decode_entry", "encode_entry", "ledger_name",
+    "parse_annotation",
+]
 
 ANNOTATION_PREFIX = "ledger.fleetsched.io/"
 REMOTE_TTL = 30.0  # an entry older than this is ignored (its replica died between commit and write)
@@ -56,6 +74,22 @@ FLUSH_SECONDS = 0.5  # how often a replica with entries to drop writes the ledge
 # for another replica is released there).
 WRITTEN_GRACE = 3.0
 MAX_ATTEMPTS = 20  # conflicts in a row before the batch is refused (its workers decide again)
+# The entry layout this replica writes (``v``). It reads every layout up to it (1: no ``v``); an
+# entry of a newer layout (a replica of the next version, during a rolling upgrade) is skipped.
+VERSION = 2
+FUTURE_SKEW = 5.0  # an entry stamped further ahead of our clock than this is skipped
+ANNOTATIONS_LIMIT = 256 * 1024  # the apiserver's bound on an object's annotations (keys + values)
+MAX_ENTRY_BYTES = 64 * 1024  # one decision's entry; a larger one is refused (DecisionTooLarge)
+COMPRESS_OVER = 1024  # a layout-2 ``c`` longer than this is written compressed (``z``)
+MAX_INFLATED = 4 * 1024 * 1024  # what a ``z`` may inflate to
+MAX_REPLICAS = 2**31 - 1
+MAX_LOGGED = 1024  # (member, reason) pairs logged once each; past this, counted only
+# Why an entry is skipped (the label of fleetsched_scheduler_ledger_entries_skipped_total).
+UNPARSABLE = "unparsable"
+UNKNOWN_VERSION = "unknown_version"
+UNKNOWN_MEMBER = "unknown_member"
+FUTURE = "future"
+SKIP_REASONS = (UNPARSABLE, UNKNOWN_VERSION, UNKNOWN_MEMBER, FUTURE)
 
 Take = Callable[[int], Reservation | None]
 
@@ -66,44 +100,165 @@ def ledger_name(group: str) -> str:
     return f"{member_name(group, '')}.assume-ledger"
 
 
+class EntryProblem(ValueError):
+    """Why an annotation or entry of the ledger is skipped: ``reason`` is the metric's label
+    (``SKIP_REASONS``), the message says what was wrong, in one line."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+class DecisionTooLarge(Exception):
+    """A decision whose entry alone exceeds ``MAX_ENTRY_BYTES``: it can never be committed, so it
+    is refused with this message (the binding's condition) instead of being decided again."""
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise EntryProblem(UNPARSABLE, f"{name} {_short(value)} is not a number")
+    return float(value)
+
+
+def _replicas(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPLICAS:
+        raise EntryProblem(UNPARSABLE, f"replicas {_short(value)} is not an integer in 0..{MAX_REPLICAS}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise EntryProblem(UNPARSABLE, f"{what} is {type(value).__name__}, not an object")
+    return value
+
+
 def encode_entry(footprints: Mapping[str, AssumedWorkload], at: float, base: str = "") -> dict[str, Any]:
-    """A decision's footprints as the ledger holds them: when, the binding's resourceVersion it was
-    decided from, the namespace, each component's per-replica requests once, and per cluster each
-    component's replicas."""
+    """A decision's footprints as the ledger holds them (layout ``VERSION``): when, the binding's
+    resourceVersion it was decided from, the namespace, each component's per-replica requests once,
+    and per component the clusters by replica count, comma-separated (``c``); past
+    ``COMPRESS_OVER`` bytes that part is zlib-compressed and base64-encoded instead (``z``), so a
+    decision over 1,000 Clusters takes a few KiB of the Lease's 256 KiB of annotations."""
     namespace = ""
     requests: dict[str, dict[str, str]] = {}
-    clusters: dict[str, list[list[Any]]] = {}
+    by_component: dict[str, dict[str, list[str]]] = {}
     for cluster, workload in footprints.items():
         namespace = workload.namespace
-        parts = []
         for c in workload.components:
             if c.replica_requirements is not None and c.name not in requests:
                 requests[c.name] = {
                     name: format_canonical(q.value_exact, q.format)
                     for name, q in c.replica_requirements.resource_request
                 }
-            parts.append([c.name, c.replicas])
-        clusters[cluster] = parts
-    return {"t": round(at, 3), "rv": base, "ns": namespace, "q": requests, "c": clusters}
+            by_component.setdefault(c.name, {}).setdefault(str(c.replicas), []).append(cluster)
+    placed = [[name, {r: ",".join(cs) for r, cs in counts.items()}] for name, counts in by_component.items()]
+    entry: dict[str, Any] = {"v": VERSION, "t": round(at, 3), "rv": base, "ns": namespace, "q": requests}
+    text = json.dumps(placed, separators=(",", ":"))
+    if len(text) > COMPRESS_OVER:
+        entry["z"] = base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")
+    else:
+        entry["c"] = placed
+    return entry
 
 
-def decode_entry(raw: Mapping[str, Any]) -> tuple[float, dict[str, AssumedWorkload]]:
-    """The inverse of ``encode_entry``; ValueError (or KeyError/TypeError) on anything else."""
-    at = float(raw["t"])
-    namespace = str(raw.get("ns") or "")
-    requirements = {
-        str(name): ReplicaRequirements(
-            resource_request=tuple(sorted((str(r), parse_quantity(str(v))) for r, v in request.items()))
-        )
-        for name, request in (raw.get("q") or {}).items()
-    }
-    footprints = {
-        str(cluster): AssumedWorkload(
-            namespace, tuple(Component(str(n), int(r), requirements.get(str(n))) for n, r in parts)
-        )
-        for cluster, parts in (raw.get("c") or {}).items()
-    }
-    return at, footprints
+def entry_size(entry: Mapping[str, Any]) -> int:
+    """Bytes the entry takes in its member's annotation."""
+    return len(json.dumps(entry, separators=(",", ":")).encode())
+
+
+def parse_annotation(text: str) -> dict[str, Any]:
+    """A member's annotation: binding key -> entry; EntryProblem when it is not a JSON object."""
+    try:
+        entries = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise EntryProblem(UNPARSABLE, f"not JSON: {str(exc)[:80]}") from None
+    return _object(entries, "the annotation")
+
+
+def entry_stamp(raw: Any) -> float | None:
+    """The entry's ``t`` when it is a number, else None (for the stale check: never raises)."""
+    at = raw.get("t") if isinstance(raw, dict) else None
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        return None
+    return float(at)
+
+
+def decode_entry(raw: Any, *, now: float | None = None) -> tuple[float, dict[str, AssumedWorkload]]:
+    """The inverse of ``encode_entry``, for layouts 1 (no ``v``: per cluster its components) and
+    ``VERSION``. EntryProblem (a ValueError) naming the field on anything else: ``unparsable``,
+    ``unknown_version`` (a newer replica's layout, skipped during a rolling upgrade), or
+    ``future`` (stamped more than ``FUTURE_SKEW`` after ``now``)."""
+    raw = _object(raw, "the entry")
+    version = raw.get("v", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise EntryProblem(UNPARSABLE, f"v {_short(version)} is not a positive integer")
+    if version > VERSION:
+        raise EntryProblem(UNKNOWN_VERSION, f"layout v{version} is newer than this replica's v{VERSION}")
+    at = _number(raw.get("t"), "t")
+    if now is not None and at > now + FUTURE_SKEW:
+        ahead = f"{at - now:.0f}s in the future (more than {FUTURE_SKEW:g}s)"
+        raise EntryProblem(FUTURE, f"t {at:.3f} is {ahead}")
+    namespace = raw.get("ns") or ""
+    if not isinstance(namespace, str):
+        raise EntryProblem(UNPARSABLE, f"ns {_short(namespace)} is not a string")
+    requirements: dict[str, ReplicaRequirements] = {}
+    for name, request in _object(raw.get("q") or {}, "q").items():
+        pairs = []
+        for resource, value in _object(request, f"q.{name}").items():
+            try:
+                pairs.append((resource, parse_quantity(str(value))))
+            except (ValueError, TypeError, ArithmeticError) as exc:
+                raise EntryProblem(UNPARSABLE, f"q.{name}.{resource}: {str(exc)[:80]}") from None
+        requirements[name] = ReplicaRequirements(resource_request=tuple(sorted(pairs)))
+    parts: dict[str, list[Component]] = {}
+    if version == 1:
+        for cluster, components in _object(raw.get("c") or {}, "c").items():
+            if not isinstance(components, list):
+                raise EntryProblem(UNPARSABLE, f"c.{cluster} is not a list")
+            for item in components:
+                if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
+                    shape = f"{_short(item)}, not [component, replicas]"
+                    raise EntryProblem(UNPARSABLE, f"c.{cluster} has {shape}")
+                component = Component(item[0], _replicas(item[1]), requirements.get(item[0]))
+                parts.setdefault(cluster, []).append(component)
+    else:
+        for name, counts in _placed(raw):
+            for count, clusters in counts.items():
+                digits = count.isascii() and count.isdigit() and len(count) <= 10
+                replicas = _replicas(int(count) if digits else count)
+                if not isinstance(clusters, str):
+                    raise EntryProblem(UNPARSABLE, f"c.{name}.{count} is not a string of cluster names")
+                for cluster in filter(None, clusters.split(",")):
+                    parts.setdefault(cluster, []).append(Component(name, replicas, requirements.get(name)))
+    return at, {cluster: AssumedWorkload(namespace, tuple(cs)) for cluster, cs in parts.items()}
+
+
+def _placed(raw: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Layout 2's ``c`` (or ``z`` decompressed, at most ``MAX_INFLATED`` bytes) checked for shape."""
+    placed = raw.get("c")
+    if "z" in raw:
+        try:
+            inflater = zlib.decompressobj()
+            text = inflater.decompress(base64.b64decode(str(raw["z"]), validate=True), MAX_INFLATED)
+            if inflater.unconsumed_tail:
+                raise EntryProblem(UNPARSABLE, f"z inflates past {MAX_INFLATED} bytes")
+            placed = json.loads(text)
+        except (ValueError, zlib.error, RecursionError) as exc:
+            if isinstance(exc, EntryProblem):
+                raise
+            raise EntryProblem(UNPARSABLE, f"z: {str(exc)[:80]}") from None
+    if not isinstance(placed, list):
+        raise EntryProblem(UNPARSABLE, f"c {_short(placed)} is not a list")
+    out = []
+    for item in placed:
+        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
+            raise EntryProblem(UNPARSABLE, f"c has {_short(item)}, not [component, {{replicas: clusters}}]")
+        out.append((item[0], _object(item[1], f"c.{item[0]}")))
+    return out
 
 
 @dataclass(eq=False)
@@ -133,6 +288,7 @@ class Ledger:
         clock: Callable[[], float] = time.time,
         batch_seconds: float = BATCH_SECONDS,
         seen_version: Callable[[str], int | None] = lambda key: None,
+        members: Callable[[], Collection[str] | None] = lambda: None,
     ) -> None:
         self.client = client
         self.record = record
@@ -145,6 +301,8 @@ class Ledger:
         self.batch_seconds = batch_seconds
         # the resourceVersion of the binding as this replica's cache holds it (None: not cached)
         self.seen_version = seen_version
+        # the group's members as the member Leases say (None: not known yet, every member believed)
+        self.members = members
         # key -> entry of this replica's committed decisions (a pending one joins only with its batch,
         # so nothing reaches the ledger unchecked against what the others committed before it)
         self._own: dict[str, dict[str, Any]] = {}
@@ -153,6 +311,9 @@ class Ledger:
         self._version: str | None = None
         self._lease: dict[str, Any] | None = None  # the Lease as last read or written
         self._seen: dict[str, dict[str, Any]] = {}  # another member -> its entries as last taken in
+        self._skipped: dict[str, str] = {}  # annotation -> its text, skipped whole (counted once)
+        self._newest: dict[str, float] = {}  # annotation -> its newest readable stamp (stale check)
+        self._logged: set[tuple[str, str]] = set()  # (member, reason) logged already
         self._wake = asyncio.Event()
         self._dirty = False
 
@@ -170,9 +331,18 @@ class Ledger:
         """Commit a reserved decision before its write. Returns the reservation that holds it now
         (taken again after a conflict), or None: it no longer fits what the others committed first
         (the reservation is given back; decide again)."""
-        pending = _Pending(
-            key, encode_entry(footprints, self.clock(), base), reservation, take, self.record.version
-        )
+        entry = encode_entry(footprints, self.clock(), base)
+        size = entry_size(entry)
+        if size > MAX_ENTRY_BYTES:
+            self.record.unreserve(reservation)
+            log.warning("ledger_decision_too_large", ledger=self.name, binding=key, size=size,
+                        limit=MAX_ENTRY_BYTES, clusters=len(footprints))
+            raise DecisionTooLarge(
+                f"decision too large for the shard group's reservation ledger: its entry takes {size} "
+                f"bytes over {len(footprints)} cluster(s), more than {MAX_ENTRY_BYTES}; not scheduled "
+                "(SchedulingOvercommitProtection, --shard-mode=lease)"
+            )
+        pending = _Pending(key, entry, reservation, take, self.record.version)
         self._pending.append(pending)
         self._wake.set()
         return await pending.done
@@ -261,6 +431,8 @@ class Ledger:
             annotations = {
                 name: text for name, text in (meta.get("annotations") or {}).items() if name not in stale
             }
+            batch = self._fit(batch, annotations)
+            entries = {**self._own, **{item.key: item.entry for item in batch}}
             if entries:
                 annotations[self.annotation] = json.dumps(entries, separators=(",", ":"))
             else:
@@ -287,6 +459,25 @@ class Ledger:
             return
         log.warning("ledger_conflicts_exhausted", ledger=self.name, attempts=MAX_ATTEMPTS, batch=len(batch))
         self._refuse(batch)
+
+    def _fit(self, batch: list[_Pending], annotations: Mapping[str, str]) -> list[_Pending]:
+        """The batch less its newest decisions while the Lease's annotations would pass
+        ``ANNOTATIONS_LIMIT`` with them (those are refused: decided again, with backoff)."""
+        others = sum(
+            len(k.encode()) + len(v.encode()) for k, v in annotations.items() if k != self.annotation
+        )
+        budget = ANNOTATIONS_LIMIT - others - len(self.annotation.encode()) - 2
+        used = sum(entry_size(e) + len(json.dumps(k)) + 2 for k, e in self._own.items())
+        kept: list[_Pending] = []
+        for item in batch:
+            size = entry_size(item.entry) + len(json.dumps(item.key)) + 2
+            if used + size <= budget:
+                used += size
+                kept.append(item)
+        if len(kept) < len(batch):
+            log.warning("ledger_full", ledger=self.name, refused=len(batch) - len(kept), budget=budget)
+            self._refuse([item for item in batch if item not in kept])
+        return kept
 
     def _take_again(self, batch: list[_Pending]) -> list[_Pending]:
         """Each pending decision whose clusters changed since it was taken (others' commits taken
@@ -349,35 +540,94 @@ class Ledger:
         now = self.clock()
         annotations = meta.get("annotations") or {}
         for name in [n for n in self._seen if n not in annotations]:
-            for key in self._seen[name]:
-                self.record.release_remote(key)
-            self._seen[name] = {}  # its replica has nothing in flight
+            self._forget(name)  # its replica has nothing in flight
+        for name in [n for n in (*self._skipped, *self._newest) if n not in annotations]:
+            self._skipped.pop(name, None)
+            self._newest.pop(name, None)
+        known = self.members()
         for name, text in annotations.items():
             if not name.startswith(ANNOTATION_PREFIX) or name == self.annotation:
                 continue
+            member = name.removeprefix(ANNOTATION_PREFIX)
             try:
-                entries = json.loads(text)
-            except ValueError:
+                entries = parse_annotation(str(text))
+            except EntryProblem as exc:
+                self._forget(name)
+                self._newest.pop(name, None)
+                if self._skipped.get(name) != text:
+                    self._skipped[name] = text
+                    self._skip(member, exc.reason, str(exc))
                 continue
-            before = self._seen.get(name, {})
-            if entries == before:
+            stamps = [s for s in map(entry_stamp, entries.values()) if s is not None]
+            if stamps:
+                self._newest[name] = max(stamps)
+            else:
+                self._newest.pop(name, None)
+            if known is not None and member not in known:
+                self._forget(name)  # it left the group (or never was in it): nothing of it counts
+                if self._skipped.get(name) != text:
+                    self._skipped[name] = text
+                    reason, error = self._first_problem(entries, now)
+                    error = f"{error + '; ' if error else ''}{member} holds no member Lease of the group"
+                    first = next(iter(entries), "")
+                    self._skip(member, reason, error, binding=first, count=max(len(entries), 1))
                 continue
-            self._seen[name] = entries
-            for key in before:
-                if key not in entries:  # its owner dropped it: written long enough ago, or never
-                    self.record.release_remote(key)
-            for key, raw in entries.items():
-                if before.get(key) == raw:
-                    continue  # taken in already (and maybe released since, by its write or health)
-                try:
-                    at, footprints = decode_entry(raw)
-                except (ValueError, KeyError, TypeError) as exc:
-                    log.warning("ledger_entry_unreadable", member=name, binding=key, error=str(exc))
-                    continue
-                if at + REMOTE_TTL < now or self._written_since(key, raw):
-                    self.record.release_remote(key)
-                    continue
-                self.record.observe_remote(key, footprints, expires_at=at + REMOTE_TTL)
+            self._skipped.pop(name, None)
+            self._take_member(member, name, entries, now)
+
+    def _take_member(self, member: str, name: str, entries: dict[str, Any], now: float) -> None:
+        """One member's entries: new or changed ones join the record as remote, those it dropped
+        are released, those that cannot be read are skipped (and said once)."""
+        before = self._seen.get(name, {})
+        if entries == before:
+            return
+        self._seen[name] = entries
+        for key in before:
+            if key not in entries:  # its owner dropped it: written long enough ago, or never
+                self.record.release_remote(key)
+        for key, raw in entries.items():
+            if before.get(key) == raw:
+                continue  # taken in already (and maybe released since, by its write or health)
+            try:
+                at, footprints = decode_entry(raw, now=now)
+            except EntryProblem as exc:
+                self.record.release_remote(key)
+                self._skip(member, exc.reason, str(exc), binding=key)
+                continue
+            if at + REMOTE_TTL < now or self._written_since(key, raw):
+                self.record.release_remote(key)
+                continue
+            # held REMOTE_TTL at most from now, whatever the stamp (within FUTURE_SKEW) says
+            self.record.observe_remote(key, footprints, expires_at=min(at, now) + REMOTE_TTL)
+
+    @staticmethod
+    def _first_problem(entries: Mapping[str, Any], now: float) -> tuple[str, str]:
+        """The first entry's own problem (reason, message), or (``UNKNOWN_MEMBER``, ''): what a
+        non-member's annotation is said with, so a broken entry is named as such wherever it is."""
+        for raw in entries.values():
+            try:
+                decode_entry(raw, now=now)
+            except EntryProblem as exc:
+                return exc.reason, str(exc)
+        return UNKNOWN_MEMBER, ""
+
+    def _forget(self, name: str) -> None:
+        """What was taken in from the annotation ``name`` is released."""
+        for key in self._seen.pop(name, {}):
+            self.record.release_remote(key)
+
+    def _skip(self, member: str, reason: str, error: str, *, binding: str = "", count: int = 1) -> None:
+        """An entry (or ``count`` of them) that counts for nothing: counted by reason, and said
+        once per member and reason."""
+        metrics.LEDGER_SKIPPED.labels(reason).inc(count)
+        if (member, reason) in self._logged or len(self._logged) >= MAX_LOGGED:
+            return
+        self._logged.add((member, reason))
+        log.warning(
+            "ledger_entry_skipped", ledger=f"{self.namespace}/{self.name}", member=member[:80],
+            reason=reason, binding=binding[:120], error=error,
+            hint="not counted for capacity; said once per member and reason",
+        )
 
     def _written_since(self, key: str, raw: Mapping[str, Any]) -> bool:
         """Whether this replica's cache holds the binding at a newer resourceVersion than the one
@@ -390,14 +640,15 @@ class Ledger:
         return seen is not None and base > 0 and seen > base
 
     def _stale_members(self) -> dict[str, None]:
-        """Annotations of members whose newest entry is older than twice ``REMOTE_TTL`` (gone)."""
+        """Annotations of other members whose newest entry is older than twice ``REMOTE_TTL``
+        (gone), whether they were taken in or skipped for their member; annotations without a readable
+        stamp stay."""
         now = self.clock()
         out: dict[str, None] = {}
-        for name, entries in list(self._seen.items()):
-            newest = max(
-                (float(e.get("t") or 0) for e in entries.values() if isinstance(e, dict)), default=0.0
-            )
-            if entries and newest + 2 * REMOTE_TTL < now:
+        for name, newest in list(self._newest.items()):
+            if newest + 2 * REMOTE_TTL < now:
                 out[name] = None
-                del self._seen[name]
+                del self._newest[name]
+                self._seen.pop(name, None)
+                self._skipped.pop(name, None)
         return out

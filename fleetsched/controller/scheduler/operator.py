@@ -59,7 +59,7 @@ from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig
 from fleetsched.controller.scheduler import assumptions, decision, listers, moves, reserve
 from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
 from fleetsched.controller.scheduler.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
-from fleetsched.controller.scheduler.ledger import Ledger
+from fleetsched.controller.scheduler.ledger import DecisionTooLarge, Ledger
 from fleetsched.controller.scheduler.peers import PeerIndex
 from fleetsched.controller.scheduler.writer import (
     Patches,
@@ -271,6 +271,7 @@ class SchedulerOperator:
             self.ledger = Ledger(
                 self.client, self.assumptions, namespace=sharding.namespace, group=sharding.group,
                 member=sharding.member, seen_version=self._cached_version,
+                members=lambda: None if self.runtime.membership is None else self.runtime.membership.known,
             )
 
     # ---- lifecycle helpers ----------------------------------------------------------------------
@@ -679,7 +680,11 @@ class SchedulerOperator:
                 if reservation is not None and self.ledger is not None:
                     # sharded: agreed with the other replicas before the write (scheduler/ledger.py)
                     base = str(resource_version(obj) or "")
-                    reservation = await self.ledger.commit(key, footprints, reservation, take, base=base)
+                    try:
+                        reservation = await self.ledger.commit(key, footprints, reservation, take, base=base)
+                    except DecisionTooLarge as exc:  # never fits: said on the binding, not retried
+                        refused = Condition(False, SCHEDULER_ERROR, str(exc))
+                        return ScheduleResult(key, refused, None, None, False), False, None
                 if reservation is None:
                     metrics.RESERVE_REDECISIONS.inc()
                     continue

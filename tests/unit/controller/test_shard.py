@@ -10,17 +10,21 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from fleetsched.controller.runtime.shard import (
     GROUP_LABEL,
+    PROOF_PREFIX,
     MembershipChange,
     ShardConfig,
     ShardMembership,
     member_name,
     member_score,
+    proof_name,
     rendezvous_owner,
 )
 from fleetsched.kube.client import ApiError
+from fleetsched.kube.lease import INSTANCE_ANNOTATION
 
 GROUP = "fleetsched-scheduler"
 
@@ -83,15 +87,29 @@ class MemoryLeases:
         return copy.deepcopy(lease)
 
     def put_peer(
-        self, name: str, renew_time: str = "2020-01-01T00:00:00.000000Z", duration: int = 15
+        self, name: str, renew_time: str = "2020-01-01T00:00:00.000000Z", duration: int = 15,
+        *, proven: bool = True,
     ) -> None:
-        """A peer's Lease as another process would write it (its renewTime in its own clock)."""
+        """A peer's Lease as another process would write it (its renewTime in its own clock); with
+        ``proven``, as another replica of the group would: its proof renewed with it."""
+        instance = f"instance-of-{name}"
         self._store(
             {
-                "metadata": {"name": name, "namespace": "karmada-system", "labels": {GROUP_LABEL: GROUP}},
+                "metadata": {
+                    "name": name, "namespace": "karmada-system", "labels": {GROUP_LABEL: GROUP},
+                    "annotations": {INSTANCE_ANNOTATION: instance},
+                },
                 "spec": {"holderIdentity": name, "leaseDurationSeconds": duration, "renewTime": renew_time},
             }
         )
+        if proven:
+            self.put_proof(name, f"{instance} {renew_time}")
+
+    def put_proof(self, name: str, value: str) -> None:
+        proofs = self.leases.get(proof_name(GROUP)) or {"metadata": {"name": proof_name(GROUP)}, "spec": {}}
+        proofs = copy.deepcopy(proofs)
+        proofs["metadata"].setdefault("annotations", {})[PROOF_PREFIX + name] = value
+        self._store(proofs)
 
 
 class Clock:
@@ -419,3 +437,96 @@ async def test_a_failing_callback_does_not_stop_the_renewals() -> None:
     assert m.active  # the view was published despite the callback
     # a fractional lease duration is written rounded up: peers never wait less than we do
     assert store.leases["fleetsched-scheduler-r0"]["spec"]["leaseDurationSeconds"] == 5
+
+
+# ---- member Leases prove themselves (issue 30, item 2) --------------------------------------------
+
+GHOST = "fleetsched-scheduler-ghost"
+
+
+async def test_a_lease_renewed_by_something_that_schedules_nothing_counts_one_lease_duration() -> None:
+    """A well-formed member Lease that a third party keeps renewing, with no proof: counted for its
+    first lease duration (a joining replica proves itself within a round), then dropped, said once,
+    and kept out while the renewals go on."""
+    store, clock, changes = MemoryLeases(), Clock(), []
+    m = member(store, clock, "r0", changes)
+    store.put_peer(GHOST, proven=False)
+    with capture_logs() as logs:
+        await join(m, clock)
+        assert GHOST in m.members
+        for second in range(1, 40):
+            clock.now += 1
+            store.put_peer(GHOST, renew_time=f"2020-01-01T00:00:{second:02d}.000000Z", proven=False)
+            await m.step()
+            if second == 12:
+                assert GHOST in m.members  # 14 s after it was first listed
+    assert m.members == ("fleetsched-scheduler-r0",) and all(m.owns(f"u{i}") for i in range(50))
+    assert changes[-1].left == (GHOST,)
+    said = [e for e in logs if e["event"] == "shard_member_unproven"]
+    assert len(said) == 1 and said[0]["lease"] == f"karmada-system/{GHOST}"
+    assert "not counted as a member" in said[0]["reason"]
+
+
+async def test_replicas_of_the_group_prove_each_other_for_as_long_as_they_run() -> None:
+    store, clock = MemoryLeases(), Clock()
+    a, b, c = (member(store, clock, f"r{i}") for i in range(3))
+    for _ in range(60):  # two minutes of rounds
+        for m in (a, b, c):
+            await m.step()
+        clock.now += 2
+    assert a.members == b.members == c.members == tuple(f"fleetsched-scheduler-r{i}" for i in range(3))
+    proofs = store.leases[proof_name(GROUP)]["metadata"]["annotations"]
+    assert sorted(proofs) == [PROOF_PREFIX + f"fleetsched-scheduler-r{i}" for i in range(3)]
+    assert a.known == frozenset(a.members)
+
+
+async def test_a_replica_gone_whose_lease_something_else_renews_is_dropped_within_its_duration() -> None:
+    """The proof stops changing when its process stops, whoever renews the Lease afterwards."""
+    store, clock = MemoryLeases(), Clock()
+    a, b = member(store, clock, "r0"), member(store, clock, "r1")
+    for _ in range(3):
+        await a.step()
+        await b.step()
+        clock.now += 2
+    assert "fleetsched-scheduler-r1" in a.members
+    lease = store.leases["fleetsched-scheduler-r1"]  # b stops; its Lease is renewed as it was
+    for second in range(16):
+        lease["spec"]["renewTime"] = f"2030-01-01T00:00:{second:02d}.000000Z"
+        store._store(lease)
+        await a.step()
+        clock.now += 1
+    await a.step()
+    assert a.members == ("fleetsched-scheduler-r0",)
+
+
+async def test_a_proof_naming_another_process_does_not_count() -> None:
+    store, clock = MemoryLeases(), Clock()
+    m = member(store, clock, "r0")
+    store.put_peer(GHOST, proven=False)
+    await join(m, clock)
+    for second in range(20):
+        clock.now += 1
+        store.put_peer(GHOST, renew_time=f"2020-01-01T00:00:{second:02d}.000000Z", proven=False)
+        store.put_proof(GHOST, f"some-other-process 2020-01-01T00:00:{second:02d}.000000Z")
+        await m.step()
+    assert GHOST not in m.members
+
+
+async def test_nothing_is_held_against_the_others_while_the_proofs_cannot_be_read() -> None:
+    store, clock = MemoryLeases(), Clock()
+    m = member(store, clock, "r0")
+    store.put_peer(GHOST, proven=False)
+    original_get = store.get
+
+    async def get(name: str) -> dict[str, Any] | None:
+        if name == proof_name(GROUP):
+            raise ApiError(403, "Forbidden", "no")
+        return await original_get(name)
+
+    store.get = get  # type: ignore[method-assign]
+    await join(m, clock)
+    for second in range(30):
+        clock.now += 1
+        store.put_peer(GHOST, renew_time=f"2020-01-01T00:00:{second:02d}.000000Z", proven=False)
+        await m.step()
+    assert GHOST in m.members  # believed as before proofs existed: no view split on an RBAC gap
