@@ -791,7 +791,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
                 return None
             try:
                 # kube-scheduler's checks: an int; a plugin without NormalizeScore within 0..100
-                check_scores(
+                got = check_scores(
                     slot.name, "Score", got, lambda j: clusters[misses[j]].name, bounded=not slot.normalize
                 )
             except PluginError as e:
@@ -846,7 +846,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
                     slot.name, NORMALIZE_SCORE, f"returned {len(got)} scores for {len(raw)} clusters"
                 )
             # kube-scheduler: every normalised score an int within MinNodeScore..MaxNodeScore
-            check_scores(slot.name, NORMALIZE_SCORE, got, lambda j: feasible[j].name, bounded=True)
+            got = check_scores(slot.name, NORMALIZE_SCORE, got, lambda j: feasible[j].name, bounded=True)
         except PluginError as e:
             self._observe(slot.name, NORMALIZE_SCORE, Code.ERROR, seconds)
             self._skip_or_raise(e, skipped)

@@ -374,6 +374,34 @@ def test_a_score_plugin_must_answer_an_int_within_bounds(value: Any, text: str) 
     assert len(message) < 400  # a googol is quoted, not printed whole
 
 
+class Exiting(int):
+    """An int whose every comparison, hash and conversion raises ``SystemExit``."""
+
+    def _exit(self, *args: Any) -> Any:
+        raise SystemExit(9)
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __hash__ = __index__ = __int__ = _exit
+    __add__ = __radd__ = __mul__ = __rmul__ = __bool__ = _exit
+
+
+@pytest.mark.parametrize("at", ["score", "normalize"])
+def test_an_int_subclass_score_is_taken_as_its_plain_int_without_running_its_methods(at: str) -> None:
+    plugin = Scoring(Exiting(7)) if at == "score" else Normalizing(5, normalize=Exiting(7))
+    scheduler = Scheduler(
+        profile=_with_default_filters("Hostile", point=ExtensionPoint.SCORE),
+        registry=_registry_plus(plugin),
+    )
+    result = schedule(scheduler, a_binding().replicas(1), FLEET)  # SystemExit escaped here before
+    assert result.scheduled
+
+
+def test_check_scores_answers_plain_ints() -> None:
+    got = containment.check_scores("P", "Score", [Exiting(3), 4], str, bounded=True)
+    assert got == [3, 4] and [type(v) for v in got] == [int, int]
+    with pytest.raises(PluginError, match=r"returned an invalid score 300 for cluster 0"):
+        containment.check_scores("P", "Score", [Exiting(300)], str, bounded=True)
+
+
 @pytest.mark.parametrize(
     ("raw", "normalized", "text"),
     [
