@@ -76,6 +76,7 @@ __all__ = [
     "HTTPExtender",
     "build_extenders",
     "build_profile_extenders",
+    "check_extender",
 ]
 
 # An answer names at most every candidate with a reason; 8 MiB holds tens of thousands of clusters.
@@ -164,6 +165,24 @@ def _ssl_context(tls: ExtenderTLS | None, name: str) -> ssl.SSLContext:
     return ctx
 
 
+def check_extender(config: ExtenderConfig) -> ssl.SSLContext | None:
+    """What an ``HTTPExtender`` checks when it is built (``fleetsched config validate`` runs it too):
+    the URL, the timeout and the TLS files (read and loaded); the TLS context for https://, else
+    None. ``ExtenderConfigError`` (one line) otherwise."""
+    name = config.name
+    url = urlsplit(config.url_prefix)
+    if url.username is not None or url.password is not None:
+        raise ExtenderConfigError(f"extender {name}: urlPrefix: must not carry user info (user:password@)")
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ExtenderConfigError(
+            f"extender {name}: urlPrefix: must be an http:// or https:// URL with a host")
+    if config.http_timeout_seconds <= 0:
+        raise ExtenderConfigError(f"extender {name}: httpTimeout: must be positive")
+    if url.scheme == "http" and config.tls is not None:
+        raise ExtenderConfigError(f"extender {name}: tls: set, but urlPrefix is http://")
+    return _ssl_context(config.tls, name) if url.scheme == "https" else None
+
+
 def _join(prefix: str, verb: str) -> str:
     return f"{prefix.rstrip('/')}/{verb.lstrip('/')}"
 
@@ -214,18 +233,7 @@ class HTTPExtender:
         self.supports_prioritize = bool(config.prioritize_verb)
         self.timeout = config.http_timeout_seconds
         self.max_response_bytes = max_response_bytes
-        url = urlsplit(config.url_prefix)
-        if url.username is not None or url.password is not None:
-            raise ExtenderConfigError(
-                f"extender {self.name}: urlPrefix: must not carry user info (user:password@)")
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise ExtenderConfigError(
-                f"extender {self.name}: urlPrefix: must be an http:// or https:// URL with a host")
-        if self.timeout <= 0:
-            raise ExtenderConfigError(f"extender {self.name}: httpTimeout: must be positive")
-        if url.scheme == "http" and config.tls is not None:
-            raise ExtenderConfigError(f"extender {self.name}: tls: set, but urlPrefix is http://")
-        self._ssl = _ssl_context(config.tls, self.name) if url.scheme == "https" else None
+        self._ssl = check_extender(config)
         self._server_hostname = (config.tls.server_name or None) if config.tls else None
         self._filter_url = _join(config.url_prefix, config.filter_verb)
         self._prioritize_url = _join(config.url_prefix, config.prioritize_verb)

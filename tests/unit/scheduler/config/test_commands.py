@@ -5,6 +5,7 @@ file are refused with one line and exit status 2."""
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -495,3 +496,51 @@ def test_an_empty_path_in_the_file_is_not_set_and_the_flag_gives_it(
     assert str(caught.value) == (
         f"--kubeconfig=/b contradicts {pinned} (clientConnection.kubeconfig: /a); set it in one place"
     )
+
+
+# ---- config validate reads the files start-up reads (issue 30) --------------------------------------
+
+
+def _validate_cli(config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fleetsched", "config", "validate", str(config)],
+        capture_output=True, text=True, check=False, timeout=60, cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize("kind", ["missing", "fifo", "/dev/zero"])
+def test_config_validate_refuses_the_ca_files_start_up_refuses(tmp_path: Path, kind: str) -> None:
+    if kind == "missing":
+        ca, why = str(tmp_path / "absent.crt"), "No such file or directory"
+    elif kind == "fifo":
+        ca, why = str(tmp_path / "fifo.crt"), "not a regular file"
+        os.mkfifo(ca)  # no writer: opening it to read would block for ever
+    else:
+        ca, why = kind, "not a regular file"
+    config = write(tmp_path, {
+        "extenders": [{"urlPrefix": "https://127.0.0.1:1/", "filterVerb": "filter",
+                       "tlsConfig": {"caFile": ca}}],
+        "estimator": {"enabled": True, "caFile": ca},
+    })
+    done = _validate_cli(config)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    prefix = f"fleetsched config validate: {config}"
+    assert done.stderr.splitlines() == [
+        f"{prefix}: extender https://127.0.0.1:1/: tls.caFile: cannot read {ca}: {why}",
+        f"{prefix}: estimator.caFile: cannot read {ca}: {why}",
+    ]
+
+
+def test_config_validate_passes_readable_ca_files(tmp_path: Path) -> None:
+    from fleetsched.testing.pki import CertificateAuthority
+
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(CertificateAuthority.create("validate-ca").cert_pem)
+    config = write(tmp_path, {
+        "extenders": [{"urlPrefix": "https://127.0.0.1:1/", "filterVerb": "filter",
+                       "tlsConfig": {"caFile": str(ca)}}],
+        "estimator": {"enabled": True, "caFile": str(ca)},
+    })
+    done = _validate_cli(config)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("profile ")
