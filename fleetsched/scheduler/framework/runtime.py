@@ -108,7 +108,7 @@ from fleetsched.scheduler.framework.plugin_metrics import PluginMetrics
 from fleetsched.scheduler.framework.profile import ExtensionPoint, Profile
 from fleetsched.scheduler.framework.registry import Registry, validate_args
 from fleetsched.scheduler.outcome import ExtenderVerdict, PluginScore, SkippedPlugin
-from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, FrozenDict
+from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, frozen_mapping
 
 __all__ = [
     "EXTENDER_SCALE",
@@ -868,7 +868,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
         for name, failed in failures:
             for i, status in failed.items():
                 found.setdefault(clusters[i].name, Status(status.code, status.reasons, status.plugin or name))
-        diagnosis = FrozenDict(found)  # one for every PostFilter plugin: none may change it for the next
+        diagnosis = frozen_mapping(found)  # one for every PostFilter plugin: none may change it for the next
         out = []
         for plugin in self.post_filters:
             try:

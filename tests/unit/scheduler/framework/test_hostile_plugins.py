@@ -226,6 +226,13 @@ class Mutating:
             cluster.labels["raw"] = "0"  # type: ignore[index]
         elif self.how == "del labels[k]":
             del cluster.labels["raw"]  # type: ignore[attr-defined]
+        elif self.how == "dict.clear(labels)":
+            dict.clear(cluster.labels)  # type: ignore[arg-type]
+        elif self.how == "dict.__setitem__(labels)":
+            dict.__setitem__(cluster.labels, "zone", "b")  # type: ignore[index]
+        elif self.how == "dict.pop(allocatable)":
+            assert cluster.resource_summary is not None
+            dict.pop(cluster.resource_summary.allocatable, "pods")  # type: ignore[call-overload]
         elif self.how == "memo.clear":
             cluster.memo.clear()
         elif self.how == "list(memo)":
@@ -254,6 +261,9 @@ class Mutating:
         "labels.clear",
         "labels[k]=v",
         "del labels[k]",
+        "dict.clear(labels)",
+        "dict.__setitem__(labels)",
+        "dict.pop(allocatable)",
         "memo.clear",
         "list(memo)",
         "allocatable.pop",
@@ -294,7 +304,8 @@ def test_pre_score_and_post_filter_get_what_they_cannot_change() -> None:
     result = schedule(post, a_binding().replicas(1), nothing_fits)
     assert result.condition is not None
     message = result.condition.message
-    assert "plugin Hostile failed at PostFilter: TypeError: 'FrozenDict' is read-only" in message
+    refused = "AttributeError: 'mappingproxy' object has no attribute 'clear'"
+    assert f"plugin Hostile failed at PostFilter: {refused}" in message
 
 
 def test_a_batch_filter_cannot_change_the_positions_the_runtime_reads() -> None:
@@ -507,15 +518,16 @@ def test_a_framework_fails_a_broken_plugins_bindings_at_once() -> None:
 
 def test_the_read_only_values_still_pickle_serialise_and_compare() -> None:
     import pickle
+    from types import MappingProxyType
 
     import orjson
 
-    from fleetsched.scheduler.types import ClusterMemo, FrozenDict, FrozenList, NodeClaim
+    from fleetsched.scheduler.types import ClusterMemo, FrozenDict, FrozenList, NodeClaim, thaw
 
     cluster = a_cluster("m1").labeled(zone="a").free(10).build()
     cluster.memo[object()] = 1
     copy = pickle.loads(pickle.dumps(cluster))  # simulate --jobs with spawned workers
-    assert copy.labels == {"zone": "a"} and type(copy.labels) is FrozenDict
+    assert copy.labels == {"zone": "a"} and type(copy.labels) is FrozenDict is MappingProxyType
     assert type(copy.memo) is ClusterMemo and len(copy.memo) == 0  # a cache: not carried over
     claim = NodeClaim(hard_node_affinity={"nodeSelectorTerms": [{"matchExpressions": [{"key": "k"}]}]})
     terms = claim.hard_node_affinity["nodeSelectorTerms"]  # type: ignore[index]
@@ -524,7 +536,9 @@ def test_the_read_only_values_still_pickle_serialise_and_compare() -> None:
         terms.append({})
     with pytest.raises(TypeError):
         terms[0]["matchExpressions"] = []
-    assert orjson.loads(orjson.dumps(claim.hard_node_affinity)) == {
+    with pytest.raises(TypeError):
+        dict.clear(claim.hard_node_affinity)  # type: ignore[arg-type]
+    assert orjson.loads(orjson.dumps(thaw(claim.hard_node_affinity))) == {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "k"}]}]
     }
     assert pickle.loads(pickle.dumps(claim)).hard_node_affinity == claim.hard_node_affinity
