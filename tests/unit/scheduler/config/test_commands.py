@@ -544,3 +544,43 @@ def test_config_validate_passes_readable_ca_files(tmp_path: Path) -> None:
     done = _validate_cli(config)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("profile ")
+
+
+EXITING_SCORE = '''
+class Exiting(int):
+    def _exit(self, *args):
+        raise SystemExit(9)
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __hash__ = __index__ = __int__ = _exit
+
+
+class ExitingScore:
+    """Answers a score whose every comparison raises SystemExit (issue 30)."""
+
+    name = "ExitingScore"
+
+    def __init__(self, args=None, handle=None):
+        pass
+
+    def score(self, ctx, cluster):
+        return Exiting(7)
+'''
+
+
+def test_simulate_takes_an_int_subclass_score_as_its_int(tmp_path: Path) -> None:
+    """Its comparisons raised SystemExit outside the plugin boundary: simulate exited 9, no message."""
+    site = install(
+        tmp_path / "site",
+        "fleetsched-example-exiting",
+        modules={"fleetsched_example_exiting": EXITING_SCORE},
+        entry_points={"ExitingScore": "fleetsched_example_exiting:ExitingScore"},
+    )
+    config = write(tmp_path, {"profiles": [{"plugins": {"score": {"enabled": [{"name": "ExitingScore"}]}}}]})
+    done = subprocess.run(
+        [sys.executable, "-m", "fleetsched", "simulate", "--config", str(config), *EXAMPLES],
+        capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        check=False, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and "ExitingScore" not in done.stdout
+    assert "web" in done.stdout  # the examples' bindings were scheduled and printed
