@@ -4,16 +4,21 @@
 by default (today's behaviour: the default profile with Karmada's plugins, every setting at its
 flag's default); ``--plugins`` and ``--feature-gates`` print the file equivalent to those flags.
 ``fleetsched config validate FILE`` loads a file as ``scheduler --config`` does (including building
-each profile's framework, so invalid plugin args are caught) and prints its profiles, or every
-problem found, one line each (exit status 2).
+each profile's framework, so invalid plugin args are caught, and reading the files it names as
+start-up reads them: each extender's TLS files and the estimators' caFile/certFile/keyFile) and
+prints its profiles, or every problem found, one line each (exit status 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from fleetsched.flags import merge_feature_gates, parse_feature_gates
+
+if TYPE_CHECKING:
+    from fleetsched.scheduler.config import SchedulerConfiguration
 
 __all__ = ["add_arguments", "run"]
 
@@ -95,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
     except ProfileError as exc:
         print(f"{prog}: {args.file}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    problems = _file_problems(loaded.configuration)
+    for problem in problems:
+        print(for_terminal(f"{prog}: {args.file}: {problem}"), file=sys.stderr)
+    if problems:
+        return EXIT_BAD_INPUT
     for profile in loaded.configuration.profiles:
         points = ", ".join(
             f"{point.value}=" + "+".join(
@@ -104,3 +114,35 @@ def run(args: argparse.Namespace) -> int:
         )
         print(for_terminal(f"profile {profile.scheduler_name}: {points}", limit=65536))
     return 0
+
+
+def _file_problems(configuration: SchedulerConfiguration) -> list[str]:
+    """What start-up would refuse in the files the configuration names: each extender's TLS files
+    (read, bounded, and loaded as the extender client loads them) and, when the estimators are
+    enabled, their caFile, certFile and keyFile (regular files of bounded size)."""
+    from fleetsched.api.yamlload import LoadError, read_regular_file
+
+    problems: list[str] = []
+    configs = {c.url_prefix: c for p in configuration.profiles for c in p.extenders}
+    if configs:
+        from fleetsched.extender.client import ExtenderConfigError, check_extender
+
+        for config in configs.values():
+            try:
+                check_extender(config)
+            except ExtenderConfigError as exc:
+                problems.append(str(exc))
+    estimator = configuration.estimator
+    if estimator.enabled:
+        from fleetsched.extender.client import MAX_PEM_BYTES  # the estimator client's limit too
+
+        for field, path in (("caFile", estimator.ca_file), ("certFile", estimator.cert_file),
+                            ("keyFile", estimator.key_file)):
+            if not path:
+                continue
+            try:
+                read_regular_file(path, limit=MAX_PEM_BYTES)
+            except LoadError as exc:
+                why = exc.reason.removeprefix("cannot read the file: ")
+                problems.append(f"estimator.{field}: cannot read {path}: {why}")
+    return problems

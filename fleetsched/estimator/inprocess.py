@@ -18,6 +18,7 @@ from fleetsched.estimator.inventory import MemberInventory
 from fleetsched.estimator.model import EstimatorError
 from fleetsched.estimator.pb import estimator_pb2
 from fleetsched.estimator.service import EstimatorService
+from fleetsched.scheduler.types import thaw
 
 __all__ = [
     "MEMBER_CLUSTER_ANNOTATION",
@@ -50,7 +51,7 @@ def requirements_json(requirements: Any) -> dict[str, Any] | None:
     if claim is not None:
         claim_json: dict[str, Any] = {"nodeSelector": dict(claim.node_selector)}
         if claim.hard_node_affinity is not None:
-            claim_json["hardNodeAffinity"] = claim.hard_node_affinity
+            claim_json["hardNodeAffinity"] = thaw(claim.hard_node_affinity)
         claim_json["tolerations"] = [
             {"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect,
              **({"tolerationSeconds": t.toleration_seconds}

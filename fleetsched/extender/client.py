@@ -7,8 +7,9 @@ an ``ExtenderArgs`` body to ``{urlPrefix}/{verb}``; the answer is decoded strict
 and every fault surfaces as an ``ExtenderError`` naming the extender, of one of four kinds:
 
 * unreachable: connection refused, DNS failure, TLS handshake or verification failure, connection
-  dropped (a request that meets a keep-alive connection the server has just closed is sent once
-  more, within the same deadline);
+  dropped (a request that meets a keep-alive connection the server has just closed, found closed
+  without an answer, reset, or closing as the request was written, is sent once more within the
+  same deadline, on a new connection of its own: the pool may hold more connections closed alike);
 * slow: no complete answer within ``httpTimeout``, which bounds connect, TLS, send and the whole
   response body together;
 * erroring: an HTTP status other than 200 (redirects are not followed), or a non-empty ``error``
@@ -76,6 +77,7 @@ __all__ = [
     "HTTPExtender",
     "build_extenders",
     "build_profile_extenders",
+    "check_extender",
 ]
 
 # An answer names at most every candidate with a reason; 8 MiB holds tens of thousands of clusters.
@@ -90,6 +92,10 @@ _HEADERS = {"Content-Type": "application/json", "Accept": "application/json",
             "User-Agent": "fleetsched-scheduler"}
 
 _T = TypeVar("_T")
+
+
+class _Stale(Exception):
+    """The first attempt met a connection the peer had closed: worth one attempt on a new one."""
 
 
 class ExtenderConfigError(ValueError):
@@ -164,6 +170,24 @@ def _ssl_context(tls: ExtenderTLS | None, name: str) -> ssl.SSLContext:
     return ctx
 
 
+def check_extender(config: ExtenderConfig) -> ssl.SSLContext | None:
+    """What an ``HTTPExtender`` checks when it is built (``fleetsched config validate`` runs it too):
+    the URL, the timeout and the TLS files (read and loaded); the TLS context for https://, else
+    None. ``ExtenderConfigError`` (one line) otherwise."""
+    name = config.name
+    url = urlsplit(config.url_prefix)
+    if url.username is not None or url.password is not None:
+        raise ExtenderConfigError(f"extender {name}: urlPrefix: must not carry user info (user:password@)")
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ExtenderConfigError(
+            f"extender {name}: urlPrefix: must be an http:// or https:// URL with a host")
+    if config.http_timeout_seconds <= 0:
+        raise ExtenderConfigError(f"extender {name}: httpTimeout: must be positive")
+    if url.scheme == "http" and config.tls is not None:
+        raise ExtenderConfigError(f"extender {name}: tls: set, but urlPrefix is http://")
+    return _ssl_context(config.tls, name) if url.scheme == "https" else None
+
+
 def _join(prefix: str, verb: str) -> str:
     return f"{prefix.rstrip('/')}/{verb.lstrip('/')}"
 
@@ -214,18 +238,7 @@ class HTTPExtender:
         self.supports_prioritize = bool(config.prioritize_verb)
         self.timeout = config.http_timeout_seconds
         self.max_response_bytes = max_response_bytes
-        url = urlsplit(config.url_prefix)
-        if url.username is not None or url.password is not None:
-            raise ExtenderConfigError(
-                f"extender {self.name}: urlPrefix: must not carry user info (user:password@)")
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise ExtenderConfigError(
-                f"extender {self.name}: urlPrefix: must be an http:// or https:// URL with a host")
-        if self.timeout <= 0:
-            raise ExtenderConfigError(f"extender {self.name}: httpTimeout: must be positive")
-        if url.scheme == "http" and config.tls is not None:
-            raise ExtenderConfigError(f"extender {self.name}: tls: set, but urlPrefix is http://")
-        self._ssl = _ssl_context(config.tls, self.name) if url.scheme == "https" else None
+        self._ssl = check_extender(config)
         self._server_hostname = (config.tls.server_name or None) if config.tls else None
         self._filter_url = _join(config.url_prefix, config.filter_verb)
         self._prioritize_url = _join(config.url_prefix, config.prioritize_verb)
@@ -328,50 +341,73 @@ class HTTPExtender:
             metrics.CALL_DURATION.labels(self.name, verb, result).observe(time.perf_counter() - started)
 
     async def _exchange(self, verb: str, url: str, body: bytes) -> bytes:
-        session = self._session_here()
-        for attempt in (1, 2):
-            try:
-                return await self._post(session, verb, url, body)
-            except aiohttp.ServerDisconnectedError:
-                # Most often a pooled keep-alive connection the server closed as we reused it.
-                if attempt == 2:
-                    hint = self._client_certificate_hint()
-                    raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
-                                        f"the server closed the connection without answering{hint}") from None
-            except aiohttp.ClientConnectorCertificateError as exc:
-                raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
-                                    f"TLS: the server's certificate is not trusted: "
-                                    f"{exc.certificate_error}") from None
-            except aiohttp.ClientConnectorDNSError as exc:
-                raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
-                                    f"cannot resolve {exc.host}: {exc.os_error}") from None
-            except aiohttp.ClientConnectorSSLError as exc:
-                detail = f"TLS handshake with {exc.host}:{exc.port} failed: {exc.os_error}"
-                raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE, detail) from None
-            except aiohttp.ClientConnectorError as exc:
-                reason = exc.os_error.strerror or str(exc.os_error)
-                raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
-                                    f"cannot connect to {exc.host}:{exc.port}: {reason}") from None
-            except (aiohttp.ClientSSLError, ssl.SSLError) as exc:
-                raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE, f"TLS: {exc}") from None
-            except aiohttp.ClientResponseError as exc:
-                raise ExtenderError(self.name, verb, FaultKind.MALFORMED,
-                                    f"not a valid HTTP response: {exc.message}") from None
-            except aiohttp.ClientPayloadError as exc:
-                raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
-                                    f"the connection broke while reading the answer: {exc}") from None
-            except aiohttp.ClientOSError as exc:
-                if exc.errno == errno.ECONNRESET and attempt == 1:
-                    continue
-                # Under TLS 1.3 a server refusing a missing client certificate may reset the
-                # connection instead of closing it: the same hint either way.
-                hint = self._client_certificate_hint() if exc.errno == errno.ECONNRESET else ""
-                raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
-                                    f"connection failed: {exc.strerror or exc}{hint}") from None
-            except aiohttp.ClientError as exc:
-                raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
-                                    f"{type(exc).__name__}: {exc}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            return await self._attempt(self._session_here(), verb, url, body, first=True)
+        except _Stale:
+            pass
+        # A pooled keep-alive connection the server had closed (or was closing) as it was reused:
+        # once more, on a connection of its own (the pool may hold more connections closed alike).
+        one_off = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True, force_close=True)
+        session = aiohttp.ClientSession(
+            connector=one_off,
+            headers=_HEADERS, timeout=aiohttp.ClientTimeout(total=None), auto_decompress=True,
+        )
+        try:
+            return await self._attempt(session, verb, url, body, first=False)
+        finally:
+            await session.close()
+
+    async def _attempt(
+        self, session: aiohttp.ClientSession, verb: str, url: str, body: bytes, *, first: bool
+    ) -> bytes:
+        """One POST; the first attempt raises ``_Stale`` where the connection was found closed by
+        the peer (closed without an answer, reset, or closing while the request was written)."""
+        try:
+            return await self._post(session, verb, url, body)
+        except aiohttp.ServerDisconnectedError:
+            if first:
+                raise _Stale from None
+            hint = self._client_certificate_hint()
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
+                                f"the server closed the connection without answering{hint}") from None
+        except aiohttp.ClientConnectionResetError as exc:
+            if first:  # written to a connection already closing: the request was not sent
+                raise _Stale from None
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
+                                f"connection failed: {exc}") from None
+        except aiohttp.ClientConnectorCertificateError as exc:
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
+                                f"TLS: the server's certificate is not trusted: "
+                                f"{exc.certificate_error}") from None
+        except aiohttp.ClientConnectorDNSError as exc:
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
+                                f"cannot resolve {exc.host}: {exc.os_error}") from None
+        except aiohttp.ClientConnectorSSLError as exc:
+            detail = f"TLS handshake with {exc.host}:{exc.port} failed: {exc.os_error}"
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE, detail) from None
+        except aiohttp.ClientConnectorError as exc:
+            reason = exc.os_error.strerror or str(exc.os_error)
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
+                                f"cannot connect to {exc.host}:{exc.port}: {reason}") from None
+        except (aiohttp.ClientSSLError, ssl.SSLError) as exc:
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE, f"TLS: {exc}") from None
+        except aiohttp.ClientResponseError as exc:
+            raise ExtenderError(self.name, verb, FaultKind.MALFORMED,
+                                f"not a valid HTTP response: {exc.message}") from None
+        except aiohttp.ClientPayloadError as exc:
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
+                                f"the connection broke while reading the answer: {exc}") from None
+        except aiohttp.ClientOSError as exc:
+            if exc.errno in (errno.ECONNRESET, errno.EPIPE) and first:
+                raise _Stale from None
+            # Under TLS 1.3 a server refusing a missing client certificate may reset the
+            # connection instead of closing it: the same hint either way.
+            hint = self._client_certificate_hint() if exc.errno == errno.ECONNRESET else ""
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
+                                f"connection failed: {exc.strerror or exc}{hint}") from None
+        except aiohttp.ClientError as exc:
+            raise ExtenderError(self.name, verb, FaultKind.UNREACHABLE,
+                                f"{type(exc).__name__}: {exc}") from None
 
     def _client_certificate_hint(self) -> str:
         """For a connection the server dropped: over TLS without a client certificate, say so."""

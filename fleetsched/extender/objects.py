@@ -35,6 +35,7 @@ from fleetsched.scheduler.types import (
     ReplicaRequirements,
     SchedulingBinding,
     Toleration,
+    thaw,
 )
 
 __all__ = ["binding_json", "binding_object", "cluster_json", "cluster_object"]
@@ -141,7 +142,7 @@ def placement_object(p: Placement) -> dict[str, Any]:
 def _node_claim(c: NodeClaim) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if c.hard_node_affinity is not None:
-        out["hardNodeAffinity"] = dict(c.hard_node_affinity)
+        out["hardNodeAffinity"] = thaw(c.hard_node_affinity)
     if c.node_selector:
         out["nodeSelector"] = dict(c.node_selector)
     if c.tolerations:

@@ -14,15 +14,20 @@ file and the field; the commands print it and exit 2.
 
 The ``kubernetes`` package reads the files: ``KubeConfigMerger`` merges them, ``ConfigNode`` finds
 the context, cluster and user, ``FileOrData`` turns ``*-data`` fields into files,
-``InClusterConfigLoader`` checks the pod's environment and ``ExecProvider`` runs credential
-plugins. What it leaves to its own urllib3 client, and what it does not do, is done here
+``InClusterConfigLoader`` checks the pod's environment and ``ExecProvider`` checks a credential
+plugin's entry. What it leaves to its own urllib3 client, and what it does not do, is done here
 (``Credentials``), as client-go does it:
 
 * token files (the in-cluster token, a kubeconfig ``tokenFile``) are read again every 50 s (client-go's
-  cached file token source: a one-minute period less ten seconds of leeway) and at once after a 401;
+  cached file token source: a one-minute period less ten seconds of leeway) and at once after a 401,
+  in a thread, through the reader of every input (``fleetsched.regular_file``: a regular file of at
+  most ``TOKEN_FILE_LIMIT`` bytes; a FIFO or a device is refused without being read);
 * an exec plugin's credential (``client.authentication.k8s.io/v1``, or ``v1beta1``) is kept until
   its ``status.expirationTimestamp`` and the plugin is run again after that, and after a 401;
   ``provideClusterInfo`` hands it the cluster (``spec.cluster``), ``interactiveMode`` is checked;
+  it runs in a session of its own and is bounded (``run_exec_plugin``): output past
+  ``EXEC_STDOUT_LIMIT`` or no exit in ``EXEC_TIMEOUT`` kills its process group, and only the start of
+  its standard error reaches a message;
 * client certificate files are stat'ed every 10 s and again after a 401 or a 403; when their
   contents changed, a new TLS context is built (a pair that does not load yet, mid-rotation, keeps
   the old one) and the idle connections are dropped;
@@ -47,6 +52,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import socket
 import ssl
 import sys
@@ -58,6 +64,8 @@ from urllib.parse import unquote, urlsplit
 
 import structlog
 
+from fleetsched.regular_file import FileRefused, read_regular
+
 log = structlog.get_logger("fleetsched.kube.auth")
 
 # client-go's cached file token source: a period of one minute, read again ten seconds before it ends.
@@ -66,9 +74,17 @@ TOKEN_FILE_LEEWAY = 10.0
 # How often the client certificate files are stat'ed (client-go reads them every 5 minutes; a stat
 # costs microseconds, so a rotated certificate is in use within seconds rather than minutes).
 CERT_CHECK_PERIOD = 10.0
-# A credential plugin that has not answered in this time is given up on (the request fails, the
-# next one runs it again).
+# A credential plugin that has not answered in this time is killed (its process group, then reaped):
+# the request fails, the next one runs it again.
 EXEC_TIMEOUT = 60.0
+# What a credential plugin may print: an ExecCredential with a certificate chain is a few kilobytes.
+# More on standard output kills it (the credential fails); standard error is drained and only its
+# first EXEC_STDERR_KEPT bytes are kept, of which EXEC_STDERR_SHOWN characters reach a message.
+EXEC_STDOUT_LIMIT = 1 << 20
+EXEC_STDERR_KEPT = 64 << 10
+EXEC_STDERR_SHOWN = 512
+# A token file larger than this is refused: Go's HTTP server refuses request headers past 1 MiB.
+TOKEN_FILE_LIMIT = 1 << 20
 # Denials in a row of one verb on one resource that turn the readiness probe false.
 DENIALS_TO_UNREADY = 3
 
@@ -209,6 +225,8 @@ def _in_cluster(env: Mapping[str, str], token_path: str | None, ca_path: str | N
     )
 
     token_file = token_path or SERVICE_TOKEN_FILENAME
+    if os.path.lexists(token_file):  # read as every token file is (a FIFO or device is refused)
+        _read_token(token_file, "in-cluster config: token file")
     loader = InClusterConfigLoader(
         token_filename=token_file,
         cert_filename=ca_path or SERVICE_CERT_FILENAME,
@@ -399,11 +417,16 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _read_token(path: str, what: str) -> str:
+    """The token in the file at ``path``: a regular file of at most ``TOKEN_FILE_LIMIT`` bytes (a FIFO
+    would block the read, ``/dev/zero`` never end), UTF-8, not empty."""
     try:
-        with open(path, encoding="utf-8") as f:
-            token = f.read().strip()
-    except OSError as exc:
-        raise CredentialsError(f"{what} {path}: {exc.strerror or exc}") from None
+        data = read_regular(path, limit=TOKEN_FILE_LIMIT, what="token file")
+    except FileRefused as exc:
+        raise CredentialsError(f"{what} {path}: {exc.detail}") from None
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise CredentialsError(f"{what} {path}: not UTF-8 text") from None
     if not token:
         raise CredentialsError(f"{what} {path}: the file is empty")
     return token
@@ -552,6 +575,7 @@ class Credentials:
         self._exec_expiry: float | None = None
         self._exec_certificate: tuple[str, str] | None = None
         self._exec_lock: asyncio.Lock | None = None
+        self._token_lock: asyncio.Lock | None = None
         self._cert_stamps: dict[str, _Stamp] = {}
         self._cert_checked = clock()
         self._context: ssl.SSLContext | None = None
@@ -590,7 +614,7 @@ class Credentials:
             if self._exec_expiry is None or self._wall() >= self._exec_expiry:
                 await self._run_plugin()
         elif connection.token_file and self._clock() >= self._token_due:
-            self._read_token_file()
+            await self._reread_token_file()
         if self._token:
             return f"Bearer {self._token}"
         if connection.basic_auth is not None:
@@ -609,24 +633,41 @@ class Credentials:
                 self._exec_expiry = None
                 await self._run_plugin()
         elif self.connection.token_file:
-            self._read_token_file()
+            await self._reread_token_file()
         return self.generation != generation or (await self.authorization()) != used
 
     # -- the pieces ----------------------------------------------------------------------------------
 
     def _read_token_file(self) -> None:
+        """At start-up: the token file must hold a token (bounded and non-blocking, see ``_read_token``)."""
         path = self.connection.token_file
         assert path is not None
-        try:
-            token = _read_token(path, "token file")
-        except CredentialsError as exc:
-            if self._token is None:
-                raise
-            # client-go keeps the last token it read when the file cannot be read
-            log.warning("token_file_unreadable", error=str(exc), keeps="the token read before")
-            token = self._token
+        self._use_token(_read_token(path, "token file"))
+
+    async def _reread_token_file(self) -> None:
+        """The token file read again, in a thread (the event loop keeps serving health and the Lease
+        while a slow file system answers); one read at a time."""
+        path = self.connection.token_file
+        assert path is not None
+        if self._token_lock is None:
+            self._token_lock = asyncio.Lock()
+        due = self._token_due
+        async with self._token_lock:
+            if self._token_due != due:
+                return  # read by another request while this one waited
+            try:
+                token = await asyncio.to_thread(_read_token, path, "token file")
+            except CredentialsError as exc:
+                if self._token is None:
+                    raise
+                # client-go keeps the last token it read when the file cannot be read
+                log.warning("token_file_unreadable", error=str(exc), keeps="the token read before")
+                token = self._token
+            self._use_token(token)
+
+    def _use_token(self, token: str) -> None:
         if token != self._token and self._token is not None:
-            log.info("token_file_changed", path=path)
+            log.info("token_file_changed", path=self.connection.token_file)
         self._token = token
         self._token_due = self._clock() + TOKEN_FILE_PERIOD - TOKEN_FILE_LEEWAY
 
@@ -653,32 +694,13 @@ class Credentials:
                      expires=str(expiry or "never"))
 
     async def _exec(self) -> dict[str, Any]:
-        """Run the plugin with ``ExecProvider`` (in a thread: it waits for the process) and return its
-        ExecCredential's status."""
-        from kubernetes.config.exec_provider import ExecProvider
-        from kubernetes.config.kube_config import ConfigNode
-
+        """Run the plugin and return its ExecCredential's status (``run_exec_plugin``)."""
         config = self.connection.exec_plugin
         assert config is not None
-        node = ConfigNode("exec", {
-            "command": config.command,
-            "args": list(config.args),
-            "env": [{"name": n, "value": v} for n, v in config.env],
-            "apiVersion": config.api_version,
-            "provideClusterInfo": bool(config.cluster_json),
-        })
-        cluster = ConfigNode("cluster", json.loads(config.cluster_json)) if config.cluster_json else None
-        provider = ExecProvider(node, config.cwd, cluster)
         try:
-            status = await asyncio.wait_for(asyncio.to_thread(provider.run), EXEC_TIMEOUT)
-        except TimeoutError:
-            late = f"no answer in {EXEC_TIMEOUT:g} s"
-            raise CredentialsError(f"exec plugin {config.command!r}: {late}") from None
-        except Exception as exc:  # ConfigException, OSError (no such command), bad JSON
-            raise CredentialsError(f"exec plugin {config.command!r}: {_one_line(exc)}") from None
-        if not isinstance(status, dict):
-            raise CredentialsError(f"exec plugin {config.command!r}: status is not an object")
-        return status
+            return await run_exec_plugin(config)
+        except CredentialsError as exc:
+            raise CredentialsError(f"exec plugin {config.command!r}: {exc}") from None
 
     def _set_exec_certificate(self, certificate: str, key: str) -> None:
         from kubernetes.config.kube_config import FileOrData
@@ -817,6 +839,131 @@ class Credentials:
         except BaseException:
             sock.close()
             raise
+
+
+async def run_exec_plugin(
+    config: ExecConfig,
+    *,
+    timeout: float = EXEC_TIMEOUT,
+    stdout_limit: int = EXEC_STDOUT_LIMIT,
+    interactive: bool | None = None,
+) -> dict[str, Any]:
+    """Run a credential plugin as client-go does (``KUBERNETES_EXEC_INFO``, the kubeconfig's env and
+    directory) and return its ExecCredential's ``status``; ``CredentialsError`` (one line) otherwise.
+
+    Bounded as every input is: more than ``stdout_limit`` bytes on standard output, or no exit within
+    ``timeout`` seconds, kills the plugin's process group (it runs in a session of its own, so what it
+    started goes too) and reaps it; standard error is drained, its first ``EXEC_STDERR_KEPT`` bytes
+    kept and at most ``EXEC_STDERR_SHOWN`` characters of them quoted in the message. ``interactive``
+    (default: standard output is a terminal, ``ExecProvider``'s rule) passes standard input and
+    standard error through to the plugin."""
+    if interactive is None:
+        interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
+    spec: dict[str, Any] = {"interactive": interactive}
+    if config.cluster_json:
+        spec["cluster"] = json.loads(config.cluster_json)
+    env = dict(os.environ)
+    env.update(config.env)
+    env["KUBERNETES_EXEC_INFO"] = json.dumps(
+        {"apiVersion": config.api_version, "kind": "ExecCredential", "spec": spec}
+    )
+    try:
+        process = await asyncio.create_subprocess_exec(
+            config.command, *config.args,
+            stdin=None if interactive else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=None if interactive else asyncio.subprocess.PIPE,
+            cwd=config.cwd or None, env=env, start_new_session=True,
+        )
+    except OSError as exc:
+        raise CredentialsError(_one_line(exc)) from None
+    finished = False
+    try:
+        out, err, overflow = await asyncio.wait_for(_collect(process, stdout_limit), timeout)
+        finished = not overflow
+    except TimeoutError:
+        raise CredentialsError(f"no answer in {timeout:g} s (killed)") from None
+    finally:
+        if not finished:  # late, too much output, or the request was cancelled
+            await _kill(process)
+    if overflow:
+        raise CredentialsError(f"printed more than {stdout_limit} bytes on standard output (killed)")
+    if process.returncode != 0:
+        message = f"exec: process returned {process.returncode}"
+        shown = _stderr_excerpt(err)
+        raise CredentialsError(f"{message}. {shown}" if shown else message)
+    return _exec_status(out, config.api_version)
+
+
+async def _collect(process: asyncio.subprocess.Process, stdout_limit: int) -> tuple[bytes, bytes, bool]:
+    """(standard output, the kept start of standard error, whether output passed ``stdout_limit``)
+    once the plugin has closed both and exited, or as soon as its output passes the limit."""
+
+    async def drain(stream: asyncio.StreamReader | None, keep: int, stop: bool) -> tuple[bytes, bool]:
+        if stream is None:
+            return b"", False
+        kept = bytearray()
+        while chunk := await stream.read(65536):
+            room = keep - len(kept)
+            if len(chunk) > room and stop:
+                return bytes(kept), True
+            kept += chunk[: max(room, 0)]
+        return bytes(kept), False
+
+    out_task = asyncio.ensure_future(drain(process.stdout, stdout_limit, True))
+    err_task = asyncio.ensure_future(drain(process.stderr, EXEC_STDERR_KEPT, False))
+    try:
+        out, overflow = await out_task
+        if overflow:
+            return out, b"", True
+        err, _ = await err_task
+        await process.wait()
+        return out, err, False
+    finally:
+        for task in (out_task, err_task):
+            task.cancel()
+        await asyncio.gather(out_task, err_task, return_exceptions=True)
+
+
+async def _kill(process: asyncio.subprocess.Process) -> None:
+    """Kill the plugin's process group (the plugin and whatever it started that still holds its
+    pipes or runs past it) and reap the plugin."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    except PermissionError:  # not ours any more: the plugin itself only
+        if process.returncode is None:
+            process.kill()
+    await process.wait()
+
+
+def _stderr_excerpt(err: bytes) -> str:
+    """The start of a plugin's standard error on one line, at most ``EXEC_STDERR_SHOWN`` characters."""
+    text = " ".join(err.decode("utf-8", "replace").split())
+    if len(text) > EXEC_STDERR_SHOWN:
+        more = "(more not shown)" if len(err) >= EXEC_STDERR_KEPT else f"({len(err)} bytes in all)"
+        text = f"{text[:EXEC_STDERR_SHOWN]}... {more}"
+    return text
+
+
+def _exec_status(out: bytes, api_version: str) -> dict[str, Any]:
+    """The ``status`` of the ExecCredential a plugin printed (``ExecProvider``'s checks and messages)."""
+    try:
+        data = json.loads(out)
+    except ValueError as exc:
+        raise CredentialsError(f"exec: failed to decode process output: {_one_line(exc)}") from None
+    if not isinstance(data, dict):
+        raise CredentialsError("exec: malformed response: not an object")
+    for key in ("apiVersion", "kind", "status"):
+        if key not in data:
+            raise CredentialsError(f"exec: malformed response. missing key '{key}'")
+    if data["apiVersion"] != api_version:
+        raise CredentialsError(f"exec: plugin api version {data['apiVersion']} does not match {api_version}")
+    status = data["status"]
+    if not isinstance(status, dict):
+        raise CredentialsError("exec: status is not an object")
+    return status
 
 
 def _parse_time(text: str) -> float:

@@ -1,6 +1,11 @@
 """``fleetsched explain`` and ``fleetsched what-if``: their flags and runs. Each reads the live state
 (``state``), runs simulate on it in this process (``run``) and prints; nothing is written to the API
-server. Bad input or an unreadable live state: one line on stderr, exit status 2."""
+server. Bad input or an unreadable live state: one line on stderr, exit status 2. Standard output
+holds only the answer (``-o json`` is one JSON document): what the client logs meanwhile (a
+credential plugin run, a retried request) goes to standard error as JSON lines.
+
+``what-if -f`` files are read as every offline input is (``yamlload.read_input``: a regular file,
+or standard input, of at most ``MAX_CHANGES_BYTES``)."""
 
 from __future__ import annotations
 
@@ -14,6 +19,9 @@ from fleetsched.api.text import for_terminal
 
 EXIT_BAD_INPUT = 2
 EXIT_UNSCHEDULABLE = 3  # what-if: some binding would become unschedulable
+# The files of changes laid over the live state: a few policies, workloads or Clusters. Parsing takes
+# about 30 times a file's size in memory: 16 MiB is room for thousands of objects.
+MAX_CHANGES_BYTES = 16 << 20
 
 
 class _Refused(Exception):
@@ -46,6 +54,13 @@ def _flags(args: argparse.Namespace) -> list[str]:
     return flags
 
 
+def _logs_to_stderr() -> None:
+    """Log lines (JSON) on standard error: standard output is the answer's alone."""
+    from fleetsched.kube import logs
+
+    logs.configure("info")
+
+
 def _fail(command: str, message: str) -> int:
     print(for_terminal(f"fleetsched {command}: {message}"), file=sys.stderr)
     return EXIT_BAD_INPUT
@@ -68,6 +83,7 @@ def run_explain(args: argparse.Namespace) -> int:
     from fleetsched.live import state
     from fleetsched.live.run import simulate
 
+    _logs_to_stderr()
     try:
         kind, namespace, name = state.parse_binding_ref(args.binding)
     except ValueError as exc:
@@ -123,7 +139,7 @@ def _read_changes(files: Sequence[str], validate: str = "strict") -> list[Mappin
     out: list[Mapping[str, Any]] = []
     try:
         for name in files:
-            text = decode_text(read_input(name), name)
+            text = decode_text(read_input(name, limit=MAX_CHANGES_BYTES), name)
             for number, doc in iter_documents(text, name):
                 if doc is None:
                     continue
@@ -173,6 +189,7 @@ def run_what_if(args: argparse.Namespace) -> int:
     from fleetsched.live import state
     from fleetsched.live.diff import compare, overlay, text_lines
 
+    _logs_to_stderr()
     try:
         changes = _read_changes(args.files, args.validate)
         live = state.read_state(args.kubeconfig)

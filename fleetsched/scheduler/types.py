@@ -7,10 +7,12 @@ pydantic models, kopf, a Kubernetes client or anything that does I/O.
 
 from __future__ import annotations
 
+import copyreg
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any, NewType
 
 from fleetsched.api.quantity import Quantity
@@ -49,6 +51,8 @@ __all__ = [
     "Toleration",
     "WeightPreference",
     "deep_freeze",
+    "frozen_mapping",
+    "thaw",
 ]
 
 ClusterName = NewType("ClusterName", str)
@@ -71,33 +75,32 @@ def _read_only(self: Any, *args: Any, **kwargs: Any) -> Any:
     raise TypeError(f"'{type(self).__name__}' is read-only: the scheduler's views serve every decision")
 
 
-class FrozenDict(dict):  # type: ignore[type-arg]
-    """A dict that cannot be changed in place (item assignment, ``del``, ``clear``, ``update``,
-    ``pop``, ``setdefault``, ``|=`` raise ``TypeError``), for the mappings of the values plugins read.
+# The read-only mapping of the views plugins read (labels, annotations, resource lists, a PostFilter
+# diagnosis): a ``types.MappingProxyType`` over a private copy. Not a dict subclass, so no dict method
+# called on it (``dict.clear(cluster.labels)``, ``dict.__setitem__``) can change it; reads are the
+# dict's own C code through the proxy, it compares equal to a dict of the same items, ``copy()`` and
+# ``dict(x)`` give an ordinary dict, and it pickles (``simulate --jobs``; registered below).
+FrozenDict = MappingProxyType
 
-    A dict subclass rather than a ``MappingProxyType``: reads stay the dict's own C code, it pickles
-    (``simulate --jobs``), compares equal to a dict of the same items, and ``copy()``/``dict(x)``
-    give an ordinary dict to whoever wants one to change."""
-
-    __slots__ = ()
-
-    __setitem__ = __delitem__ = clear = update = pop = popitem = setdefault = __ior__ = _read_only
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenDict, (dict(self),))
-
-    def copy(self) -> dict[Any, Any]:  # type: ignore[override]
-        return dict(self)
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
-_EMPTY = FrozenDict()
+def _mapping_proxy(values: dict[Any, Any]) -> Mapping[Any, Any]:
+    return MappingProxyType(values)
 
 
-def frozen_mapping(values: Mapping[Any, Any] | None) -> FrozenDict:
-    """``values`` as a FrozenDict (the same object when it is one already)."""
-    if type(values) is FrozenDict:
+def _reduce_mapping_proxy(value: MappingProxyType[Any, Any]) -> tuple[Any, ...]:
+    return (_mapping_proxy, (dict(value),))
+
+
+copyreg.pickle(MappingProxyType, _reduce_mapping_proxy)
+
+
+def frozen_mapping(values: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
+    """``values`` as a read-only mapping over a private copy (the same object when it is one already)."""
+    if type(values) is MappingProxyType:
         return values
-    return FrozenDict(values) if values else _EMPTY
+    return MappingProxyType(dict(values)) if values else _EMPTY
 
 
 class FrozenList(list):  # type: ignore[type-arg]
@@ -117,11 +120,20 @@ class FrozenList(list):  # type: ignore[type-arg]
 
 
 def deep_freeze(value: Any) -> Any:
-    """A JSON-shaped value with every dict a FrozenDict and every list a FrozenList."""
+    """A JSON-shaped value with every mapping read-only (``frozen_mapping``) and every list a FrozenList."""
     if isinstance(value, Mapping):
-        return FrozenDict({k: deep_freeze(v) for k, v in value.items()})
+        return MappingProxyType({k: deep_freeze(v) for k, v in value.items()})
     if isinstance(value, list):
         return FrozenList(deep_freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A ``deep_freeze``d value as plain dicts and lists again, for serialisers that take only those."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
     return value
 
 
@@ -315,8 +327,8 @@ class SchedulingBinding:
     anti_affinity_group: str = ""
     # metadata.labels and metadata.annotations (read-only). Left out of the hash, kept in equality.
     # A plugin whose answer reads them puts what it reads into its ``binding_key`` (plugin-api.md).
-    labels: Mapping[str, str] = field(default_factory=FrozenDict, hash=False)
-    annotations: Mapping[str, str] = field(default_factory=FrozenDict, hash=False)
+    labels: Mapping[str, str] = field(default_factory=frozen_mapping, hash=False)
+    annotations: Mapping[str, str] = field(default_factory=frozen_mapping, hash=False)
 
     def __post_init__(self) -> None:
         if type(self.labels) is not FrozenDict:
@@ -345,8 +357,8 @@ class NamespaceInfo:
     """A Namespace as plugins read it through ``Handle.listers`` (read-only; compared by identity)."""
 
     name: str
-    labels: Mapping[str, str] = field(default_factory=FrozenDict)
-    annotations: Mapping[str, str] = field(default_factory=FrozenDict)
+    labels: Mapping[str, str] = field(default_factory=frozen_mapping)
+    annotations: Mapping[str, str] = field(default_factory=frozen_mapping)
 
     def __post_init__(self) -> None:
         if type(self.labels) is not FrozenDict:
@@ -374,9 +386,9 @@ class AssumedLoad:
     component; each request converted by its format, milli-units for decimal ones)."""
 
     pods: int = 0
-    resources: Mapping[str, Fraction] = field(default_factory=FrozenDict)
+    resources: Mapping[str, Fraction] = field(default_factory=frozen_mapping)
     set_pods: int = 0
-    set_units: Mapping[str, int] = field(default_factory=FrozenDict)
+    set_units: Mapping[str, int] = field(default_factory=frozen_mapping)
 
     def __post_init__(self) -> None:
         if type(self.resources) is not FrozenDict:
@@ -468,11 +480,11 @@ class ResourceModel:
 @dataclass(frozen=True, slots=True, eq=False)
 class ClusterInfo:
     """One member cluster as the scheduler sees it. Compared and hashed by identity. Deeply read-only
-    (tuples, frozen values, ``FrozenDict`` mappings): the same value serves every decision and every
+    (tuples, frozen values, ``frozen_mapping`` mappings): the same value serves every decision and every
     plugin, so none may change it; ``memo`` is a ``ClusterMemo`` (see there)."""
 
     name: str
-    labels: Mapping[str, str] = field(default_factory=FrozenDict)
+    labels: Mapping[str, str] = field(default_factory=frozen_mapping)
     provider: str = ""
     region: str = ""
     zones: tuple[str, ...] = ()

@@ -7,6 +7,10 @@ profile of its own beside the default profile:
 * ``LabelClearing`` clears each cluster's labels in Filter: before, the next binding of the default
   profile selecting by label was NoClusterFit while ``kubectl get cluster`` still showed the labels;
   now the attempt raises, that binding fails naming the plugin, and nobody sees a change;
+* ``DictClearing`` calls ``dict.clear`` on each cluster's labels, past the view's own methods (issue
+  30): the view is a ``MappingProxyType``, so that raises too and fails only that binding;
+* ``ExitingScore`` answers an int subclass whose comparisons raise ``SystemExit`` (issue 30): before,
+  that binding never got a condition and was retried with tracebacks; now it is scheduled;
 * ``Hanging`` hangs in Filter: before, bindings stuck there took every core thread and the default
   profile's bindings waited behind them; now the hung profile holds only threads of its own, its
   bindings fail naming the plugin and the point, and the default profile's bindings are scheduled
@@ -66,6 +70,34 @@ class LabelClearing:
         return None
 
 
+class DictClearing:
+    name = "DictClearing"
+
+    def __init__(self, args=None, handle=None):
+        pass
+
+    def filter(self, ctx, cluster):
+        dict.clear(cluster.labels)  # past the view's own methods, to the dict's (issue 30)
+        return None
+
+
+class Exiting7(int):
+    def _exit(self, *args):
+        raise SystemExit(9)
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __hash__ = __index__ = __int__ = _exit
+
+
+class ExitingScore:
+    name = "ExitingScore"
+
+    def __init__(self, args=None, handle=None):
+        pass
+
+    def score(self, ctx, cluster):
+        return Exiting7(7)
+
+
 class Hanging:
     name = "Hanging"
 
@@ -80,7 +112,7 @@ class Hanging:
         from fleetsched.plugin import Status
         return Status.success()
 '''
-PLUGINS = ("Exiting", "LabelClearing", "Hanging")
+PLUGINS = ("Exiting", "LabelClearing", "DictClearing", "ExitingScore", "Hanging")
 
 
 def configuration(directory: Path) -> Path:
@@ -96,6 +128,8 @@ def configuration(directory: Path) -> Path:
             {"schedulerName": "default-scheduler"},
             {"schedulerName": "exiting", "plugins": only("Exiting")},
             {"schedulerName": "mutating", "plugins": only("LabelClearing")},
+            {"schedulerName": "dict-clearing", "plugins": only("DictClearing")},
+            {"schedulerName": "int-subclass", "plugins": {"score": {"enabled": [{"name": "ExitingScore"}]}}},
             {"schedulerName": "hanging", "plugins": only("Hanging")},
         ],
     }
@@ -159,20 +193,26 @@ def test_system_exit_and_label_mutation_fail_their_binding_only(
     server = isolated_apiserver
     scheduler, release = hostile_scheduler
     release.touch()
-    create_objects(server, [binding("exiting-1", "exiting"), binding("mutating-1", "mutating")])
+    create_objects(server, [binding("exiting-1", "exiting"), binding("mutating-1", "mutating"),
+                            binding("dict-clearing-1", "dict-clearing"), binding("scored-1", "int-subclass")])
     failed = {
         name: wait_until(
             lambda n=name: condition(server, n),
             timeout=60,
             message=lambda: f"no condition:\n{scheduler.log_tail()}",
         )
-        for name in ("exiting-1", "mutating-1")
+        for name in ("exiting-1", "mutating-1", "dict-clearing-1", "scored-1")
     }
     assert failed["exiting-1"]["status"] == "False"
     assert "plugin Exiting failed at Filter: SystemExit: 3" in failed["exiting-1"]["message"]
     assert failed["mutating-1"]["status"] == "False"
-    assert "plugin LabelClearing failed at Filter: TypeError" in failed["mutating-1"]["message"]
-    assert "read-only" in failed["mutating-1"]["message"]
+    refused = "AttributeError: 'mappingproxy' object has no attribute 'clear'"
+    assert f"plugin LabelClearing failed at Filter: {refused}" in failed["mutating-1"]["message"]
+    assert failed["dict-clearing-1"]["status"] == "False"
+    assert "plugin DictClearing failed at Filter: TypeError" in failed["dict-clearing-1"]["message"]
+    # a score of an int subclass is taken as its int: scheduled (it had no condition, retried for ever)
+    assert failed["scored-1"]["status"] == "True", failed["scored-1"]
+    assert placed(server, "scored-1") == ["m1", "m2"]
     # The default profile, after both, on the same cluster values: the labels are all there.
     create_objects(server, [binding("web", "default-scheduler")])
     assert wait_until(

@@ -169,6 +169,44 @@ def test_what_if_that_leaves_a_binding_nowhere_exits_3(server: APIServer, tmp_pa
     assert web["after"]["clusters"] == [{"name": "m9", "replicas": 4}]
 
 
+EXEC_PLUGIN = """\
+import json, os, sys
+info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
+status = {"clientCertificateData": open(sys.argv[1]).read(), "clientKeyData": open(sys.argv[2]).read()}
+print(json.dumps({"apiVersion": info["apiVersion"], "kind": "ExecCredential", "status": status}))
+"""
+
+
+def test_what_if_json_is_alone_on_stdout_while_the_client_logs(server: APIServer, tmp_path: Path) -> None:
+    """With a credential plugin (logged when it runs: ``exec_plugin_ran``), ``-o json`` stays one JSON
+    document on stdout and the log line goes to stderr; it came first on stdout before."""
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(EXEC_PLUGIN)
+    admin = yaml.safe_load(server.kubeconfig.read_text())
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "clusters": admin["clusters"],
+        "users": [{"name": "plugin", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+            "args": [str(plugin), str(server.pki.admin_cert), str(server.pki.admin_key)],
+            "interactiveMode": "Never"}}}],
+        "contexts": [{"name": "c", "context": {"cluster": admin["clusters"][0]["name"], "user": "plugin"}}],
+        "current-context": "c",
+    }))
+    change = tmp_path / "policy.yaml"
+    change.write_text(moved_policy(["m2"]))
+    done = subprocess.run(
+        [sys.executable, "-m", "fleetsched", "what-if", "--kubeconfig", str(kubeconfig), "-f", str(change),
+         "-o", "json"],
+        capture_output=True, text=True, timeout=180, env=env(server), cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)  # the whole of stdout is the report
+    assert {c["name"] for c in report["changed"]} == {"web-deployment"}
+    logged = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    assert any(entry["event"] == "exec_plugin_ran" for entry in logged), done.stderr
+
+
 def test_simulate_yaml_of_derived_bindings_is_accepted_by_kubectl_apply(server: APIServer) -> None:
     out = fleetsched(server, "simulate", "examples/fleet.yaml", "examples/policies.yaml", "-o", "yaml")
     assert out.returncode == 0, out.stderr

@@ -236,3 +236,56 @@ def test_fuzzed_input_is_a_result_or_one_line(case: tuple[str, bytes]) -> None:
     if code == 2:
         lines = [line for line in err.strip().splitlines() if "note:" not in line and "warning:" not in line]
         assert len(lines) == 1 and lines[0].startswith(f"fleetsched {command}: "), err[-3000:]
+
+
+# ---- files that are not regular, or too large (issue 30 item 6) ----------------------------------------
+
+OFFLINE = {
+    "simulate": ("simulate",),
+    "estimate": ("estimate",),
+    "what-if": ("what-if", "--kubeconfig", "/nonexistent", "-f"),  # the files are read before the server
+}
+
+
+def _special(tmp_path: Path, kind: str) -> str:
+    if kind == "fifo":
+        path = tmp_path / "fifo"
+        os.mkfifo(path)  # no writer: a blocking open would never return
+        return str(path)
+    return kind
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
+@pytest.mark.parametrize("command", sorted(OFFLINE))
+def test_a_device_or_fifo_input_is_refused_without_being_read(
+    tmp_path: Path, command: str, kind: str
+) -> None:
+    path = _special(tmp_path, kind)
+    code, out, err = run_cli(*OFFLINE[command], path)
+    assert out == ""
+    assert assert_one_line_error(code, err, command) == (
+        f"fleetsched {command}: {path}: cannot read the input file: not a regular file"
+    )
+
+
+@pytest.mark.parametrize(("command", "limit"), [("simulate", 128 << 20), ("what-if", 16 << 20)])
+def test_an_input_past_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, command: str, limit: int
+) -> None:
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as f:
+        f.truncate(limit + 1)  # sparse: the size is what is checked, nothing is read
+    code, out, err = run_cli(*OFFLINE[command], str(big))
+    assert out == ""
+    assert assert_one_line_error(code, err, command) == (
+        f"fleetsched {command}: {big}: the input file holds {limit + 1} bytes, more than the {limit} allowed"
+    )
+
+
+def test_what_if_standard_input_past_the_limit_is_refused() -> None:
+    limit = 16 << 20
+    code, out, err = run_cli(*OFFLINE["what-if"], "-", stdin=b" " * (limit + 1))
+    assert out == ""
+    assert assert_one_line_error(code, err, "what-if") == (
+        f"fleetsched what-if: -: standard input holds more than the {limit} bytes allowed"
+    )

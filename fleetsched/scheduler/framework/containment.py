@@ -7,7 +7,8 @@
   the plugin's; ``fleetsched simulate`` runs plugins in its main thread with Python's Ctrl-C, so it
   runs inside ``interrupts_shut_down()``, whose SIGINT handler marks the shutdown before it raises.
 * ``check_scores``: kube-scheduler's rule for scores (an int, not a bool; after NormalizeScore, or
-  for a plugin without one, within ``MIN_SCORE..MAX_SCORE``; a raw score within int64).
+  for a plugin without one, within ``MIN_SCORE..MAX_SCORE``; a raw score within int64), answering
+  them as plain ints (an int subclass's methods never run outside the plugin boundary).
 * ``PluginHealth`` (one per Framework): a call that overran its time budget (returned late, or was
   stuck when the edge gave up on the binding) is counted; after ``OVERRUNS_TO_BREAK`` in a row the
   plugin is marked broken and its calls fail at once with a message saying so, until it recovers:
@@ -151,29 +152,41 @@ def quote(value: Any, *, limit: int = QUOTE_LIMIT, as_repr: bool = True) -> str:
 
 def check_scores(
     plugin: str, point: str, scores: Sequence[Any], name_of: Callable[[int], str], *, bounded: bool
-) -> None:
-    """Raise ``PluginError`` unless every score is an int (not a bool) and, when ``bounded``, within
-    ``MIN_SCORE..MAX_SCORE`` (kube-scheduler's check after NormalizeScore), else within int64.
-    ``name_of(j)`` is the cluster of ``scores[j]``."""
+) -> list[int]:
+    """The scores as plain ints, or ``PluginError`` unless every score is an int (not a bool) and,
+    when ``bounded``, within ``MIN_SCORE..MAX_SCORE`` (kube-scheduler's check after NormalizeScore),
+    else within int64. ``name_of(j)`` is the cluster of ``scores[j]``.
+
+    An int subclass is turned into a plain int by ``int``'s own conversion before anything compares
+    it, so none of its methods (``__lt__``, ``__hash__``, ``__index__``...) runs outside the plugin
+    boundary: a comparison that raised ``SystemExit`` there ended ``simulate`` without a word."""
     low, high = (MIN_SCORE, MAX_SCORE) if bounded else (MIN_INT64, MAX_INT64)
-    if not scores or (set(map(type, scores)) == {int} and low <= min(scores) and max(scores) <= high):
-        return  # the common case, checked in C
-    for j, value in enumerate(scores):
-        name = name_of(j)
-        if type(value) is not int and (not isinstance(value, int) or isinstance(value, bool)):
-            raise PluginError.failed(
-                plugin,
-                point,
-                f"returned a score of type {type(value).__name__} ({quote(value)}) for cluster {name}, "
-                "it must be an int",
-            )
+    if not scores:
+        return []
+    if set(map(type, scores)) == {int}:
+        plain = scores if type(scores) is list else list(scores)
+        if low <= min(plain) and max(plain) <= high:
+            return plain  # the common case, checked in C
+    else:
+        plain = []
+        for j, value in enumerate(scores):
+            if type(value) is not int and (not isinstance(value, int) or isinstance(value, bool)):
+                raise PluginError.failed(
+                    plugin,
+                    point,
+                    f"returned a score of type {type(value).__name__} ({quote(value)}) for cluster "
+                    f"{name_of(j)}, it must be an int",
+                )
+            plain.append(int.__int__(value))  # int's own conversion: nothing of the subclass runs
+    for j, value in enumerate(plain):
         if not low <= value <= high:
             raise PluginError.failed(
                 plugin,
                 point,
-                f"returned an invalid score {quote(int(value))} for cluster {name}, it should be in the "
+                f"returned an invalid score {quote(value)} for cluster {name_of(j)}, it should be in the "
                 f"range of [{low}, {high}]" + (" after normalizing" if bounded else ""),
             )
+    return plain
 
 
 # ---- plugin health: overruns, broken, recovered ------------------------------------------------------

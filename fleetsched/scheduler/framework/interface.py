@@ -59,7 +59,7 @@ The same holds for a call that took longer than ``Profile.plugin_timeout_seconds
 the call returns: Python cannot preempt it), for an answer of the wrong kind, and for scores outside
 kube-scheduler's bounds (an int, not a bool; within ``MIN_SCORE..MAX_SCORE`` after NormalizeScore or
 for a plugin without it). A plugin that overruns repeatedly is marked broken for a while (its calls
-fail at once). The views plugins read are deeply read-only (frozen dataclasses, tuples, ``FrozenDict``;
+fail at once). The views plugins read are deeply read-only (frozen dataclasses, tuples, ``MappingProxyType``;
 ``ClusterInfo.memo`` takes only keys of one's own): a mutation attempt raises and fails that binding.
 The process never dies for a plugin.
 

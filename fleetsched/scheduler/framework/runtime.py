@@ -109,7 +109,7 @@ from fleetsched.scheduler.framework.plugin_metrics import PluginMetrics
 from fleetsched.scheduler.framework.profile import ExtensionPoint, Profile
 from fleetsched.scheduler.framework.registry import Registry, validate_args
 from fleetsched.scheduler.outcome import ExtenderVerdict, PluginScore, SkippedPlugin
-from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, FrozenDict
+from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, frozen_mapping
 
 __all__ = [
     "EXTENDER_SCALE",
@@ -807,7 +807,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
                 return None
             try:
                 # kube-scheduler's checks: an int; a plugin without NormalizeScore within 0..100
-                check_scores(
+                got = check_scores(
                     slot.name, "Score", got, lambda j: clusters[misses[j]].name, bounded=not slot.normalize
                 )
             except PluginError as e:
@@ -862,7 +862,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
                     slot.name, NORMALIZE_SCORE, f"returned {len(got)} scores for {len(raw)} clusters"
                 )
             # kube-scheduler: every normalised score an int within MinNodeScore..MaxNodeScore
-            check_scores(slot.name, NORMALIZE_SCORE, got, lambda j: feasible[j].name, bounded=True)
+            got = check_scores(slot.name, NORMALIZE_SCORE, got, lambda j: feasible[j].name, bounded=True)
         except PluginError as e:
             self._observe(slot.name, NORMALIZE_SCORE, Code.ERROR, seconds)
             self._skip_or_raise(e, skipped)
@@ -884,7 +884,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
         for name, failed in failures:
             for i, status in failed.items():
                 found.setdefault(clusters[i].name, Status(status.code, status.reasons, status.plugin or name))
-        diagnosis = FrozenDict(found)  # one for every PostFilter plugin: none may change it for the next
+        diagnosis = frozen_mapping(found)  # one for every PostFilter plugin: none may change it for the next
         out = []
         for plugin in self.post_filters:
             try:

@@ -101,6 +101,16 @@ def test_in_cluster_reads_the_service_account_token_file(tmp_path: Path) -> None
     assert connection.token is None and "ServiceAccount" in connection.identity
 
 
+def test_an_in_cluster_token_file_that_is_a_fifo_is_refused_before_it_is_opened(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    os.mkfifo(token)  # opening it to read would wait for a writer for ever
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
+    with pytest.raises(KubeconfigError) as caught:
+        load_connection(None, environ=env, home=str(tmp_path), token_path=str(token),
+                        ca_path=str(tmp_path / "ca.crt"))
+    assert str(caught.value) == f"in-cluster config: token file {token}: not a regular file"
+
+
 def auth_ca_pem() -> bytes:
     from fleetsched.testing.pki import CertificateAuthority
 

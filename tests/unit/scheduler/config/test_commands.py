@@ -5,6 +5,7 @@ file are refused with one line and exit status 2."""
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -495,3 +496,91 @@ def test_an_empty_path_in_the_file_is_not_set_and_the_flag_gives_it(
     assert str(caught.value) == (
         f"--kubeconfig=/b contradicts {pinned} (clientConnection.kubeconfig: /a); set it in one place"
     )
+
+
+# ---- config validate reads the files start-up reads (issue 30) --------------------------------------
+
+
+def _validate_cli(config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fleetsched", "config", "validate", str(config)],
+        capture_output=True, text=True, check=False, timeout=60, cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize("kind", ["missing", "fifo", "/dev/zero"])
+def test_config_validate_refuses_the_ca_files_start_up_refuses(tmp_path: Path, kind: str) -> None:
+    if kind == "missing":
+        ca, why = str(tmp_path / "absent.crt"), "No such file or directory"
+    elif kind == "fifo":
+        ca, why = str(tmp_path / "fifo.crt"), "not a regular file"
+        os.mkfifo(ca)  # no writer: opening it to read would block for ever
+    else:
+        ca, why = kind, "not a regular file"
+    config = write(tmp_path, {
+        "extenders": [{"urlPrefix": "https://127.0.0.1:1/", "filterVerb": "filter",
+                       "tlsConfig": {"caFile": ca}}],
+        "estimator": {"enabled": True, "caFile": ca},
+    })
+    done = _validate_cli(config)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    prefix = f"fleetsched config validate: {config}"
+    assert done.stderr.splitlines() == [
+        f"{prefix}: extender https://127.0.0.1:1/: tls.caFile: cannot read {ca}: {why}",
+        f"{prefix}: estimator.caFile: cannot read {ca}: {why}",
+    ]
+
+
+def test_config_validate_passes_readable_ca_files(tmp_path: Path) -> None:
+    from fleetsched.testing.pki import CertificateAuthority
+
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(CertificateAuthority.create("validate-ca").cert_pem)
+    config = write(tmp_path, {
+        "extenders": [{"urlPrefix": "https://127.0.0.1:1/", "filterVerb": "filter",
+                       "tlsConfig": {"caFile": str(ca)}}],
+        "estimator": {"enabled": True, "caFile": str(ca)},
+    })
+    done = _validate_cli(config)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("profile ")
+
+
+EXITING_SCORE = '''
+class Exiting(int):
+    def _exit(self, *args):
+        raise SystemExit(9)
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __hash__ = __index__ = __int__ = _exit
+
+
+class ExitingScore:
+    """Answers a score whose every comparison raises SystemExit (issue 30)."""
+
+    name = "ExitingScore"
+
+    def __init__(self, args=None, handle=None):
+        pass
+
+    def score(self, ctx, cluster):
+        return Exiting(7)
+'''
+
+
+def test_simulate_takes_an_int_subclass_score_as_its_int(tmp_path: Path) -> None:
+    """Its comparisons raised SystemExit outside the plugin boundary: simulate exited 9, no message."""
+    site = install(
+        tmp_path / "site",
+        "fleetsched-example-exiting",
+        modules={"fleetsched_example_exiting": EXITING_SCORE},
+        entry_points={"ExitingScore": "fleetsched_example_exiting:ExitingScore"},
+    )
+    config = write(tmp_path, {"profiles": [{"plugins": {"score": {"enabled": [{"name": "ExitingScore"}]}}}]})
+    done = subprocess.run(
+        [sys.executable, "-m", "fleetsched", "simulate", "--config", str(config), *EXAMPLES],
+        capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        check=False, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and "ExitingScore" not in done.stdout
+    assert "web" in done.stdout  # the examples' bindings were scheduled and printed

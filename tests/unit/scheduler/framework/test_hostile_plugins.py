@@ -226,6 +226,13 @@ class Mutating:
             cluster.labels["raw"] = "0"  # type: ignore[index]
         elif self.how == "del labels[k]":
             del cluster.labels["raw"]  # type: ignore[attr-defined]
+        elif self.how == "dict.clear(labels)":
+            dict.clear(cluster.labels)  # type: ignore[arg-type]
+        elif self.how == "dict.__setitem__(labels)":
+            dict.__setitem__(cluster.labels, "zone", "b")  # type: ignore[index]
+        elif self.how == "dict.pop(allocatable)":
+            assert cluster.resource_summary is not None
+            dict.pop(cluster.resource_summary.allocatable, "pods")  # type: ignore[call-overload]
         elif self.how == "memo.clear":
             cluster.memo.clear()
         elif self.how == "list(memo)":
@@ -254,6 +261,9 @@ class Mutating:
         "labels.clear",
         "labels[k]=v",
         "del labels[k]",
+        "dict.clear(labels)",
+        "dict.__setitem__(labels)",
+        "dict.pop(allocatable)",
         "memo.clear",
         "list(memo)",
         "allocatable.pop",
@@ -294,7 +304,8 @@ def test_pre_score_and_post_filter_get_what_they_cannot_change() -> None:
     result = schedule(post, a_binding().replicas(1), nothing_fits)
     assert result.condition is not None
     message = result.condition.message
-    assert "plugin Hostile failed at PostFilter: TypeError: 'FrozenDict' is read-only" in message
+    refused = "AttributeError: 'mappingproxy' object has no attribute 'clear'"
+    assert f"plugin Hostile failed at PostFilter: {refused}" in message
 
 
 def test_a_batch_filter_cannot_change_the_positions_the_runtime_reads() -> None:
@@ -372,6 +383,34 @@ def test_a_score_plugin_must_answer_an_int_within_bounds(value: Any, text: str) 
     message = _failed_message(scheduler)
     assert f"plugin Hostile failed at Score: {text}" in message
     assert len(message) < 400  # a googol is quoted, not printed whole
+
+
+class Exiting(int):
+    """An int whose every comparison, hash and conversion raises ``SystemExit``."""
+
+    def _exit(self, *args: Any) -> Any:
+        raise SystemExit(9)
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __hash__ = __index__ = __int__ = _exit
+    __add__ = __radd__ = __mul__ = __rmul__ = __bool__ = _exit
+
+
+@pytest.mark.parametrize("at", ["score", "normalize"])
+def test_an_int_subclass_score_is_taken_as_its_plain_int_without_running_its_methods(at: str) -> None:
+    plugin = Scoring(Exiting(7)) if at == "score" else Normalizing(5, normalize=Exiting(7))
+    scheduler = Scheduler(
+        profile=_with_default_filters("Hostile", point=ExtensionPoint.SCORE),
+        registry=_registry_plus(plugin),
+    )
+    result = schedule(scheduler, a_binding().replicas(1), FLEET)  # SystemExit escaped here before
+    assert result.scheduled
+
+
+def test_check_scores_answers_plain_ints() -> None:
+    got = containment.check_scores("P", "Score", [Exiting(3), 4], str, bounded=True)
+    assert got == [3, 4] and [type(v) for v in got] == [int, int]
+    with pytest.raises(PluginError, match=r"returned an invalid score 300 for cluster 0"):
+        containment.check_scores("P", "Score", [Exiting(300)], str, bounded=True)
 
 
 @pytest.mark.parametrize(
@@ -479,15 +518,16 @@ def test_a_framework_fails_a_broken_plugins_bindings_at_once() -> None:
 
 def test_the_read_only_values_still_pickle_serialise_and_compare() -> None:
     import pickle
+    from types import MappingProxyType
 
     import orjson
 
-    from fleetsched.scheduler.types import ClusterMemo, FrozenDict, FrozenList, NodeClaim
+    from fleetsched.scheduler.types import ClusterMemo, FrozenDict, FrozenList, NodeClaim, thaw
 
     cluster = a_cluster("m1").labeled(zone="a").free(10).build()
     cluster.memo[object()] = 1
     copy = pickle.loads(pickle.dumps(cluster))  # simulate --jobs with spawned workers
-    assert copy.labels == {"zone": "a"} and type(copy.labels) is FrozenDict
+    assert copy.labels == {"zone": "a"} and type(copy.labels) is FrozenDict is MappingProxyType
     assert type(copy.memo) is ClusterMemo and len(copy.memo) == 0  # a cache: not carried over
     claim = NodeClaim(hard_node_affinity={"nodeSelectorTerms": [{"matchExpressions": [{"key": "k"}]}]})
     terms = claim.hard_node_affinity["nodeSelectorTerms"]  # type: ignore[index]
@@ -496,7 +536,9 @@ def test_the_read_only_values_still_pickle_serialise_and_compare() -> None:
         terms.append({})
     with pytest.raises(TypeError):
         terms[0]["matchExpressions"] = []
-    assert orjson.loads(orjson.dumps(claim.hard_node_affinity)) == {
+    with pytest.raises(TypeError):
+        dict.clear(claim.hard_node_affinity)  # type: ignore[arg-type]
+    assert orjson.loads(orjson.dumps(thaw(claim.hard_node_affinity))) == {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "k"}]}]
     }
     assert pickle.loads(pickle.dumps(claim)).hard_node_affinity == claim.hard_node_affinity

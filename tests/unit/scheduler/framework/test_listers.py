@@ -38,8 +38,10 @@ def test_the_binding_view_carries_its_labels_and_annotations_read_only() -> None
     assert binding.labels == {"team": "a"} and binding.annotations == {"note": "x"}
     with pytest.raises(TypeError):
         binding.labels["team"] = "b"  # type: ignore[index]
-    with pytest.raises(TypeError):
+    with pytest.raises(AttributeError):
         binding.annotations.clear()  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        dict.clear(binding.annotations)  # type: ignore[arg-type]
     assert hash(binding) == hash(dataclasses.replace(binding, labels={"team": "b"}))  # still hashable
     assert binding != dataclasses.replace(binding, labels={"team": "b"})
     assert binding_from_dict(rb()).labels == {}
