@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import recorded
+
 ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT.parent / "shared" / "estimator-conformance"
+SUITE = recorded.suite("estimator-conformance")
+pytestmark = pytest.mark.recorded("estimator-conformance")
 CLI = ROOT / ".venv" / "bin" / "fleetsched"
 
 
@@ -20,7 +23,6 @@ def _check(*dirs: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True, text=True, timeout=1200, check=False)
 
 
-@pytest.mark.skipif(not SUITE.exists(), reason="../shared/estimator-conformance is not laid out here")
 def test_every_recorded_case_passes() -> None:
     result = _check(SUITE / "cases")
     summary = result.stdout.strip().splitlines()[-1]
@@ -30,7 +32,6 @@ def test_every_recorded_case_passes() -> None:
     assert summary.endswith(" 0 failed")
 
 
-@pytest.mark.skipif(not SUITE.exists(), reason="../shared/estimator-conformance is not laid out here")
 def test_the_5000_node_snapshots_pass() -> None:
     result = _check(SUITE / "perf")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -6,8 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.support import recorded
+
 ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT.parent / "shared" / "conformance"
+SUITE = recorded.suite("conformance")
+pytestmark = pytest.mark.recorded("conformance")
 CLI = ROOT / ".venv" / "bin" / "fleetsched"
 
 

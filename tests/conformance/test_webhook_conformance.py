@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from fleetsched.webhook.testing import WebhookProcess, make_certificates
+from tests.support import recorded
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFORMANCE = ROOT.parent / "shared" / "webhook-conformance"
+CONFORMANCE = recorded.suite("webhook-conformance")
+pytestmark = pytest.mark.recorded("webhook-conformance")
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support import recorded
 from tests.support.controlplane import APIServer, wait_until
 from tests.support.karmada import (
     BINDING_KINDS,
@@ -30,7 +31,7 @@ from tests.support.karmada import (
 )
 from tests.support.processes import SchedulerProcess
 
-CASES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "cases"
+CASES_DIR = recorded.suite("conformance") / "cases"
 CASES = sorted(p.name.removesuffix(".input.yaml") for p in CASES_DIR.glob("*.input.yaml"))
 PARKED = "parked-for-replay"
 HOLD_FINALIZER = "e2e.fleetsched.io/hold"
@@ -130,6 +131,7 @@ def _view(binding: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.recorded("conformance")
 @pytest.mark.parametrize("case", CASES)
 def test_operator_writes_what_simulate_prints(
     case: str, isolated_apiserver: APIServer, operator: SchedulerProcess, tmp_path: Path

@@ -4,13 +4,11 @@ and printing Karmada's columns. Owner: the API models (crds/ is generated from f
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.support import recorded
 from tests.support.controlplane import ControlPlane
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 
 def test_every_crd_is_established(control_plane: ControlPlane) -> None:
@@ -85,8 +83,9 @@ def test_schema_invalid_objects_are_rejected(
     assert message in str(caught.value)
 
 
+@pytest.mark.recorded("conformance")
 def test_conformance_input_applies_and_keeps_status(control_plane: ControlPlane) -> None:
-    path = SHARED / "conformance" / "cases" / "random-000001.input.yaml"
+    path = recorded.suite("conformance") / "cases" / "random-000001.input.yaml"
     text = path.read_text(encoding="utf-8")
     for namespace in sorted({line.split(":", 1)[1].strip() for line in text.splitlines()
                              if line.startswith("  namespace:")}):

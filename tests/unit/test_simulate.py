@@ -11,14 +11,11 @@ import pytest
 import yaml
 
 from fleetsched.cli import main
+from tests.support import recorded
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-# ../shared beside a checkout of the repository, or beside the worktrees' directory.
-SHARED = next(
-    (p / "shared" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()), ROOT.parent
-)
-CASES = SHARED / "conformance" / "cases"
+CASES = recorded.suite("conformance") / "cases"
 
 FLEET = """
 apiVersion: cluster.karmada.io/v1alpha1
@@ -205,6 +202,7 @@ def test_stdin_and_a_real_process(files: list[str]) -> None:
     assert len(json.loads(proc.stdout)["items"]) == 2
 
 
+@pytest.mark.recorded("conformance")
 def test_a_recorded_case_round_trips(capsys: pytest.CaptureFixture[str]) -> None:
     case = CASES / "kt-affinities-second"
     code, out, _ = _run(capsys, str(case.with_suffix(".input.yaml")), "-o", "json")

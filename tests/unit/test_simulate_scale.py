@@ -16,14 +16,11 @@ import yaml
 from fleetsched import simulate
 from fleetsched.cli import main
 from fleetsched.scheduler.pipeline import Scheduler
+from tests.support import recorded
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = [str(ROOT / "examples" / "fleet.yaml"), str(ROOT / "examples" / "policies.yaml")]
-# ../shared beside a checkout of the repository, or beside the worktrees' directory.
-SHARED = next(
-    (p / "shared" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()), ROOT.parent
-)
-CASES = SHARED / "conformance" / "cases"
+CASES = recorded.suite("conformance") / "cases"
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -109,6 +106,7 @@ def test_streamed_output_has_the_bytes_of_one_dump(
     assert (len(doc["items"]) == 0) == (files == "empty")
 
 
+@pytest.mark.recorded("conformance")
 def test_conformance_inputs_stream_the_bytes_of_one_dump(capsys: pytest.CaptureFixture[str]) -> None:
     inputs = sorted(CASES.glob("*.input.yaml"))
     assert len(inputs) >= 40

@@ -19,15 +19,17 @@ from fleetsched.api import (
     load_files,
     load_text,
 )
+from tests.support import recorded
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared"
-CONFORMANCE_INPUTS = sorted((SHARED / "conformance" / "cases").glob("*.input.yaml"))
+CONFORMANCE_INPUTS = sorted((recorded.suite("conformance") / "cases").glob("*.input.yaml"))
 
 
+@pytest.mark.recorded("conformance")
 def test_conformance_inputs_exist() -> None:
     assert len(CONFORMANCE_INPUTS) >= 40
 
 
+@pytest.mark.recorded("conformance")
 @pytest.mark.parametrize("path", CONFORMANCE_INPUTS, ids=lambda p: p.name.removesuffix(".input.yaml"))
 def test_every_conformance_input_loads(path: Path) -> None:
     result = load_files([path])
@@ -39,8 +41,9 @@ def test_every_conformance_input_loads(path: Path) -> None:
         assert binding.spec.replicas >= 0
 
 
+@pytest.mark.recorded("bench")
 def test_bench_input_loads_every_document() -> None:
-    path = SHARED / "bench" / "fleet-100x5000.input.yaml"
+    path = recorded.suite("bench") / "fleet-100x5000.input.yaml"
     result = load_files([path])
     assert len(result.clusters) == 100
     assert len(result.bindings) == 5000

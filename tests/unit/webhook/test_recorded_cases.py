@@ -1,36 +1,26 @@
 """Every recorded case of ../shared/webhook-conformance, answered in process by review.handle.
 
-The same comparison check.py makes over HTTPS (the component and conformance tiers do that);
-here it runs without a server so a rule regression shows up in the fast tier with the case name.
+The comparison the suite's check.py makes over HTTPS (the component and conformance tiers do that),
+written again in tests/support/admission.py; here it runs without a server so a rule regression
+shows up in the fast tier with the case name.
 """
 
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from fleetsched.webhook import review
+from tests.support import admission as check
+from tests.support import recorded
 
-CONFORMANCE = Path(__file__).resolve().parents[3].parent / "shared" / "webhook-conformance"
-CASES = sorted((CONFORMANCE / "cases").glob("*.input.yaml"))
-
-
-def _checker() -> Any:
-    spec = importlib.util.spec_from_file_location("webhook_conformance_check", CONFORMANCE / "check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-check = _checker()
+pytestmark = pytest.mark.recorded("webhook-conformance")
+CASES = sorted((recorded.suite("webhook-conformance") / "cases").glob("*.input.yaml"))
 
 
 def test_the_public_cases_are_there() -> None:
