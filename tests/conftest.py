@@ -1,5 +1,5 @@
 """Root conftest: tier markers by folder, the recorded suites' skip (or CI failure), random order for the
-unit tier in CI, and a guard that puts back what a test may change in the process (signal handlers,
+unit tier on request, and a guard that puts back what a test may change in the process (signal handlers,
 environment, working directory), so no test depends on the tests that ran before it.
 
 Being in the ``tests`` package, this file also puts the repository root on ``sys.path``, so
@@ -41,10 +41,11 @@ def _tier(item: pytest.Item) -> str | None:
 
 
 def _random_order_wanted(config: pytest.Config) -> bool:
-    """pytest-randomly shuffles in CI (CI=true), or when a seed is given (``--randomly-seed=N`` replays
-    a CI run's order); a local run keeps the file order. The seed is printed in the header either way."""
+    """With pytest-randomly installed (not in the test extras yet: the unit tier has not been run
+    shuffled as a whole), the unit tier is shuffled when a seed is given (``--randomly-seed=N``); any
+    other run keeps the file order."""
     given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
-    return recorded.in_ci() or any(arg.startswith("--randomly-seed") for arg in given)
+    return any(arg.startswith("--randomly-seed") for arg in given)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # around pytest-randomly's own wrapper
