@@ -9,17 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetsched.controller.runtime.queue import Outcome, QueueClosed, SchedulingQueue
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.clock import FakeClock
 
 
 @pytest.fixture

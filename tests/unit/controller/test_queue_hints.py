@@ -21,17 +21,7 @@ from fleetsched.scheduler.framework.hints import (
 )
 from fleetsched.scheduler.pipeline import Scheduler
 from fleetsched.scheduler.types import ClusterInfo, ResourceSummary, Taint
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.clock import FakeClock
 
 
 class HintLog:

@@ -14,20 +14,7 @@ import pytest
 from fleetsched.controller.runtime.queue import QUEUE_SORT_POINT, Outcome, SchedulingQueue
 from fleetsched.plugin import QueuedBindingInfo
 from fleetsched.scheduler.framework import containment
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self.lock:
-            return self.now
-
-    def advance(self, seconds: float) -> None:
-        with self.lock:
-            self.now += seconds
+from tests.support.clock import FakeClock
 
 
 class FakeSort:
