@@ -83,6 +83,9 @@ EXEC_TIMEOUT = 60.0
 EXEC_STDOUT_LIMIT = 1 << 20
 EXEC_STDERR_KEPT = 64 << 10
 EXEC_STDERR_SHOWN = 512
+# How long a killed plugin's pipes may stay open (held by something that left its session) before
+# the plugin is taken as reaped without them.
+EXEC_REAP_GRACE = 5.0
 # A token file larger than this is refused: Go's HTTP server refuses request headers past 1 MiB.
 TOKEN_FILE_LIMIT = 1 << 20
 # Denials in a row of one verb on one resource that turn the readiness probe false.
@@ -935,7 +938,26 @@ async def _kill(process: asyncio.subprocess.Process) -> None:
     except PermissionError:  # not ours any more: the plugin itself only
         if process.returncode is None:
             process.kill()
-    await process.wait()
+    # ``Process.wait()`` returns only once the pipes are closed too, and a pipe whose reader stopped
+    # at the output limit is paused: it would never see its end. Read what is left and drop it (the
+    # writers are dead, so this is at most a pipe buffer), and stop waiting for the pipes after
+    # EXEC_REAP_GRACE: something that left the plugin's session may still hold them. The plugin itself
+    # is reaped by the child watcher whatever the pipes do.
+    drains = [asyncio.ensure_future(_discard(s)) for s in (process.stdout, process.stderr) if s]
+    try:
+        await asyncio.wait_for(asyncio.shield(process.wait()), EXEC_REAP_GRACE)
+    except TimeoutError:
+        while process.returncode is None:
+            await asyncio.sleep(0.01)
+    finally:
+        for task in drains:
+            task.cancel()
+        await asyncio.gather(*drains, return_exceptions=True)
+
+
+async def _discard(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
 
 
 def _stderr_excerpt(err: bytes) -> str:

@@ -60,7 +60,9 @@ async def test_a_plugin_printing_100_mb_is_killed_once_past_the_limit(tmp_path: 
         "for _ in range(100):\n    sys.stdout.buffer.write(chunk)\n"
     ))
     with pytest.raises(CredentialsError) as caught:
-        await run_exec_plugin(config, interactive=False)
+        # Bounded: a killed plugin whose paused stdout pipe was never read to its end used to hang
+        # here for ever (Process.wait() waits for the pipes too), and with it a CI run.
+        await asyncio.wait_for(run_exec_plugin(config, interactive=False), 30)
     limit = auth.EXEC_STDOUT_LIMIT
     assert str(caught.value) == f"printed more than {limit} bytes on standard output (killed)"
     assert gone(int((tmp_path / "pid").read_text()))
@@ -79,6 +81,27 @@ async def test_a_failing_plugins_10_mb_of_stderr_is_cut_in_its_message(tmp_path:
     assert message.endswith("e... (more not shown)")
     assert len(message) < auth.EXEC_STDERR_SHOWN + 200
     assert "\n" not in message
+
+
+async def test_a_plugin_whose_escaped_child_holds_its_output_still_fails_in_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The grandchild leaves the plugin's session (so killing the group misses it) and keeps the stdout
+    # pipe open: the request fails after EXEC_REAP_GRACE instead of waiting on the pipe.
+    monkeypatch.setattr(auth, "EXEC_REAP_GRACE", 0.5)
+    config = plugin(tmp_path, (
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'],"
+        " start_new_session=True)\n"
+        "open(os.path.join(sys.argv[1], 'child'), 'w').write(str(child.pid))\n"
+        "sys.stdout.buffer.write(b'x' * (4 << 20))\n"
+    ))
+    started = time.monotonic()
+    try:
+        with pytest.raises(CredentialsError, match="printed more than"):
+            await asyncio.wait_for(run_exec_plugin(config, interactive=False), 20)
+        assert time.monotonic() - started < 15
+    finally:
+        os.kill(int((tmp_path / "child").read_text()), 9)
 
 
 async def test_a_plugin_that_never_exits_is_killed_with_what_it_started_and_reaped(tmp_path: Path) -> None:
