@@ -142,6 +142,10 @@ def explain(
             lines.append(f"    skipped (ignorable) {skipped.plugin} at {skipped.point}: {skipped.reason}")
         if attempt.numbers:
             lines.append("    candidates (sort order: tier, score desc, available desc, name):")
+            lines.append(
+                "      (allocatable: more replicas the estimators say fit there; available: that plus"
+                " the replicas this binding already has there)"
+            )
             for n in attempt.numbers:
                 if n.plain:
                     per_plugin = ", ".join(f"{p}={s}" for p, s in n.scores)

@@ -94,6 +94,34 @@ def test_explain_tells_the_story_simulate_tells_on_the_same_state(server: APISer
     assert "clusters" not in binding["spec"] and not (binding.get("status") or {}).get("conditions")
 
 
+def test_explain_tells_every_affinity_group_as_simulate_does(server: APIServer, tmp_path: Path) -> None:
+    # 15 replicas: the first group (m1, room for 10) cannot hold them, the second (m1 and m2) can. Live
+    # explain tries the groups in order and shows both, with the same scores as simulate --explain.
+    binding = divided_binding("grouped", NAMESPACE, 15, ["m1"])
+    placement = binding["spec"]["placement"]
+    del placement["clusterAffinity"]
+    placement["clusterAffinities"] = [
+        {"affinityName": "first", "clusterNames": ["m1"]},
+        {"affinityName": "wider", "clusterNames": ["m1", "m2"]},
+    ]
+    create_objects(server, [binding])
+    try:
+        live = fleetsched(server, "explain", f"rb/{NAMESPACE}/grouped")
+        assert live.returncode == 0, live.stderr
+        state = tmp_path / "state.yaml"
+        state.write_text(server.kubectl("get", "clusters.cluster.karmada.io", "-o", "yaml") + "\n---\n"
+                         + server.kubectl("get", "rb", "-n", NAMESPACE, "grouped", "-o", "yaml"))
+        offline = fleetsched(server, "simulate", str(state), "--explain")
+        assert offline.returncode == 0, offline.stderr
+        assert live.stdout == offline.stdout
+        groups = [live.stdout.index(f"affinity group {name!r}") for name in ("first", "wider")]
+        assert groups == sorted(groups)
+        assert "(allocatable: more replicas the estimators say fit there" in live.stdout
+        assert "schedulerObservingAffinityName: wider" in live.stdout
+    finally:
+        server.kubectl("delete", "rb", "-n", NAMESPACE, "grouped", "--wait=false")
+
+
 def test_explain_of_a_missing_binding_is_one_line_exit_2(server: APIServer) -> None:
     done = fleetsched(server, "explain", f"rb/{NAMESPACE}/nothing")
     assert done.returncode == 2

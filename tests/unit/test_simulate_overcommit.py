@@ -251,4 +251,4 @@ def test_the_readme_example_is_what_explain_prints(burst: str, capsys: pytest.Ca
     _, out, _ = simulate(capsys, burst, *ON, "--explain")
     [block] = [b for b in out.split("\n\n") if b.startswith("ResourceBinding default/b003\n")]
     assert shown == "\n".join(block.splitlines()[: len(shown.splitlines())]) + "\n"
-    assert shown.count("\n") == 10
+    assert shown.count("\n") == 11
