@@ -267,7 +267,9 @@ def _profile_schedulers(loaded: LoadedConfiguration, base: Settings, **options: 
             **options,
         )
     except ProfileError as exc:
-        raise BadInput(str(exc)) from None
+        from fleetsched.scheduler.config.load import unknown_arg_message
+
+        raise BadInput(unknown_arg_message(exc, loaded) or str(exc)) from None
 
 
 def _clock() -> dt.datetime:

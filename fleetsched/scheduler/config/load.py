@@ -29,10 +29,10 @@ from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import API_VERSION, KIND, SchedulerConfiguration
 from fleetsched.scheduler.config.resolve import Catalog, Problem, referenced_plugins, resolve
 from fleetsched.scheduler.framework.defaults import in_tree_points
-from fleetsched.scheduler.framework.profile import ExtensionPoint
+from fleetsched.scheduler.framework.profile import DEFAULT_SCHEDULER_NAME, ExtensionPoint
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "ConfigError", "LoadedConfiguration", "load_configuration",
-           "parse_configuration"]
+           "parse_configuration", "unknown_arg_message"]
 
 # A configuration of many profiles with plugin args is tens of kilobytes; 1 MiB leaves room for large
 # pluginConfig args and keeps parsing and validation well under a second.
@@ -83,6 +83,9 @@ class LoadedConfiguration:
 
     configuration: SchedulerConfiguration
     out_of_tree: Mapping[str, Callable[..., object]] = field(default_factory=lambda: MappingProxyType({}))
+    # The file it was read from and its text, to say where a field is (``unknown_arg_message``).
+    source: str = field(default="", compare=False)
+    text: str = field(default="", repr=False, compare=False)
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -223,7 +226,51 @@ def parse_configuration(
     configuration, problems = resolve(model, catalog=catalog, workload_affinity=workload_affinity)
     if configuration is None:
         raise _first(problems, source)
-    return LoadedConfiguration(configuration, factories)
+    return LoadedConfiguration(configuration, factories, source, text)
+
+
+_ARGS_PATH_STEP = re.compile(r"[^.\[\]]+|\[\d+\]")
+
+
+def unknown_arg_message(error: Exception, loaded: LoadedConfiguration | None) -> str | None:
+    """A plugin's args refusing a field they do not have (``ProfileError`` from building the profiles,
+    as start-up builds them), worded as a field of the file itself is: ``<file> (line, column):
+    strict decoding error: unknown field "profiles[0].pluginConfig[1].args.scoringStrategy.typ"``
+    and the plugin's own hint (``(known: ...)``). None for any other error, or when the field
+    cannot be found in the file (the error's own words then stand)."""
+    args_error = getattr(error, "args_error", None)
+    if args_error is None or loaded is None or not loaded.text:
+        return None
+    field_path, reason = str(args_error.field_path), " ".join(str(args_error.reason).split())
+    nested = re.match(r"^([^\s:]+): unknown field\b(.*)$", reason)
+    if field_path and (reason.startswith("unknown field") or reason == "Extra inputs are not permitted"):
+        hint = reason.removeprefix("unknown field").strip() if reason.startswith("unknown field") else ""
+    elif not field_path and nested is not None:
+        field_path, hint = nested.group(1), nested.group(2).strip()
+    else:
+        return None
+    try:
+        number, doc = _document(loaded.text, loaded.source)
+    except ConfigError:
+        return None
+    profiles = doc.get("profiles")
+    if not isinstance(profiles, list):
+        return None
+    steps = tuple(int(s[1:-1]) if s.startswith("[") else s for s in _ARGS_PATH_STEP.findall(field_path))
+    for i, profile in enumerate(profiles):
+        name = profile.get("schedulerName") if isinstance(profile, Mapping) else None
+        configs = profile.get("pluginConfig") if isinstance(profile, Mapping) else None
+        if (name or DEFAULT_SCHEDULER_NAME) != args_error.profile or not isinstance(configs, list):
+            continue
+        for j, config in enumerate(configs):
+            if isinstance(config, Mapping) and config.get("name") == args_error.plugin:
+                loc = ("profiles", i, "pluginConfig", j, "args", *steps)
+                position = yamlload.position_of(loaded.text, number, loc)
+                if position is None:
+                    return None
+                message = strict.unknown_field_message([loc]) + (f" {hint}" if hint else "")
+                return escape_controls(f"{_where(loaded.source, position)}: {message}")
+    return None
 
 
 def load_configuration(
