@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from fleetsched.api import strict, yamlload
-from fleetsched.api.corefields import ITEM, FieldTable
+from fleetsched.api.corefields import CORE_FIELDS, ITEM, FieldTable
 from fleetsched.api.quantity import QuantityError
 from fleetsched.estimator import handlers, wire
 from fleetsched.estimator.inventory import MemberInventory
@@ -153,7 +153,7 @@ def check_fields(doc: Mapping[str, Any], source: yamlload.Source, text: str, val
     key = (str(doc.get("apiVersion")), str(doc.get("kind")))
     if table is not None:
         locs = strict.unknown_in_table(doc, table)
-    elif key in strict.CORE_FIELDS or key in _TOP_LEVEL_KINDS:
+    elif key in CORE_FIELDS or key in _TOP_LEVEL_KINDS:
         locs = strict.unknown_fields(doc, None)
     else:
         return  # a kind the estimator does not read
