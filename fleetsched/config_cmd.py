@@ -98,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
             out_of_tree=loaded.out_of_tree,
         )
     except ProfileError as exc:
-        print(f"{prog}: {args.file}: {exc}", file=sys.stderr)
+        from fleetsched.scheduler.config.load import unknown_arg_message
+
+        located = unknown_arg_message(exc, loaded)
+        print(f"{prog}: {located}" if located else f"{prog}: {args.file}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     problems = _file_problems(loaded.configuration)
     for problem in problems:

@@ -10,8 +10,12 @@ the same thing here, pure and without a server:
   declared property, list item and map value, down to free-form values
   (``x-kubernetes-preserve-unknown-fields``);
 * every kind's ``metadata`` against ObjectMeta's fields;
-* the other kinds (resource templates, Nodes, Pods) at their top level only: what lies under their
-  ``spec`` is the member API server's to check.
+* Nodes, Pods and ResourceQuotas (a member cluster's inventory) against the fields Kubernetes'
+  core API declares for them, to the depth ``corefields.CORE_FIELDS`` lists;
+* the other kinds (resource templates) at their top level only: what lies under their ``spec`` is
+  the member API server's to check;
+* documents of fleetsched's own formats (``fleetsched estimate``'s requests) against a table of
+  the same shape (``unknown_in_table``).
 
 Paths print as the API server prints them: ``spec.resourceSelectors[0].kindd``.
 """
@@ -24,7 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["VALIDATE_MODES", "normalize_mode", "unknown_field_message", "unknown_fields"]
+from fleetsched.api.corefields import CORE_FIELDS, ITEM, FieldTable
+
+__all__ = ["VALIDATE_MODES", "normalize_mode", "unknown_field_message", "unknown_fields", "unknown_in_table"]
 
 # kubectl's --validate values: true/strict refuse, warn warns, false/ignore keeps the pruning.
 VALIDATE_MODES = {"true": "strict", "strict": "strict", "warn": "warn", "false": "ignore", "ignore": "ignore"}
@@ -69,6 +75,8 @@ def unknown_fields(doc: Mapping[str, Any], model: type[BaseModel] | None) -> lis
     found: list[Loc] = []
     if model is not None:
         _walk(doc, _schema(model), (), found)
+    elif (table := CORE_FIELDS.get((str(doc.get("apiVersion")), str(doc.get("kind"))))) is not None:
+        return unknown_in_table(doc, table)
     else:
         known = _ENVELOPE | _TOP_LEVEL.get(str(doc.get("kind")), _SPEC_STATUS)
         found += [(key,) for key in doc if key not in known]
@@ -76,6 +84,65 @@ def unknown_fields(doc: Mapping[str, Any], model: type[BaseModel] | None) -> lis
         if isinstance(metadata, Mapping):
             _metadata(metadata, found)
     return found
+
+
+def unknown_in_table(doc: Mapping[str, Any], table: FieldTable) -> list[Loc]:
+    """The paths of the fields of ``doc`` that ``table`` does not list at their place (``metadata``:
+    ObjectMeta's, unless the table says otherwise), in document order. A place the table does not
+    list is not checked."""
+    found: list[Loc] = []
+    _walk_tree(doc, _compiled(table), [], found)
+    return found
+
+
+class _Place:
+    """A table as a tree: the known fields here (None: not checked), where each field leads, and
+    where a list's items lead."""
+
+    __slots__ = ("fields", "item", "known")
+
+    def __init__(self) -> None:
+        self.known: frozenset[str] | None = None
+        self.fields: dict[str, _Place] = {}
+        self.item: _Place | None = None
+
+
+# id(table) -> (the table, kept so that its id is not reused; its tree): tables are declared once,
+# documents are many (a member cluster of 50,000 Pods).
+_COMPILED: dict[int, tuple[FieldTable, _Place]] = {}
+
+
+def _compiled(table: FieldTable) -> _Place:
+    entry = _COMPILED.get(id(table))
+    if entry is None or entry[0] is not table:
+        root = _Place()
+        for path, known in {("metadata",): OBJECT_META_FIELDS, **table}.items():
+            place = root
+            for step in path:
+                if step == ITEM:
+                    place.item = place = place.item or _Place()
+                else:
+                    place = place.fields.setdefault(step, _Place())
+            place.known = known
+        entry = _COMPILED[id(table)] = (table, root)
+    return entry[1]
+
+
+def _walk_tree(value: Any, place: _Place, loc: list[str | int], found: list[Loc]) -> None:
+    if isinstance(value, Mapping):
+        known, fields = place.known, place.fields
+        for key, child in value.items():
+            if known is not None and key not in known:
+                found.append((*loc, key))
+            elif key in fields:
+                loc.append(key)
+                _walk_tree(child, fields[key], loc, found)
+                loc.pop()
+    elif isinstance(value, list) and place.item is not None:
+        for index, item in enumerate(value):
+            loc.append(index)
+            _walk_tree(item, place.item, loc, found)
+            loc.pop()
 
 
 def _metadata(metadata: Mapping[str, Any], found: list[Loc]) -> None:

@@ -7,6 +7,13 @@ Deployments, ReplicaSets, StatefulSets) and request documents (``MaxAvailableRep
 request is encoded to protobuf exactly as a scheduler would send it, decoded and answered by the same
 code as the gRPC server; the output has one entry per request, in order (see
 shared/estimator-conformance/README.md for the formats).
+
+A field nobody reads is refused first, as kubectl's ``--validate`` refuses it (``strict decoding
+error: unknown field "spec.taint"``, with file, document, line and column): for Nodes, Pods and
+ResourceQuotas the fields Kubernetes' core API declares (``fleetsched.api.corefields``), for the
+other cluster objects their top level and metadata, for ``EstimatorOptions`` and the requests the
+fields of the formats above (``OPTIONS_FIELDS``, ``REQUEST_FIELDS``). ``--validate=warn`` says so
+and goes on, ``ignore`` does not look.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from typing import Any
 
 import yaml
 
-from fleetsched.api import yamlload
+from fleetsched.api import strict, yamlload
+from fleetsched.api.corefields import CORE_FIELDS, ITEM, FieldTable
 from fleetsched.api.quantity import QuantityError
 from fleetsched.estimator import handlers, wire
 from fleetsched.estimator.inventory import MemberInventory
@@ -28,7 +36,7 @@ from fleetsched.estimator.pb import estimator_pb2
 from fleetsched.estimator.service import EstimatorService, FeatureGates
 from fleetsched.flags import ALL_STAGES, KARMADA_FEATURE_GATES, expand_feature_gates
 
-__all__ = ["add_arguments", "answer_requests", "run"]
+__all__ = ["OPTIONS_FIELDS", "REQUEST_FIELDS", "add_arguments", "answer_requests", "check_fields", "run"]
 
 REQUEST_KINDS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], Any, Callable[..., Any], str]] = {
     "MaxAvailableReplicasRequest": (wire.replicas_request_to_pb, estimator_pb2.MaxAvailableReplicasRequest,
@@ -42,6 +50,59 @@ REQUEST_KINDS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], Any, Callable
 }
 
 
+# The documented formats (module docstring), as tables of known fields per path (strict.unknown_in_table):
+# the fields of Karmada's estimator request messages in their Kubernetes JSON form.
+OPTIONS_FIELDS: FieldTable = {(): frozenset({"kind", "clusterName", "featureGates"})}
+_NODE_SELECTOR_REQUIREMENT = frozenset({"key", "operator", "values"})
+_TOLERATION = frozenset({"key", "operator", "value", "effect", "tolerationSeconds"})
+
+
+def _requirements(at: tuple[str, ...], *, component: bool) -> dict[tuple[str, ...], frozenset[str]]:
+    claim = (*at, "nodeClaim")
+    term = (*claim, "hardNodeAffinity", "nodeSelectorTerms", ITEM)
+    fields = {"resourceRequest", "nodeClaim", "priorityClassName"} | (set() if component else {"namespace"})
+    return {
+        at: frozenset(fields),
+        claim: frozenset({"nodeSelector", "hardNodeAffinity", "tolerations"}),
+        (*claim, "hardNodeAffinity"): frozenset({"nodeSelectorTerms"}),
+        term: frozenset({"matchExpressions", "matchFields"}),
+        (*term, "matchExpressions", ITEM): _NODE_SELECTOR_REQUIREMENT,
+        (*term, "matchFields", ITEM): _NODE_SELECTOR_REQUIREMENT,
+        (*claim, "tolerations", ITEM): _TOLERATION,
+    }
+
+
+def _components(at: tuple[str, ...]) -> dict[tuple[str, ...], frozenset[str]]:
+    return {(*at, ITEM): frozenset({"name", "replicas", "replicaRequirements"}),
+            **_requirements((*at, ITEM, "replicaRequirements"), component=True)}
+
+
+def _assumed(at: tuple[str, ...]) -> dict[tuple[str, ...], frozenset[str]]:
+    return {(*at, ITEM): frozenset({"namespace", "components"}), **_components((*at, ITEM, "components"))}
+
+
+REQUEST_FIELDS: Mapping[str, FieldTable] = {
+    "MaxAvailableReplicasRequest": {
+        (): frozenset({"kind", "cluster", "replicaRequirements", "assumedWorkloads"}),
+        **_requirements(("replicaRequirements",), component=False),
+        **_assumed(("assumedWorkloads",)),
+    },
+    "MaxAvailableComponentSetsRequest": {
+        (): frozenset({"kind", "cluster", "namespace", "components", "assumedWorkloads"}),
+        **_components(("components",)),
+        **_assumed(("assumedWorkloads",)),
+    },
+    "UnschedulableReplicasRequest": {
+        (): frozenset({"kind", "cluster", "resource", "unschedulableThreshold"}),
+        ("resource",): frozenset({"apiVersion", "kind", "namespace", "name"}),
+    },
+}
+# The cluster objects the estimator reads; those not in corefields.CORE_FIELDS are checked at their
+# top level and metadata (the workloads GetUnschedulableReplicas looks up).
+_TOP_LEVEL_KINDS = frozenset({("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"),
+                              ("apps/v1", "StatefulSet")})
+
+
 class InputError(ValueError):
     """The input file is not a valid estimator input; the message names the document and field."""
 
@@ -49,9 +110,66 @@ class InputError(ValueError):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="multi-document YAML input ('-' for stdin)")
     parser.add_argument("-o", "--output", choices=("json", "yaml"), default="json", help="output format")
+    parser.add_argument(
+        "--validate",
+        type=_validate_mode,
+        default="strict",
+        metavar="MODE",
+        help="a field nobody reads (for Nodes, Pods and ResourceQuotas one Kubernetes' API does not "
+        "declare; for EstimatorOptions and the requests one their format lacks), as kubectl's "
+        "--validate: strict (default; also true) refuses it, exit 2, with kubectl's words (strict "
+        "decoding error: unknown field \"spec.taint\") and where it is; warn says so on stderr and "
+        "goes on; ignore (also false) drops it as the API server's pruning would",
+    )
 
 
-def _documents(paths: list[str]) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
+def _validate_mode(text: str) -> str:
+    try:
+        return strict.normalize_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def _table(doc: Mapping[str, Any]) -> FieldTable | None:
+    kind = str(doc.get("kind"))
+    if kind == "EstimatorOptions":
+        return OPTIONS_FIELDS
+    if kind in REQUEST_FIELDS:
+        return REQUEST_FIELDS[kind]
+    return None
+
+
+def check_fields(doc: Mapping[str, Any], source: yamlload.Source, text: str, validate: str,
+                 warn: Callable[[str], None] | None = None) -> None:
+    """Refuse (``strict``: ``load.UnknownFieldError``, with the first one's line and column) or pass to
+    ``warn`` (``warn``) the fields of ``doc`` its kind does not declare (module docstring)."""
+    if validate == "ignore":
+        return
+    table = _table(doc)
+    key = (str(doc.get("apiVersion")), str(doc.get("kind")))
+    if table is not None:
+        locs = strict.unknown_in_table(doc, table)
+    elif key in CORE_FIELDS or key in _TOP_LEVEL_KINDS:
+        locs = strict.unknown_fields(doc, None)
+    else:
+        return  # a kind the estimator does not read
+    if not locs:
+        return
+    if validate == "strict":
+        from fleetsched.api.load import UnknownFieldError
+
+        raise UnknownFieldError(locs, source).with_position(text)
+    if warn is not None:
+        for loc in locs:
+            warn(f"{source.describe()}: {strict.unknown_field_message([loc])} (ignored: --validate=warn)")
+
+
+def _documents(paths: list[str], validate: str = "strict", warn: Callable[[str], None] | None = None,
+               ) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
     # The shared hardened reader: strict UTF-8 (files and stdin), duplicate keys, huge integers
     # and alias expansion refused before any value is built, one-line errors (LoadError).
     for path in paths:
@@ -61,6 +179,7 @@ def _documents(paths: list[str]) -> Iterator[tuple[str, int, Mapping[str, Any]]]
                 continue
             if not isinstance(doc, Mapping):
                 raise InputError(f"{path}: document {number} is not a mapping")
+            check_fields(doc, yamlload.Source(path, number), text, validate, warn)
             yield path, number, doc
 
 
@@ -192,11 +311,14 @@ def answer_requests(service: EstimatorService, requests: list[Mapping[str, Any]]
     return answers
 
 
-def load(paths: list[str]) -> tuple[MemberInventory, list[Mapping[str, Any]]]:
+def load(paths: list[str], *, validate: str = "strict", warn: Callable[[str], None] | None = None,
+         ) -> tuple[MemberInventory, list[Mapping[str, Any]]]:
+    """The member cluster and the requests the files describe; ``validate``/``warn``: unknown fields,
+    as kubectl's ``--validate`` (``check_fields``)."""
     options: Mapping[str, Any] | None = None
     inventory = MemberInventory()
     requests: list[Mapping[str, Any]] = []
-    for path, index, doc in _documents(paths):
+    for path, index, doc in _documents(paths, validate, warn):
         kind = doc.get("kind")
         if kind == "EstimatorOptions":
             if options is not None:
@@ -220,7 +342,7 @@ def load(paths: list[str]) -> tuple[MemberInventory, list[Mapping[str, Any]]]:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        inventory, requests = load(args.files)
+        inventory, requests = load(args.files, validate=getattr(args, "validate", "strict"), warn=_warn)
         answers = answer_requests(inventory.service, requests)
     except (InputError, yamlload.LoadError, QuantityError, OSError) as exc:
         print(f"fleetsched estimate: {exc}", file=sys.stderr)

@@ -23,7 +23,13 @@ __all__ = ["ProfileError", "profile_registry", "profile_schedulers"]
 
 
 class ProfileError(ValueError):
-    """A profile cannot be built (unknown plugin, missing method, bad args, duplicate name): one line."""
+    """A profile cannot be built (unknown plugin, missing method, bad args, duplicate name): one line.
+    ``args_error``: the plugin args' error it words, when it is one (``config.unknown_arg_message``
+    places an unknown field in the file)."""
+
+    def __init__(self, message: str, args_error: PluginArgsError | None = None) -> None:
+        super().__init__(message)
+        self.args_error = args_error
 
 
 def profile_registry(
@@ -69,5 +75,5 @@ def profile_schedulers(
                 **scheduler_options,
             )
         except (FrameworkError, PluginArgsError) as exc:
-            raise ProfileError(str(exc)) from None
+            raise ProfileError(str(exc), exc if isinstance(exc, PluginArgsError) else None) from None
     return built

@@ -140,9 +140,10 @@ def add_validate_argument(parser: argparse.ArgumentParser) -> None:
         type=_validate_mode,
         default="strict",
         metavar="MODE",
-        help="a field a Karmada kind does not declare (or, for other kinds, one their top level or "
-        "metadata lacks), as kubectl's --validate: strict (default; also true) refuses it, exit 2, "
-        "with kubectl's words (strict decoding error: unknown field \"spec.placment\") and where "
+        help="a field a Karmada kind does not declare (Nodes, Pods, ResourceQuotas: one Kubernetes' API "
+        "does not declare; other kinds: one their top level or metadata lacks), as kubectl's "
+        "--validate: strict (default; also true) refuses it, exit 2, with kubectl's words "
+        "(strict decoding error: unknown field \"spec.placment\") and where "
         "it is; warn says so on stderr and goes on; ignore (also false) drops it as the API server's "
         "pruning would",
     )
@@ -266,7 +267,9 @@ def _profile_schedulers(loaded: LoadedConfiguration, base: Settings, **options: 
             **options,
         )
     except ProfileError as exc:
-        raise BadInput(str(exc)) from None
+        from fleetsched.scheduler.config.load import unknown_arg_message
+
+        raise BadInput(unknown_arg_message(exc, loaded) or str(exc)) from None
 
 
 def _clock() -> dt.datetime:

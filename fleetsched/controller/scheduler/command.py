@@ -333,7 +333,10 @@ async def _serve(args: argparse.Namespace) -> int:
             # One pooled HTTPS client per configured extender, on the extender edge's own loop.
             extenders, all_extenders = build_profile_extenders(configuration.configuration.profiles)
         except (ConfigError, PluginLoadError, FlagConflict, ProfileError, ExtenderConfigError) as exc:
-            log.error("invalid_flag", flag="--config", error=str(exc))
+            from fleetsched.scheduler.config.load import unknown_arg_message
+
+            error = unknown_arg_message(exc, configuration) or str(exc)
+            log.error("invalid_flag", flag="--config", error=error)
             return 2
     try:
         command.sharding(args)

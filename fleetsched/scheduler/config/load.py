@@ -22,17 +22,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fleetsched.api import yamlload
+from fleetsched.api import strict, yamlload
 from fleetsched.api.text import escape_controls
 from fleetsched.scheduler.config import plugins as out_of_tree
 from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import API_VERSION, KIND, SchedulerConfiguration
 from fleetsched.scheduler.config.resolve import Catalog, Problem, referenced_plugins, resolve
 from fleetsched.scheduler.framework.defaults import in_tree_points
-from fleetsched.scheduler.framework.profile import ExtensionPoint
+from fleetsched.scheduler.framework.profile import DEFAULT_SCHEDULER_NAME, ExtensionPoint
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "ConfigError", "LoadedConfiguration", "load_configuration",
-           "parse_configuration"]
+           "parse_configuration", "unknown_arg_message"]
 
 # A configuration of many profiles with plugin args is tens of kilobytes; 1 MiB leaves room for large
 # pluginConfig args and keeps parsing and validation well under a second.
@@ -44,26 +44,36 @@ _BUDGET = yamlload.Budget(max_alias_nodes=10_000, max_depth=MAX_DEPTH)
 
 
 class ConfigError(ValueError):
-    """A configuration file that cannot be used. ``str()``: ``<file>: <path>: <reason>``, one line."""
+    """A configuration file that cannot be used. ``str()``: ``<file>: <path>: <reason>``, one line;
+    a field the format does not declare is ``<file> (line <l>, column <c>): strict decoding error:
+    unknown field "<path>"``, as kubectl and kube-scheduler word it."""
 
     def __init__(
-        self, reason: str, *, source: str = "", path: str = "", problems: tuple[Problem, ...] = ()
+        self, reason: str, *, source: str = "", path: str = "", problems: tuple[Problem, ...] = (),
+        position: tuple[int, int] | None = None,
     ) -> None:
         self.reason = " ".join(reason.split())
         self.source = source
         self.path = path
         # Every problem found, the first one included (``config validate`` prints them all).
-        self.problems = problems or (Problem(path, reason),)
+        self.problems = problems or (Problem(path, reason, position),)
         # Field names and values come from the file: no control character reaches a terminal.
-        super().__init__(escape_controls(": ".join(part for part in (source, path, self.reason) if part)))
+        parts = (_where(source, position), path, self.reason)
+        super().__init__(escape_controls(": ".join(part for part in parts if part)))
 
     def lines(self) -> list[str]:
-        """One line per problem: ``<file>: <path>: <reason>``."""
+        """One line per problem: ``<file>: <path>: <reason>`` (``<file> (line, column)`` when known)."""
         out = []
         for problem in self.problems:
-            parts = (self.source, problem.path, " ".join(problem.reason.split()))
+            parts = (_where(self.source, problem.position), problem.path, " ".join(problem.reason.split()))
             out.append(escape_controls(": ".join(part for part in parts if part)))
         return out
+
+
+def _where(source: str, position: tuple[int, int] | None) -> str:
+    if position is None or not source:
+        return source
+    return f"{source} (line {position[0]}, column {position[1]})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +83,9 @@ class LoadedConfiguration:
 
     configuration: SchedulerConfiguration
     out_of_tree: Mapping[str, Callable[..., object]] = field(default_factory=lambda: MappingProxyType({}))
+    # The file it was read from and its text, to say where a field is (``unknown_arg_message``).
+    source: str = field(default="", compare=False)
+    text: str = field(default="", repr=False, compare=False)
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -116,7 +129,8 @@ def _first(problems: tuple[Problem, ...], source: str) -> ConfigError:
     first = problems[0]
     more = len(problems) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return ConfigError(first.reason + suffix, source=source, path=first.path, problems=problems)
+    return ConfigError(first.reason + suffix, source=source, path=first.path, problems=problems,
+                       position=first.position)
 
 
 def _load_error(exc: yamlload.LoadError, source: str) -> ConfigError:
@@ -129,18 +143,19 @@ def _load_error(exc: yamlload.LoadError, source: str) -> ConfigError:
     return ConfigError(reason, source=source, path=exc.path)
 
 
-def _document(text: str, source: str) -> Mapping[str, Any]:
+def _document(text: str, source: str) -> tuple[int, Mapping[str, Any]]:
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise ConfigError(f"larger than the {MAX_BYTES} bytes a configuration may hold", source=source)
     try:
-        documents = [d for _, d in yamlload.iter_documents(text, source, budget=_BUDGET) if d is not None]
+        documents = [(number, d) for number, d in yamlload.iter_documents(text, source, budget=_BUDGET)
+                     if d is not None]
     except yamlload.LoadError as exc:
         raise _load_error(exc, source) from None
     if not documents:
         raise ConfigError(f"empty file: expected a {KIND} ({API_VERSION})", source=source)
     if len(documents) > 1:
         raise ConfigError(f"holds {len(documents)} YAML documents: expected one {KIND}", source=source)
-    doc = documents[0]
+    number, doc = documents[0]
     if not isinstance(doc, dict):
         raise ConfigError(f"must be a mapping: a {KIND} ({API_VERSION})", source=source)
     for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
@@ -150,18 +165,26 @@ def _document(text: str, source: str) -> Mapping[str, Any]:
         if value != expected:
             reason = f"unsupported value {value!r} (supported: {expected!r})"
             raise ConfigError(reason, source=source, path=key)
-    return doc
+    return number, doc
 
 
 def parse_model(text: str, *, source: str = "<config>") -> v1.SchedulerConfigurationModel:
     """The file's structure, checked: YAML, one document, apiVersion and kind, fields and types."""
-    doc = _document(text, source)
+    number, doc = _document(text, source)
     try:
         return v1.SchedulerConfigurationModel.model_validate(doc)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        problems = tuple(Problem(_path(tuple(e["loc"])), _reason(e)) for e in errors)
+        problems = tuple(_problem(e, text, number) for e in errors)
         raise _first(problems, source) from None
+
+
+def _problem(error: Mapping[str, Any], text: str, document: int) -> Problem:
+    loc = tuple(error["loc"])
+    if error["type"] != "extra_forbidden":
+        return Problem(_path(loc), _reason(error))
+    # kube-scheduler's (and kubectl's) strict decoding: the whole path in the message, where the key is
+    return Problem("", strict.unknown_field_message([loc]), yamlload.position_of(text, document, loc))
 
 
 def parse_configuration(
@@ -203,7 +226,51 @@ def parse_configuration(
     configuration, problems = resolve(model, catalog=catalog, workload_affinity=workload_affinity)
     if configuration is None:
         raise _first(problems, source)
-    return LoadedConfiguration(configuration, factories)
+    return LoadedConfiguration(configuration, factories, source, text)
+
+
+_ARGS_PATH_STEP = re.compile(r"[^.\[\]]+|\[\d+\]")
+
+
+def unknown_arg_message(error: Exception, loaded: LoadedConfiguration | None) -> str | None:
+    """A plugin's args refusing a field they do not have (``ProfileError`` from building the profiles,
+    as start-up builds them), worded as a field of the file itself is: ``<file> (line, column):
+    strict decoding error: unknown field "profiles[0].pluginConfig[1].args.scoringStrategy.typ"``
+    and the plugin's own hint (``(known: ...)``). None for any other error, or when the field
+    cannot be found in the file (the error's own words then stand)."""
+    args_error = getattr(error, "args_error", None)
+    if args_error is None or loaded is None or not loaded.text:
+        return None
+    field_path, reason = str(args_error.field_path), " ".join(str(args_error.reason).split())
+    nested = re.match(r"^([^\s:]+): unknown field\b(.*)$", reason)
+    if field_path and (reason.startswith("unknown field") or reason == "Extra inputs are not permitted"):
+        hint = reason.removeprefix("unknown field").strip() if reason.startswith("unknown field") else ""
+    elif not field_path and nested is not None:
+        field_path, hint = nested.group(1), nested.group(2).strip()
+    else:
+        return None
+    try:
+        number, doc = _document(loaded.text, loaded.source)
+    except ConfigError:
+        return None
+    profiles = doc.get("profiles")
+    if not isinstance(profiles, list):
+        return None
+    steps = tuple(int(s[1:-1]) if s.startswith("[") else s for s in _ARGS_PATH_STEP.findall(field_path))
+    for i, profile in enumerate(profiles):
+        name = profile.get("schedulerName") if isinstance(profile, Mapping) else None
+        configs = profile.get("pluginConfig") if isinstance(profile, Mapping) else None
+        if (name or DEFAULT_SCHEDULER_NAME) != args_error.profile or not isinstance(configs, list):
+            continue
+        for j, config in enumerate(configs):
+            if isinstance(config, Mapping) and config.get("name") == args_error.plugin:
+                loc = ("profiles", i, "pluginConfig", j, "args", *steps)
+                position = yamlload.position_of(loaded.text, number, loc)
+                if position is None:
+                    return None
+                message = strict.unknown_field_message([loc]) + (f" {hint}" if hint else "")
+                return escape_controls(f"{_where(loaded.source, position)}: {message}")
+    return None
 
 
 def load_configuration(

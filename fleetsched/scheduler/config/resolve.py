@@ -95,6 +95,8 @@ _FIELD_OF_POINT: dict[ExtensionPoint, str] = {
 class Problem:
     path: str
     reason: str
+    # (line, column) in the file, where the problem is a key written there (an unknown field)
+    position: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)

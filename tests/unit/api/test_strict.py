@@ -9,7 +9,7 @@ import pytest
 
 from fleetsched.api.load import UnknownFieldError, load_text
 from fleetsched.api.policy import PropagationPolicy
-from fleetsched.api.strict import normalize_mode, unknown_fields
+from fleetsched.api.strict import normalize_mode, render, unknown_fields
 from fleetsched.api.work import ResourceBinding
 from fleetsched.api.yamlload import iter_documents, position_of
 from fleetsched.cli import main
@@ -123,28 +123,52 @@ EXAMPLES = [
 ]
 
 
-def _misspelled(path: Path, tmp_path: Path) -> tuple[Path, str, int]:
-    """A copy of ``path`` whose first document's last key under ``spec`` (never a required one
-    there) has an ``x`` added."""
+# Every example estimate reads, and every SchedulerConfiguration example (through config validate).
+ESTIMATE_EXAMPLES = ["examples/estimate/member.yaml"]
+CONFIG_EXAMPLES = ["examples/binpack-config.yaml", "examples/plugins/cost-tenant-config.yaml",
+                   "examples/plugins/pool-config.yaml"]
+
+
+def test_every_example_file_is_replayed_with_a_typo() -> None:
+    shipped = {str(p.relative_to(ROOT)) for p in (ROOT / "examples").rglob("*.yaml")}
+    assert shipped == {e for e, _ in EXAMPLES} | set(ESTIMATE_EXAMPLES) | set(CONFIG_EXAMPLES)
+
+
+def _under(doc: object, at: tuple[str | int, ...]) -> object:
+    for step in at:
+        if isinstance(doc, dict):
+            doc = doc.get(step)
+        elif isinstance(doc, list) and isinstance(step, int) and step < len(doc):
+            doc = doc[step]
+        else:
+            return None
+    return doc
+
+
+def _misspelled(
+    path: Path, tmp_path: Path, at: tuple[str | int, ...] = ("spec",)
+) -> tuple[Path, str, int, str]:
+    """A copy of ``path`` whose first document with a mapping at ``at`` has the last key there (never
+    a required one) misspelled with an ``x`` added: the copy, the field's path, its document, and
+    where the key is (``line L, column C``)."""
     text = path.read_text()
-    number, doc = next(
-        (n, d) for n, d in iter_documents(text, str(path)) if isinstance(d, dict) and "spec" in d)
-    key = list(doc["spec"])[-1]
-    position = position_of(text, number, ("spec", key))
+    number, doc = next((n, d) for n, d in iter_documents(text, str(path)) if isinstance(_under(d, at), dict))
+    key = list(_under(doc, at))[-1]  # type: ignore[call-overload]
+    position = position_of(text, number, (*at, key))
     assert position is not None
     lines = text.splitlines(keepends=True)
     row, column = position
     lines[row - 1] = lines[row - 1][: column - 1] + lines[row - 1][column - 1:].replace(key, key + "x", 1)
     out = tmp_path / path.name
     out.write_text("".join(lines))
-    return out, f"spec.{key}x", number
+    return out, render((*at, f"{key}x")), number, f"line {row}, column {column}"
 
 
 @pytest.mark.parametrize(("example", "beside"), EXAMPLES)
 def test_simulate_refuses_a_misspelled_key_in_every_example(
     example: str, beside: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    typo, field, number = _misspelled(ROOT / example, tmp_path)
+    typo, field, number, _ = _misspelled(ROOT / example, tmp_path)
     others = [str(ROOT / b) for b in beside]
     assert main(["simulate", *others, str(typo)]) == 2
     _, err = capsys.readouterr()
@@ -153,3 +177,36 @@ def test_simulate_refuses_a_misspelled_key_in_every_example(
     assert main(["simulate", *others, str(typo), "--validate=warn"]) == 0
     _, err = capsys.readouterr()
     assert f'warning: {typo}: document {number}: strict decoding error: unknown field "{field}"' in err, err
+
+
+@pytest.mark.parametrize("example", ESTIMATE_EXAMPLES)
+def test_estimate_refuses_a_misspelled_key_in_every_example(
+    example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo, field, number, where = _misspelled(ROOT / example, tmp_path)
+    assert main(["estimate", str(typo)]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"fleetsched estimate: {typo}: document {number} ({where}): "
+                              f'strict decoding error: unknown field "{field}"\n')
+    assert main(["estimate", str(typo), "--validate=warn"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("[") and err == (
+        f'warning: {typo}: document {number}: strict decoding error: unknown field "{field}" '
+        "(ignored: --validate=warn)\n"), err
+
+
+@pytest.mark.parametrize("example", CONFIG_EXAMPLES)
+@pytest.mark.parametrize("at", [(), ("profiles", 0)], ids=["top level", "nested"])
+def test_config_validate_refuses_a_misspelled_key_in_every_example(
+    example: str, at: tuple[str | int, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The scheduler's own file has no --validate: kube-scheduler refuses an unknown field in its
+    configuration, and ``config validate`` checks what start-up would refuse."""
+    typo, field, _, where = _misspelled(ROOT / example, tmp_path, at)
+    assert main(["config", "validate", str(typo)]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"fleetsched config validate: {typo} ({where}): "
+                              f'strict decoding error: unknown field "{field}"\n')
+    # and the example as shipped is valid
+    assert main(["config", "validate", str(ROOT / example)]) == 0
+    capsys.readouterr()

@@ -5,7 +5,9 @@ file are refused with one line and exit status 2."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -121,8 +123,15 @@ def test_config_validate_prints_every_problem_one_line_each(
     prefix = f"fleetsched config validate: {bad}: "
     lines = err.splitlines()
     assert (code, out) == (2, "")
-    assert all(line.startswith(prefix) for line in lines), err
-    assert sorted(line.removeprefix(prefix).split(": ")[0] for line in lines) == sorted(paths)
+    assert all(line.startswith(prefix) or re.match(rf"{re.escape(prefix[:-2])} \(line \d+, column \d+\): "
+                                                    r'strict decoding error: unknown field "', line)
+               for line in lines), err
+
+    def path(line: str) -> str:  # kubectl's words name the whole path in quotes
+        unknown = re.search(r'unknown field "(.*)"$', line)
+        return unknown.group(1) if unknown else line.removeprefix(prefix).split(": ")[0]
+
+    assert sorted(path(line) for line in lines) == sorted(paths)
     assert "more problem" not in err
     with pytest.raises(Exception, match=rf"\(and {len(paths) - 1} more problems\)$"):
         parse_configuration(bad.read_text(), source=str(bad))
@@ -138,8 +147,16 @@ def test_config_validate_builds_the_profiles_so_bad_plugin_args_are_refused(
     bad = write(tmp_path, {"profiles": [profile]})
     code, out, err = run(capsys, "config", "validate", str(bad))
     assert (code, out) == (2, "")
-    assert err.startswith(f"fleetsched config validate: {bad}: ")
-    assert "ClusterResourcesFit" in err and "nope" in err and err.count("\n") == 1
+    # an unknown field in a plugin's args is worded and placed as one of the file's own fields
+    assert err == (f'fleetsched config validate: {bad} (line 6, column 7): strict decoding error: unknown '
+                   'field "profiles[0].pluginConfig[0].args.nope" (known: scoringStrategy)\n')
+    bad = write(tmp_path, {"profiles": [{**profile, "pluginConfig": [
+        {"name": "ClusterResourcesFit", "args": {"scoringStrategy": {"type": "Nope"}}}]}]})
+    code, out, err = run(capsys, "config", "validate", str(bad))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"fleetsched config validate: {bad}: profiles[default-scheduler].pluginConfig["
+                          "ClusterResourcesFit].args: scoringStrategy.type: unsupported value 'Nope'"), err
+    assert err.count("\n") == 1
 
 
 # ---- simulate --config ---------------------------------------------------------------------------
@@ -584,3 +601,43 @@ def test_simulate_takes_an_int_subclass_score_as_its_int(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert done.stderr == "" and "ExitingScore" not in done.stdout
     assert "web" in done.stdout  # the examples' bindings were scheduled and printed
+
+
+def test_an_unknown_field_is_worded_as_kubectl_words_it_wherever_the_file_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``config validate``, ``simulate --config`` and ``scheduler --config``: one line, kube-scheduler's
+    and kubectl's words, the whole path for a nested field, the file's line and column, exit 2."""
+    bad = tmp_path / "c.yaml"
+    bad.write_text("apiVersion: config.fleetsched.io/v1alpha1\nkind: SchedulerConfiguration\n"
+                   "profils:\n- schedulerName: a\n")
+    nested = tmp_path / "n.yaml"
+    nested.write_text("apiVersion: config.fleetsched.io/v1alpha1\nkind: SchedulerConfiguration\n"
+                      "profiles:\n- schedulerName: a\n  plugins:\n    score:\n      enabled:\n"
+                      "      - {name: ClusterLocality, weigth: 2}\n")
+    top = f'{bad} (line 3, column 1): strict decoding error: unknown field "profils"'
+    deep = f'{nested} (line 8, column 33): strict decoding error: unknown field ' \
+        '"profiles[0].plugins.score.enabled[0].weigth"'
+    assert run(capsys, "config", "validate", str(bad)) == (2, "", f"fleetsched config validate: {top}\n")
+    assert run(capsys, "config", "validate", str(nested)) == (2, "", f"fleetsched config validate: {deep}\n")
+    simulated = run(capsys, "simulate", "--config", str(bad), *EXAMPLES)
+    assert simulated == (2, "", f"fleetsched simulate: {top}\n")
+    # a plugin's args: the plugin refuses the field, the file says where it is
+    args = tmp_path / "a.yaml"
+    args.write_text("apiVersion: config.fleetsched.io/v1alpha1\nkind: SchedulerConfiguration\n"
+                    "profiles:\n- plugins:\n    score:\n      enabled: [{name: ClusterResourcesFit}]\n"
+                    "  pluginConfig:\n  - name: ClusterResourcesFit\n    args:\n      scoringStrategy:\n"
+                    "        typ: MostAllocated\n")
+    in_args = (f'{args} (line 11, column 9): strict decoding error: unknown field '
+               '"profiles[0].pluginConfig[0].args.scoringStrategy.typ" (known: requestedToCapacityRatio, '
+               'resources, type)')
+    assert run(capsys, "config", "validate", str(args)) == (2, "", f"fleetsched config validate: {in_args}\n")
+    for config, message in ((bad, top), (args, in_args)):
+        done = subprocess.run(
+            [sys.executable, "-m", "fleetsched", "scheduler", "--config", str(config), "--kubeconfig",
+             str(tmp_path / "absent")],
+            capture_output=True, text=True, check=False, timeout=60,
+        )
+        assert done.returncode == 2
+        [line] = (done.stdout + done.stderr).strip().splitlines()
+        assert json.loads(line)["error"] == message, line  # a structured log line: the same message

@@ -124,8 +124,8 @@ def test_an_ignorable_raising_plugin_is_skipped_and_the_explanation_says_so(
         (
             "ExampleTenant",
             {"key": "owner"},
-            "profiles[default-scheduler].pluginConfig[ExampleTenant].args.key: "
-            "unknown field (known: labelKey)",
+            '{config} (line 12, column 7): strict decoding error: unknown field '
+            '"profiles[0].pluginConfig[0].args.key" (known: labelKey)',
         ),
     ],
 )
@@ -137,7 +137,7 @@ def test_invalid_args_are_a_one_line_refusal_exit_2(
     config = write_profile(tmp_path, plugins=plugins, pluginConfig=[{"name": plugin, "args": args}])
     code, out, err = simulate(capsys, "--config", config, FLEET)
     assert (code, out) == (2, "")
-    assert err == f"fleetsched simulate: {error}\n"
+    assert err == f"fleetsched simulate: {error.format(config=config)}\n"
 
 
 @pytest.fixture

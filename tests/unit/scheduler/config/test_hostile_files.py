@@ -311,7 +311,8 @@ def test_the_largest_file_allowed_loads() -> None:
 
 
 def test_control_characters_in_field_names_are_escaped_in_the_error() -> None:
-    assert error_of(HEAD + '"\\e[2J\\u202e": 1\n') == "c.yaml: \\x1b[2J\\u202e: unknown field"
+    assert error_of(HEAD + '"\\e[2J\\u202e": 1\n') == (
+        'c.yaml (line 3, column 1): strict decoding error: unknown field "\\x1b[2J\\u202e"')
     assert error_of(HEAD + 'featureGates: {"\\e[2J": true}\n') == (
         "c.yaml: featureGates.\\x1b[2J: unrecognized feature gate: \\x1b[2J"
     )

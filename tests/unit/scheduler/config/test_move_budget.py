@@ -50,7 +50,8 @@ def test_the_rendered_file_reads_back_the_same() -> None:
          "c.yaml: moveBudget: maxUnavailable and maxSurge may not both be 0 (nothing could ever move)"),
         ({"maxUnavailable": 1, "stepTimeout": "0s"},
          "c.yaml: moveBudget.stepTimeout: must be a positive duration"),
-        ({"maxUnavailable": 1, "maxUnavilable": 2}, "c.yaml: moveBudget.maxUnavilable: unknown field"),
+        ({"maxUnavailable": 1, "maxUnavilable": 2},
+         'c.yaml (line 5, column 3): strict decoding error: unknown field "moveBudget.maxUnavilable"'),
     ],
 )
 def test_refusals_name_the_field(budget: dict[str, object], message: str) -> None:

@@ -42,15 +42,17 @@ CASES = [
         id="not a mapping",
     ),
     # ---- structure
-    pytest.param(a_file(profile=[]), "c.yaml: profile: unknown field", id="unknown top-level field"),
+    pytest.param(a_file(profile=[]),
+                 'c.yaml (line 3, column 1): strict decoding error: unknown field "profile"',
+                 id="unknown top-level field"),
     pytest.param(
         with_plugins(filter={"enabld": []}),
-        "c.yaml: profiles[0].plugins.filter.enabld: unknown field",
+        'c.yaml (line 7, column 7): strict decoding error: unknown field "profiles[0].plugins.filter.enabld"',
         id="unknown nested field",
     ),
     pytest.param(
         with_plugins(bind={"enabled": []}),
-        "c.yaml: profiles[0].plugins.bind: unknown field",
+        'c.yaml (line 6, column 5): strict decoding error: unknown field "profiles[0].plugins.bind"',
         id="an extension point we do not have",
     ),
     pytest.param(
@@ -128,7 +130,8 @@ CASES = [
     ),
     pytest.param(
         with_plugins(filter={"disabled": [{"name": "TaintToleration", "weight": 1}]}),
-        "c.yaml: profiles[0].plugins.filter.disabled[0].weight: unknown field",
+        'c.yaml (line 9, column 9): strict decoding error: unknown field '
+        '"profiles[0].plugins.filter.disabled[0].weight"',
         id="weight on a disabled",
     ),
     pytest.param(
