@@ -26,6 +26,7 @@ import fleetsched.controller.scheduler.command  # noqa: F401  (the imports regis
 from fleetsched.controller.runtime import metrics
 from fleetsched.estimator.server import EstimatorMetrics
 from fleetsched.webhook.server import Metrics as WebhookMetrics
+from tests.support.helm import template, template_text
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENT = ROOT / "manifests" / "overlays" / "monitoring"
@@ -136,19 +137,59 @@ def test_promtool_accepts_the_rules(tmp_path: Path) -> None:
     assert f"SUCCESS: {len(alerts())} rules found" in done.stdout
 
 
+def runbook_base() -> str:
+    """The component's runbook address (runbook.yaml), which its replacement writes before "#"."""
+    config = yaml.safe_load((COMPONENT / "runbook.yaml").read_text())
+    assert config["metadata"]["annotations"] == {"config.kubernetes.io/local-config": "true"}
+    base: str = config["data"]["baseURL"]
+    return base
+
+
 def test_every_alert_has_its_runbook_section() -> None:
     text = RUNBOOK.read_text()
     anchors = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-")
                for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    base = runbook_base()
+    assert re.fullmatch(r"https://[^/#]+/[^#]*", base), base  # absolute: a link in Alertmanager and Grafana
     for alert in alerts():
         url = alert["annotations"]["runbook_url"]
-        path, _, anchor = url.partition("#")
-        assert path == "docs/runbook.md" and anchor == alert["alert"].lower(), url
+        address, _, anchor = url.partition("#")
+        assert address == base and anchor == alert["alert"].lower(), url
         assert anchor in anchors, f"docs/runbook.md has no section {alert['alert']}"
         section = text[text.index(f"## {alert['alert']}"):]
         section = section[: section.find("\n## ", 3)] if "\n## " in section[3:] else section
         for part in ("Meaning", "Check", "Fix"):
             assert f"**{part}**" in section, (alert["alert"], part)
+
+
+def test_the_runbook_address_is_set_in_one_place(tmp_path: Path) -> None:
+    """kustomize: runbook.yaml's baseURL reaches every alert (and is not emitted); the chart:
+    monitoring.runbookBaseURL does, and a relative one is refused naming the value."""
+    tree = tmp_path / "manifests"
+    shutil.copytree(ROOT / "manifests", tree, ignore=shutil.ignore_patterns("*.crt", "*.key"))
+    runbook = tree / "overlays" / "monitoring" / "runbook.yaml"
+    runbook.write_text(runbook.read_text().replace(runbook_base(), "https://runbooks.mine/fleetsched.md"))
+    overlay = tmp_path / "mine"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "components": ["../manifests/overlays/monitoring"],
+    }))
+    docs = kustomize(overlay)
+    assert not [d for d in docs if d["metadata"]["name"] == "fleetsched-runbook"]
+    (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
+    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert urls == [f"https://runbooks.mine/fleetsched.md#{a['alert'].lower()}" for a in alerts()]
+
+    wiki = "https://wiki.mine/on-call/fleetsched"
+    rendered = template("monitoring.enabled=true", f"monitoring.runbookBaseURL={wiki}")
+    (rule,) = [d for d in rendered if d["kind"] == "PrometheusRule"]
+    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert urls == [f"{wiki}#{a['alert'].lower()}" for a in alerts()]
+    refused = template_text("monitoring.enabled=true", "monitoring.runbookBaseURL=docs/runbook.md",
+                            check=False)
+    assert refused.returncode != 0
+    assert 'monitoring.runbookBaseURL: "docs/runbook.md" is not an absolute http(s) URL' in refused.stderr
 
 
 def test_the_karmada_scheduler_insights_series_are_all_exported(registered: set[str]) -> None:
@@ -226,7 +267,7 @@ SCENARIOS = [
     pytest.param("FleetschedSchedulerNoLeader", {
         'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="a"}': "1x20",
         'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="b"}': "0x20",
-        # the policy controller's process exports the scheduler's gauges too, at 0
+        # another job's gauge at 0 (before issue 29 the policy controller exported the scheduler's)
         'fleetsched_scheduler_is_leader{job="fleetsched-controller",instance="c"}': "0x20",
     }, "10m", None, id="one replica leads"),
     pytest.param("FleetschedSchedulerNoLeader", {
@@ -245,6 +286,30 @@ SCENARIOS = [
         'up{job="fleetsched-scheduler",instance="a"}': "1x20",
         'fleetsched_scheduler_is_leader{job="fleetsched-scheduler",instance="a"}': "1x20",
     }, "10m", None, id="beside Karmada no policy controller is deployed"),
+    pytest.param("FleetschedBindingsUnschedulable", {
+        'fleetsched_scheduler_unscheduled_bindings{job="fleetsched-scheduler",instance="a",reason="NoClusterFit"}':
+            "2x40",
+        'fleetsched_scheduler_unscheduled_bindings{job="fleetsched-scheduler",instance="a",reason="SchedulerError"}':
+            "0x40",
+    }, "35m", {"reason": "NoClusterFit"}, id="no cluster fits for 30 minutes"),
+    pytest.param("FleetschedBindingsUnschedulable", {
+        'fleetsched_scheduler_unscheduled_bindings{job="fleetsched-scheduler",instance="a",reason="NoClusterFit"}':
+            "2x20 0x20",
+    }, "35m", None, id="the bindings were scheduled"),
+    pytest.param("FleetschedBindingsUnschedulable", {
+        'fleetsched_scheduler_unscheduled_bindings{job="fleetsched-scheduler",instance="a",reason="SchedulerError"}':
+            "3x40",
+    }, "35m", None, id="scheduler errors are not unschedulable"),
+    pytest.param("FleetschedSchedulingErrors", {
+        'fleetsched_scheduler_unscheduled_bindings{job="fleetsched-scheduler",instance="a",reason="SchedulerError"}':
+            "1x20",
+    }, "15m", {}, id="a binding the scheduler failed on"),
+    pytest.param("FleetschedSchedulingErrors", {
+        'fleetsched_scheduler_unscheduled_bindings{job="fleetsched-scheduler",instance="a",reason="Unschedulable"}':
+            "5x20",
+        'fleetsched_scheduler_unscheduled_bindings{job="fleetsched-scheduler",instance="a",reason="SchedulerError"}':
+            "0x20",
+    }, "15m", None, id="unschedulable bindings are no scheduler error"),
     pytest.param("FleetschedPluginBroken", {
         'fleetsched_scheduler_plugin_broken{job="fleetsched-scheduler",profile="default-scheduler",plugin="Slow"}':
             "1x20",
