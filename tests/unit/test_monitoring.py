@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,21 @@ def runbook_base() -> str:
     assert config["metadata"]["annotations"] == {"config.kubernetes.io/local-config": "true"}
     base: str = config["data"]["baseURL"]
     return base
+
+
+def test_the_promtool_command_of_the_docs_checks_the_rules(tmp_path: Path) -> None:
+    """docs/monitoring.md's command, run as written (from the repository's root, promtool on PATH)."""
+    text = MONITORING_DOC.read_text()
+    section = text[text.index("### Checking the rules yourself"):]
+    (block,) = re.findall(r"```sh\n(.*?)```", section[: section.index("\n## ")], re.S)
+    script = block.replace("fleetsched-rules.yaml", str(tmp_path / "fleetsched-rules.yaml"))
+    # python3 is this interpreter (it has PyYAML), promtool the one the other tests use
+    path = f"{Path(sys.executable).parent}:{Path(promtool()).parent}:/usr/bin:/bin"
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, env={"PATH": path})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(alerts())} rules found" in done.stdout
+    assert yaml.safe_load((tmp_path / "fleetsched-rules.yaml").read_text()) == rule_file()
 
 
 def test_every_alert_has_its_runbook_section() -> None:
