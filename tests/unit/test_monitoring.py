@@ -60,11 +60,16 @@ _STRIP = [r'"(?:[^"\\]|\\.)*"', r"\{[^}]*\}", r"\[[^\]]*\]",
 _KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "inf", "nan"}
 
 
-def metric_names(expr: str) -> set[str]:
+def metric_occurrences(expr: str) -> list[str]:
+    """Every metric selector's name in ``expr``, once per occurrence."""
     for pattern in _STRIP:
         expr = re.sub(pattern, " ", expr)
     names = re.findall(r"(?<![\w.:])([a-zA-Z_:][a-zA-Z0-9_:]*)(?![\w:])(?!\s*\()", expr)
-    return {name for name in names if name.lower() not in _KEYWORDS}
+    return [name for name in names if name.lower() not in _KEYWORDS]
+
+
+def metric_names(expr: str) -> set[str]:
+    return set(metric_occurrences(expr))
 
 
 def test_the_name_parser_finds_metrics_and_nothing_else() -> None:
@@ -85,16 +90,88 @@ def alerts() -> list[dict[str, Any]]:
     return [r for group in rule_file()["groups"] for r in group["rules"] if "alert" in r]
 
 
-def dashboard_queries() -> Iterator[tuple[str, str]]:
-    board = json.loads((COMPONENT / "fleetsched-dashboard.json").read_text())
+def dashboard() -> dict[str, Any]:
+    board: dict[str, Any] = json.loads((COMPONENT / "fleetsched-dashboard.json").read_text())
+    return board
 
-    def walk(panels: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+
+def dashboard_panels() -> Iterator[dict[str, Any]]:
+    def walk(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for panel in panels:
-            for target in panel.get("targets", []):
-                yield panel["title"], target["expr"]
+            yield panel
             yield from walk(panel.get("panels", []))
 
-    yield from walk(board["panels"])
+    yield from walk(dashboard()["panels"])
+
+
+def dashboard_queries() -> Iterator[tuple[str, str]]:
+    for panel in dashboard_panels():
+        for target in panel.get("targets", []):
+            yield panel["title"], target["expr"]
+
+
+# Every selector of every panel is narrowed by the dashboard's variables.
+SCOPE = 'namespace=~"$namespace", job=~"$job", instance=~"$instance"}'
+
+
+def test_the_dashboard_has_namespace_job_and_instance_variables() -> None:
+    variables = {v["name"]: v for v in dashboard()["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    queries = {name: variables[name]["query"]["query"] for name in ("namespace", "job", "instance")}
+    # chained: the jobs of the chosen namespaces, the instances of the chosen jobs
+    assert queries == {
+        "namespace": "label_values(karmada_build_info, namespace)",
+        "job": 'label_values(karmada_build_info{namespace=~"$namespace"}, job)',
+        "instance": 'label_values(karmada_build_info{namespace=~"$namespace", job=~"$job"}, instance)',
+    }
+    for name in queries:
+        assert variables[name]["multi"] and variables[name]["includeAll"], name
+        assert variables[name]["allValue"] == ".*", name  # =~".*" also matches a series without the label
+    for title, expr in dashboard_queries():
+        selectors = metric_occurrences(expr)
+        assert selectors and expr.count(SCOPE) == len(selectors), (title, expr)
+
+
+def test_every_dashboard_query_parses(tmp_path: Path) -> None:
+    """promtool parses each query (Grafana's variables replaced as Grafana would, "All" chosen)."""
+    rules = [{"record": f"dashboard:query_{i}",
+              "expr": expr.replace("$__rate_interval", "5m").replace("$namespace", ".*")
+              .replace("$job", ".*").replace("$instance", ".*")}
+             for i, (_, expr) in enumerate(dashboard_queries())]
+    groups = {"groups": [{"name": "dashboard", "rules": rules}]}
+    (tmp_path / "queries.yaml").write_text(yaml.safe_dump(groups))
+    done = subprocess.run([promtool(), "check", "rules", str(tmp_path / "queries.yaml")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+BYTES = "memory|ephemeral-storage|hugepages-.+"
+
+
+def test_one_unit_per_axis() -> None:
+    """A panel's left axis has its default unit; a series of another unit goes to the right axis
+    (an override setting both), and no panel mixes resources of different units on one axis."""
+    for panel in dashboard_panels():
+        if panel["type"] != "timeseries":
+            continue
+        units = {"left": {panel["fieldConfig"]["defaults"]["unit"]}, "right": set()}
+        for override in panel["fieldConfig"].get("overrides", []):
+            properties = {p["id"]: p["value"] for p in override["properties"]}
+            if "unit" in properties:
+                assert properties.get("custom.axisPlacement") == "right", panel["title"]
+                units["right"].add(properties["unit"])
+        assert all(len(u) <= 1 for u in units.values()), (panel["title"], units)
+        for target in panel["targets"]:
+            if "fleetsched_scheduler_assumed_resources" not in target["expr"]:
+                continue
+            # cores, bytes and counts each in a panel of their own
+            matcher = re.search(r'resource(=|=~|!~)"([^"]*)"', target["expr"])
+            assert matcher, (panel["title"], target["expr"])
+            unit = units["left"].pop()
+            expected = {("=", "cpu"): "short", ("=~", BYTES): "bytes", ("!~", f"cpu|{BYTES}"): "short"}
+            assert expected[(matcher[1], matcher[2])] == unit, panel["title"]
+            if matcher[2] == "cpu":
+                assert panel["fieldConfig"]["defaults"]["custom"]["axisLabel"] == "cores"
 
 
 def test_every_alert_uses_only_series_the_code_registers(registered: set[str]) -> None:
