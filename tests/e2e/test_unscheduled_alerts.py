@@ -34,6 +34,7 @@ GAUGE = "fleetsched_scheduler_unscheduled_bindings"
 ATTEMPTS = "karmada_scheduler_schedule_attempts_total"
 NAMESPACE = "unscheduled"
 JOB = "fleetsched-scheduler"
+INSTALL = "fleetsched-system"  # the namespace label the ServiceMonitor gives
 NO_FIT = 3  # bindings for a cluster that does not exist
 SHORT = 2  # bindings of 10 one-core replicas for a cluster with 1 core
 # the three scrapes' spans in the timeline, in one-minute samples
@@ -70,11 +71,12 @@ def _number(number: float) -> str:
 
 def input_series(timeline: list[tuple[Scrape, int]], instance: str) -> list[dict[str, str]]:
     """promtool's input_series from the scrapes, each held for its number of minutes ("_": absent),
-    labelled as Prometheus would (job, instance) with ``up`` 1 for every scrape."""
+    labelled as the ServiceMonitor's scrape would be (job, instance, namespace) with ``up`` 1 for every
+    scrape."""
     keys = sorted({key for samples, _ in timeline for key in samples})
     out = []
     for name, labels in keys:
-        labelled = dict(labels) | {"job": JOB, "instance": instance}
+        labelled = dict(labels) | {"job": JOB, "instance": instance, "namespace": INSTALL}
         selector = name + "{" + ",".join(f"{k}={_quoted(v)}" for k, v in sorted(labelled.items())) + "}"
         parts = []
         for samples, minutes in timeline:
@@ -82,7 +84,8 @@ def input_series(timeline: list[tuple[Scrape, int]], instance: str) -> list[dict
             parts.append(f"{'_' if sample is None else _number(sample)}x{minutes - 1}")
         out.append({"series": selector, "values": " ".join(parts)})
     total = sum(minutes for _, minutes in timeline)
-    out.append({"series": f'up{{instance="{instance}",job="{JOB}"}}', "values": f"1x{total - 1}"})
+    up = f'up{{instance="{instance}",job="{JOB}",namespace="{INSTALL}"}}'
+    out.append({"series": up, "values": f"1x{total - 1}"})
     return out
 
 
@@ -153,7 +156,8 @@ def test_unscheduled_bindings_fire_the_unschedulable_alert_from_the_scrapes(
     (unschedulable,) = [r for r in alerts if r["alert"] == "FleetschedBindingsUnschedulable"]
     instance = f"127.0.0.1:{proc.port}"
     timeline = [(before, BEFORE), (unscheduled, UNSCHEDULED), (after, AFTER)]
-    both = [fired(unschedulable, {"reason": reason}) for reason in ("NoClusterFit", "Unschedulable")]
+    both = [fired(unschedulable, {"namespace": INSTALL, "reason": reason})
+            for reason in ("NoClusterFit", "Unschedulable")]
     checks = [
         # firing 30 minutes after the bindings were first seen unscheduled, not before
         (f"{BEFORE + 25}m", "FleetschedBindingsUnschedulable", []),

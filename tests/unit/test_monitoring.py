@@ -390,6 +390,12 @@ SCENARIOS = [
             "2x20 0x20",
     }, "35m", None, id="the bindings were scheduled"),
     pytest.param("FleetschedBindingsUnschedulable", {
+        'fleetsched_scheduler_unscheduled_bindings{namespace="team-a",job="fleetsched-scheduler",reason="Unschedulable"}':
+            "1x40",
+        'fleetsched_scheduler_unscheduled_bindings{namespace="team-b",job="fleetsched-scheduler",reason="Unschedulable"}':
+            "0x40",
+    }, "35m", {"namespace": "team-a", "reason": "Unschedulable"}, id="two installs: the one concerned"),
+    pytest.param("FleetschedBindingsUnschedulable", {
         'fleetsched_scheduler_unscheduled_bindings{job="fleetsched-scheduler",instance="a",reason="SchedulerError"}':
             "3x40",
     }, "35m", None, id="scheduler errors are not unschedulable"),
