@@ -9,11 +9,12 @@ else: unreadable binding, budget exceeded, broken plugin, a failed write). A bin
 attempt failed before any condition could be written (a write the API server refused, a conflict
 past the retries, a worker error) counts as ``SchedulerError`` until its next attempt ends.
 
-It is read from the binding caches when scraped, not kept beside them, so every way a binding
-changes feeds it: an attempt's write (the answer is cached), a binding that schedules later (its
-condition turns True), one that is deleted (it leaves the cache), one whose condition another
-writer changed, and a restart (the LIST brings the conditions back; NoClusterFit bindings are not
-retried by the queue, so a count kept per attempt would lose them). A replica that does not lead
+It follows the binding caches (a listener keeps the bindings whose condition is Scheduled=False,
+with the reason; a scrape counts those that are this replica's now), so every way a binding changes
+feeds it: an attempt's write (the answer is cached), a binding that schedules later (its condition
+turns True), one that is deleted (it leaves the cache), one whose condition another writer changed,
+and a restart (the LIST brings the conditions back; NoClusterFit bindings are not retried by the
+queue, so a count kept per attempt would lose them). A replica that does not lead
 reports 0 for every reason, so summing the replicas of a leader-elected or sharded scheduler counts
 each binding once. Every reason is reported, at 0 when no binding has it, so the alerts see the
 series from the first scrape.
@@ -71,17 +72,28 @@ def not_scheduled_reason(obj: Mapping[str, Any]) -> str | None:
 
 class UnscheduledBindings:
     """The gauge's collector. ``watch`` points it at the scheduler operator (held weakly: the last
-    one built in the process is reported, as the queue gauges do); ``attempted`` hears every
-    outcome of a worker."""
+    one built in the process is reported, as the queue gauges do) and listens to its binding caches,
+    keeping the bindings whose condition is Scheduled=False with its reason (a scrape reads those,
+    not every binding); ``attempted`` hears every outcome of a worker."""
 
     def __init__(self) -> None:
         self._operator: weakref.ref[Any] | None = None
+        # (kind, cache key) -> the reason of its Scheduled=False condition and its uid, as cached
+        # now, for the bindings of this scheduler's names that are not being deleted
+        self.reasons: dict[tuple[str, str], tuple[str, str | None]] = {}
         # bindings whose last attempt ended in an error, whatever their condition says
         self.failed: dict[QueueKey, None] = {}
 
     def watch(self, operator: Any) -> None:
         self._operator = weakref.ref(operator)
+        self.reasons.clear()
         self.failed.clear()
+        names = operator.config.scheduler_names
+        for kind, cache in operator.bindings.items():
+            listener = _Reasons(kind, self.reasons, names)
+            cache.listeners.append(listener)
+            for obj in cache:
+                listener.upsert(object_key(obj), obj)
 
     def attempted(self, key: Hashable, outcome: Outcome) -> None:
         if not isinstance(key, QueueKey):
@@ -100,21 +112,17 @@ class UnscheduledBindings:
         runtime = operator.runtime
         if not runtime.is_leader:
             return counts
-        names = operator.config.scheduler_names
-        ours = _Ours(runtime, names)
-        seen: set[tuple[str, str]] = set()
-        for kind, cache in operator.bindings.items():
-            for obj in cache:
-                reason = not_scheduled_reason(obj)  # the cheap test first: most bindings are scheduled
-                if reason is not None and ours(obj):
-                    counts[reason] = counts.get(reason, 0) + 1
-                    seen.add((kind, object_key(obj)))
-        for key in list(self.failed):
-            cache = operator.bindings.get(key.kind)
-            obj = None if cache is None else cache.get(key.object_key)
+        ours = _Ours(runtime, operator.config.scheduler_names)
+        owns = None if runtime.sharding is None else runtime.owns  # not sharded: every binding
+        for reason, uid in list(self.reasons.values()):
+            if owns is None or owns(uid):
+                counts[reason] = counts.get(reason, 0) + 1
+        for queued in list(self.failed):
+            cache = operator.bindings.get(queued.kind)
+            obj = None if cache is None else cache.get(queued.object_key)
             if obj is None:
-                del self.failed[key]  # deleted: it leaves the gauge
-            elif (key.kind, key.object_key) not in seen and ours(obj):
+                self.failed.pop(queued, None)  # deleted: it leaves the gauge
+            elif (queued.kind, queued.object_key) not in self.reasons and ours(obj):
                 counts[SCHEDULER_ERROR] += 1
         return counts
 
@@ -129,6 +137,28 @@ class UnscheduledBindings:
         for reason, count in self.counts().items():
             family.add_metric([reason], count)
         yield family
+
+
+class _Reasons:
+    """A binding cache's listener: the Scheduled=False reasons of one kind's bindings that are ours
+    (by schedulerName, not suspended, labelled by a policy controller) and not being deleted."""
+
+    def __init__(self, kind: str, reasons: dict[tuple[str, str], tuple[str, str | None]],
+                 names: Any) -> None:
+        self.kind = kind
+        self.reasons = reasons
+        self.names = names
+
+    def upsert(self, key: str, obj: Mapping[str, Any]) -> None:
+        reason = not_scheduled_reason(obj)
+        meta = obj.get("metadata") or {}
+        if reason is None or meta.get("deletionTimestamp") or not decision.passes_filter(obj, self.names):
+            self.reasons.pop((self.kind, key), None)
+        else:
+            self.reasons[(self.kind, key)] = (reason, meta.get("uid") or None)
+
+    def delete(self, key: str) -> None:
+        self.reasons.pop((self.kind, key), None)
 
 
 class _Ours:

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from test_operator_writes import WEB, MemoryApi, a_binding, a_cluster, operator_for
 
 from fleetsched.controller.runtime import metrics
+from fleetsched.controller.runtime.cache import ObjectCache
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding
 from fleetsched.controller.scheduler import unscheduled
-from fleetsched.controller.scheduler.operator import RB, SchedulerOperator
+from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
 from fleetsched.kube.client import ApiError
 from fleetsched.scheduler import ScheduleResult
 from fleetsched.scheduler.outcome import Condition
@@ -188,3 +190,29 @@ def test_each_process_serves_its_own_series_and_the_common_ones() -> None:
     assert "fleetsched_scheduler_is_leader" not in descheduler
     with pytest.raises(ValueError, match="unknown process 'webhook'"):
         metrics.serve_as("webhook")
+
+
+class _Operator:
+    """What the collector reads of an operator: its caches, names and runtime."""
+
+    def __init__(self, owned: set[str]) -> None:
+        self.bindings = {RB: ObjectCache(), "ClusterResourceBinding": ObjectCache()}
+        self.config = OperatorConfig()
+        self.runtime = SimpleNamespace(is_leader=True, sharding=object(), owns=lambda uid: uid in owned)
+
+
+def test_sharded_each_replica_counts_its_own_share() -> None:
+    collector = unscheduled.UnscheduledBindings()
+    first, second = _Operator({"uid-0", "uid-2"}), _Operator({"uid-1"})
+    collector.watch(first)
+    other = unscheduled.UnscheduledBindings()
+    other.watch(second)
+    for operator in (first, second):
+        for i in range(3):
+            binding = placed_on(a_binding(), ["nowhere"])
+            binding["metadata"].update(name=f"b{i}", uid=f"uid-{i}", resourceVersion="5")
+            condition = {"type": "Scheduled", "status": "False", "reason": "NoClusterFit"}
+            binding["status"] = {"conditions": [condition]}
+            operator.bindings[RB].upsert(binding)
+    assert collector.counts()["NoClusterFit"] == 2
+    assert other.counts()["NoClusterFit"] == 1  # summed over the replicas: each binding once
