@@ -252,7 +252,7 @@ class SchedulerOperator:
         metrics.PENDING_BINDINGS.labels("active").set_function(lambda: queue.sizes().active)
         metrics.PENDING_BINDINGS.labels("backoff").set_function(lambda: queue.sizes().backoff)
         metrics.PENDING_BINDINGS.labels("unschedulable").set_function(lambda: queue.sizes().unschedulable)
-        unscheduled.COLLECTOR.watch(self)  # fleetsched_scheduler_unscheduled_bindings, read when scraped
+        unscheduled.COLLECTOR.watch(self)  # fleetsched_scheduler_unscheduled_bindings: follows the caches
         if queue.hint_observer is None:
             queue.hint_observer = metrics.HintMetrics()
         if self.peers is None and any(  # a duck-typed core without settings has no such gate

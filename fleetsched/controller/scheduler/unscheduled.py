@@ -86,8 +86,9 @@ class UnscheduledBindings:
 
     def watch(self, operator: Any) -> None:
         self._operator = weakref.ref(operator)
-        self.reasons.clear()
-        self.failed.clear()
+        # new maps: the listeners left on an earlier operator's caches fill the old one
+        self.reasons = {}
+        self.failed = {}
         names = operator.config.scheduler_names
         for kind, cache in operator.bindings.items():
             listener = _Reasons(kind, self.reasons, names)
