@@ -285,6 +285,23 @@ def test_the_runbook_address_is_set_in_one_place(tmp_path: Path) -> None:
     assert 'monitoring.runbookBaseURL: "docs/runbook.md" is not an absolute http(s) URL' in refused.stderr
 
 
+def test_the_chart_labels_the_monitoring_objects_for_the_prometheus_that_selects_them() -> None:
+    """kube-prometheus-stack's Prometheus selects ServiceMonitors and rules by ``release``."""
+    def monitoring_objects(*sets: str) -> list[dict[str, Any]]:
+        return [d for d in template("monitoring.enabled=true", *sets)
+                if d["kind"] in ("ServiceMonitor", "PrometheusRule")
+                or d["metadata"]["name"] == "fleetsched-grafana-dashboard"]
+
+    labelled = monitoring_objects("monitoring.labels.release=kube-prometheus-stack")
+    assert len(labelled) == 3
+    for obj in labelled:
+        assert obj["metadata"]["labels"]["release"] == "kube-prometheus-stack", obj["kind"]
+        assert obj["metadata"]["labels"]["app.kubernetes.io/part-of"] == "fleetsched"
+    dashboard = next(o for o in labelled if o["kind"] == "ConfigMap")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert not [o for o in monitoring_objects() if "release" in o["metadata"]["labels"]]
+
+
 def test_the_karmada_scheduler_insights_series_are_all_exported(registered: set[str]) -> None:
     text = MONITORING_DOC.read_text()
     section = text[text.index("Scheduler Insights"):]
