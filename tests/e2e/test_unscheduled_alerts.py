@@ -57,6 +57,13 @@ def value(samples: Scrape, name: str, **labels: str) -> float:
     return sum(v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= set(ls))
 
 
+def settled(samples: Scrape, wanted: dict[tuple[str, str, str], float]) -> Scrape | None:
+    """``samples`` when each (name, label, label value) has its wanted value, else None."""
+    if all(value(samples, name, **{label: v}) == want for (name, label, v), want in wanted.items()):
+        return samples
+    return None
+
+
 def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -127,17 +134,20 @@ def test_unscheduled_bindings_fire_the_unschedulable_alert_from_the_scrapes(
     reasons = {b["metadata"]["name"]: c["reason"] for b in bindings(server)
                for c in b["status"]["conditions"] if c["type"] == "Scheduled"}
     assert sorted(reasons.values()) == sorted(["NoClusterFit"] * NO_FIT + ["Unschedulable"] * SHORT)
-    wait_until(lambda: value(scrape(proc), GAUGE, reason="Unschedulable") == SHORT, timeout=30,
-               message=proc.log_tail)
-    unscheduled = scrape(proc)
+    # the condition is cached before the attempt is counted and the key parked: one scrape with all
+    unscheduled = wait_until(lambda: settled(scrape(proc), {
+        (GAUGE, "reason", "NoClusterFit"): NO_FIT, (GAUGE, "reason", "Unschedulable"): SHORT,
+        ("scheduler_pending_bindings", "queue", "unschedulable"): SHORT}), timeout=30, message=proc.log_tail)
     assert value(unscheduled, GAUGE, reason="NoClusterFit") == NO_FIT
     assert value(unscheduled, GAUGE, reason="Unschedulable") == SHORT
     assert value(unscheduled, GAUGE, reason="SchedulerError") == 0
     assert value(unscheduled, GAUGE, reason="QuotaExceeded") == 0
     # Karmada's series keep Karmada's meaning: a NoClusterFit attempt is "scheduled" and is not
     # retried from the queue; an Unschedulable one is "error" and waits in the unschedulable queue
-    assert value(unscheduled, ATTEMPTS, result="scheduled") >= NO_FIT
-    assert value(unscheduled, ATTEMPTS, result="error") >= SHORT
+    # (one attempt each so far; a NoClusterFit one counted "error" would never reach these)
+    wait_until(lambda: settled(scrape(proc), {(ATTEMPTS, "result", "scheduled"): NO_FIT,
+                                              (ATTEMPTS, "result", "error"): SHORT}),
+               timeout=30, message=proc.log_tail)
     assert value(unscheduled, "scheduler_pending_bindings", queue="unschedulable") == SHORT
 
     # one NoClusterFit binding deleted, room for the short ones reported: they leave the series
@@ -145,9 +155,9 @@ def test_unscheduled_bindings_fire_the_unschedulable_alert_from_the_scrapes(
     room = {"status": {"resourceSummary": {"allocatable": {"cpu": "100", "pods": "1000"}}}}
     server.request("PATCH", f"{CLUSTERS}/small/status", room, content_type=MERGE)
     wait_until(lambda: len(tally(bindings(server)).scheduled) == SHORT, timeout=60, message=proc.log_tail)
-    wait_until(lambda: value(scrape(proc), GAUGE, reason="NoClusterFit") == NO_FIT - 1, timeout=30,
-               message=proc.log_tail)
-    after = scrape(proc)
+    after = wait_until(lambda: settled(scrape(proc), {
+        (GAUGE, "reason", "NoClusterFit"): NO_FIT - 1, (GAUGE, "reason", "Unschedulable"): 0}),
+        timeout=30, message=proc.log_tail)
     assert value(after, GAUGE, reason="Unschedulable") == 0
     assert value(after, GAUGE, reason="NoClusterFit") == NO_FIT - 1
 
