@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from fleetsched import karmada_flags
-from fleetsched.controller.runtime import command
+from fleetsched.controller.runtime import command, metrics
 from fleetsched.controller.runtime.events import EventRecorder
 from fleetsched.controller.runtime.http import ListenError, start_endpoints, stop_endpoints
 from fleetsched.controller.runtime.leader import ApiLeaseStore, LeaderElector
@@ -120,6 +120,7 @@ async def _serve(args: argparse.Namespace) -> int:
             return False, "not the leader"
         return (True, "ok") if synced.is_set() else (False, "first round not done")
 
+    metrics.serve_as("descheduler")  # /metrics: this process's series only
     try:
         runners = await start_endpoints(
             ready,

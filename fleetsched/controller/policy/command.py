@@ -204,6 +204,7 @@ async def _serve(args: argparse.Namespace) -> int:
         ),
     )
     metrics.instrument_queue(controller.queue, metrics.POLICY_CONTROLLER_QUEUE)
+    metrics.serve_as("policy-controller")  # /metrics: this process's series only
     try:
         runners = await start_endpoints(
             controller.ready,

@@ -60,6 +60,8 @@ class ObjectCache:
     def __init__(self, index: CacheIndex | None = None) -> None:
         self._objects: dict[str, Obj] = {}
         self.index = index
+        # more observers of the same changes (e.g. the scheduler's unscheduled-bindings gauge)
+        self.listeners: list[CacheIndex] = []
 
     def get(self, key: str) -> Obj | None:
         return self._objects.get(key)
@@ -73,12 +75,17 @@ class ObjectCache:
         self._objects[key] = obj
         if self.index is not None:
             self.index.upsert(key, obj)
+        for listener in self.listeners:
+            listener.upsert(key, obj)
         return True, previous
 
     def delete(self, key: str) -> Obj | None:
         removed = self._objects.pop(key, None)
-        if removed is not None and self.index is not None:
-            self.index.delete(key)
+        if removed is not None:
+            if self.index is not None:
+                self.index.delete(key)
+            for listener in self.listeners:
+                listener.delete(key)
         return removed
 
     def __iter__(self) -> Iterator[Obj]:

@@ -361,8 +361,45 @@ def observe_plugin(plugin: str, extension_point: str, result: str, seconds: floa
     child.observe(seconds)
 
 
+# Each process serves its own series and the common ones (process, build info, work queues, REST
+# client), not another process's (issue 29): the scheduler's, the policy controller's and the
+# descheduler's series share this registry (so one import registers them, and tests read them
+# here), and a policy controller serving the scheduler's unlabelled gauges at 0 would be counted as a
+# scheduler by queries that sum or compare over jobs. A series whose name starts with one of these
+# prefixes is served only by the process it is listed under (the descheduler calls the accurate
+# estimators too, through the scheduler's client and its RPC series); the commands call ``serve_as``.
+OWN_SERIES: dict[str, tuple[str, ...]] = {
+    "scheduler": ("karmada_scheduler_", "fleetsched_scheduler_", "scheduler_"),
+    "policy-controller": ("fleetsched_policy_controller_",),
+    "descheduler": ("fleetsched_descheduler_", "fleetsched_scheduler_estimator_rpcs"),
+}
+_OWNED = tuple(prefix for prefixes in OWN_SERIES.values() for prefix in prefixes)
+_serving: tuple[str, ...] | None = None
+
+
+def serve_as(process: str) -> None:
+    """This process is ``process`` (a key of ``OWN_SERIES``): /metrics leaves out the series other
+    processes own. Until called, everything registered is served."""
+    global _serving
+    if process not in OWN_SERIES:
+        raise ValueError(f"serve_as: unknown process {process!r}: one of {sorted(OWN_SERIES)}")
+    _serving = OWN_SERIES[process]
+
+
+def served(name: str) -> bool:
+    """Whether this process serves the family ``name`` (a counter's without ``_total``)."""
+    return _serving is None or not name.startswith(_OWNED) or name.startswith(_serving)
+
+
+class _Served:
+    """The registry as this process serves it."""
+
+    def collect(self) -> Iterator[Any]:
+        return (family for family in REGISTRY.collect() if served(family.name))
+
+
 def exposition() -> bytes:
-    return generate_latest(REGISTRY)
+    return generate_latest(_Served())  # type: ignore[arg-type]
 
 
 # Plugins contained (issue 23; scheduler/framework/containment.py, controller/scheduler/compute.py).

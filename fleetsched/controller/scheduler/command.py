@@ -416,6 +416,7 @@ async def _run(
         queue=scheduling_queue(args),
     )
     metrics.instrument_queue(operator.queue, metrics.SCHEDULER_QUEUE)
+    metrics.serve_as("scheduler")  # /metrics: this process's series only
 
     try:
         runners = await start_endpoints(

@@ -56,7 +56,7 @@ from fleetsched.controller.runtime.queue import (
     SchedulingQueue,
 )
 from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig
-from fleetsched.controller.scheduler import assumptions, decision, listers, moves, reserve
+from fleetsched.controller.scheduler import assumptions, decision, listers, moves, reserve, unscheduled
 from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
 from fleetsched.controller.scheduler.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.scheduler.ledger import DecisionTooLarge, Ledger
@@ -252,6 +252,7 @@ class SchedulerOperator:
         metrics.PENDING_BINDINGS.labels("active").set_function(lambda: queue.sizes().active)
         metrics.PENDING_BINDINGS.labels("backoff").set_function(lambda: queue.sizes().backoff)
         metrics.PENDING_BINDINGS.labels("unschedulable").set_function(lambda: queue.sizes().unschedulable)
+        unscheduled.COLLECTOR.watch(self)  # fleetsched_scheduler_unscheduled_bindings: follows the caches
         if queue.hint_observer is None:
             queue.hint_observer = metrics.HintMetrics()
         if self.peers is None and any(  # a duck-typed core without settings has no such gate
@@ -471,6 +472,7 @@ class SchedulerOperator:
     # ---- workers ------------------------------------------------------------------------------
 
     def after_outcome(self, entry: QueuedBinding, outcome: Outcome) -> None:
+        unscheduled.COLLECTOR.attempted(entry.key, outcome)
         if outcome is not Outcome.DONE:
             metrics.QUEUE_INCOMING_BINDINGS.labels(metrics.EVENT_SCHEDULE_ATTEMPT_FAILURE).inc()
 
@@ -817,7 +819,7 @@ class SchedulerOperator:
         self._record_outcome(kind, key, obj, rendered, result)
         elapsed = time.perf_counter() - started
         ok = result.condition.status
-        label = metrics.RESULT_SUCCESS if ok else metrics.RESULT_ERROR
+        label = unscheduled.attempt_result(result)  # Karmada's: a NoClusterFit attempt is "scheduled"
         scale = verdict.reason == decision.REPLICAS_CHANGED
         schedule_type = metrics.SCALE_SCHEDULE if scale else metrics.RECONCILE_SCHEDULE
         metrics.SCHEDULE_ATTEMPTS.labels(label, schedule_type).inc()
