@@ -13,6 +13,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "fleetsched"
+# chart-testing's values sets (ci/*-values.yaml): each is linted, rendered and dry-run
+CI_VALUES = tuple(sorted((CHART / "ci").glob("*-values.yaml")))
 # image.repository is required (fleetsched publishes no image); the tests render with this one
 IMAGE = "registry.example/fleetsched"
 
@@ -38,10 +40,13 @@ def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 def template_text(*sets: str, namespace: str = "fleetsched-system", check: bool = True,
-                  release: str = "fleetsched") -> subprocess.CompletedProcess[str]:
+                  release: str = "fleetsched",
+                  files: tuple[Path, ...] = ()) -> subprocess.CompletedProcess[str]:
     """``helm template`` of the chart with ``--set`` values (``key=value`` each), after
-    ``image.repository=IMAGE`` (a value in ``sets`` overrides it)."""
+    ``image.repository=IMAGE`` (a value in ``sets`` overrides it) and the values ``files``."""
     args = ["template", release, str(CHART), "--namespace", namespace]
+    for path in files:
+        args += ["--values", str(path)]
     for value in (f"image.repository={IMAGE}", *sets):
         args += ["--set", value]
     return helm(*args, check=check)

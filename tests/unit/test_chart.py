@@ -269,10 +269,12 @@ def test_image_and_extra_args_reach_every_container() -> None:
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    pytest.param("mode=alone", 'mode: "alone" is not one of standalone, besideKarmada, insteadOfKarmada',
-                 id="mode"),
-    pytest.param("certificates.source=vault", 'certificates.source: "vault" is not one of',
-                 id="certificates"),
+    pytest.param("mode=alone",
+                 "at '/mode': value must be one of 'standalone', 'besideKarmada', 'insteadOfKarmada'",
+                 id="mode (values.schema.json)"),
+    pytest.param("certificates.source=vault",
+                 "at '/certificates/source': value must be one of 'generate', 'cert-manager'",
+                 id="certificates (values.schema.json)"),
     pytest.param("mode=insteadOfKarmada,sharding.enabled=true",
                  "sharding.enabled: not with mode insteadOfKarmada", id="sharded instead of Karmada"),
     pytest.param("estimators.members[0].name=Member_1",

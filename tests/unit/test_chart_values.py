@@ -8,13 +8,15 @@ What the API server says of these renderings: tests/e2e/test_helm_chart.py.
 
 from __future__ import annotations
 
+import json
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.support.helm import CHART, ROOT, template, template_text
+from tests.support.helm import CHART, CI_VALUES, ROOT, helm, template, template_text
 
 Obj = dict[str, Any]
 CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
@@ -213,3 +215,59 @@ def test_monitoring_labels_select_the_monitors() -> None:
     for obj in monitors:
         assert obj["metadata"]["labels"]["release"] == "kube-prometheus-stack"
         assert obj["metadata"]["labels"]["app.kubernetes.io/part-of"] == "fleetsched"
+
+
+@pytest.mark.parametrize("values", CI_VALUES, ids=lambda p: p.name)
+def test_helm_lint_strict_passes_with_each_ci_values_file(values: Path) -> None:
+    done = helm("lint", "--strict", str(CHART), "--values", str(values))
+    assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
+
+
+def _schema_paths(node: Obj, schema: Obj, prefix: str = "") -> set[str]:
+    """The value paths values.schema.json describes (following its local $refs)."""
+    if "$ref" in node:
+        target: Any = schema
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    paths = set()
+    for key, child in node.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        paths.add(path)
+        paths |= _schema_paths(child, schema, f"{path}.")
+    return paths
+
+
+def _value_paths(node: Any, prefix: str = "") -> set[str]:
+    paths = set()
+    if isinstance(node, dict):
+        for key, child in node.items():
+            paths.add(f"{prefix}{key}")
+            if key not in ("resources",):  # resource names are the user's (cpu, memory, ...)
+                paths |= _value_paths(child, f"{prefix}{key}.")
+    return paths
+
+
+def test_the_schema_describes_every_value_and_no_other() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    described = {p for p in _schema_paths(schema, schema) if p != "global"}
+    given = _value_paths(values)
+    # what an empty default leaves to the user: resource names, affinity kinds
+    open_keys = {p for p in described if ".resources." in p or "affinity." in p}
+    assert given == described - open_keys
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    pytest.param("scheduler.replicaz=3", "at '/scheduler': additional properties 'replicaz' not allowed",
+                 id="misspelt key"),
+    pytest.param("scheduler.replicas=two", "at '/scheduler/replicas': got string, want integer", id="type"),
+    pytest.param("image.pullPolicy=Sometimes", "at '/image/pullPolicy': value must be one of", id="enum"),
+    pytest.param("featureGates.SchedulingOvercommitProtection=yes",
+                 "at '/featureGates/SchedulingOvercommitProtection': got string, want boolean", id="gate"),
+    pytest.param("imagePullSecrets[0].secret=regcred", "at '/imagePullSecrets/0'", id="pull secret"),
+])
+def test_the_schema_names_a_bad_value(value: str, message: str) -> None:
+    done = template_text(value, check=False)
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr
