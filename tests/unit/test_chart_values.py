@@ -9,6 +9,9 @@ What the API server says of these renderings: tests/e2e/test_helm_chart.py.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -271,3 +274,37 @@ def test_the_schema_names_a_bad_value(value: str, message: str) -> None:
     done = template_text(value, check=False)
     assert done.returncode != 0
     assert message in done.stderr, done.stderr
+
+
+def _readme_generator() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_chart_readme", ROOT / "hack" / "gen_chart_readme.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_chart_readme_is_generated_from_values_yaml() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "hack" / "gen_chart_readme.py"), "--check"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    readme = (CHART / "README.md").read_text()
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert "| `scheduler.resources` | object | " in readme
+    assert '| `image.pullPolicy` | string | `"IfNotPresent"` | Every container' in readme
+    assert len(re.findall(r"^\| `", readme, re.M)) == len(_readme_generator().rows(
+        values, _readme_generator().documented((CHART / "values.yaml").read_text())))
+
+
+def test_the_readme_generator_finds_drift_and_undocumented_values() -> None:
+    gen = _readme_generator()
+    readme = (CHART / "README.md").read_text()
+    drifted = readme.replace("| Every container's imagePullPolicy. |", "| stale |")
+    assert drifted != readme and gen.rendered(drifted) == readme
+    text = "# -- documented\na: 1\nb:\n  # -- inner\n  c: []\nd: {e: 1}\n"
+    with pytest.raises(ValueError, match=r"values.yaml: d.e has no `# --` comment"):
+        gen.rows(yaml.safe_load(text), gen.documented(text))
+    assert [r.key for r in gen.rows({"a": 1, "b": {"c": []}}, gen.documented(text))] == ["a", "b.c"]
