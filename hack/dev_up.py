@@ -105,12 +105,15 @@ def probe_flags(port: int) -> list[str]:
 
 
 def webhook_configurations(port: int, ca_file: Path) -> str:
-    """The manifests' registrations with clientConfig pointing at the loopback URL."""
+    """The manifests' registrations with clientConfig pointing at the loopback URL, under names of
+    their own (fleetsched-dev-up-...): a registration by URL and the chart's or the manifests' by
+    Service under one name would merge webhook by webhook, which the API server refuses."""
     docs = [d for d in yaml.safe_load_all(WEBHOOK_CONFIGURATION.read_text()) if d]
     bundle = base64.b64encode(ca_file.read_bytes()).decode()
     out = []
     for doc in docs:
         doc = copy.deepcopy(doc)
+        doc["metadata"]["name"] = doc["metadata"]["name"].replace("fleetsched-", "fleetsched-dev-up-", 1)
         for hook in doc["webhooks"]:
             path = hook["clientConfig"].pop("service")["path"]
             hook["clientConfig"]["url"] = f"https://127.0.0.1:{port}{path}"

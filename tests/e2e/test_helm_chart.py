@@ -1,35 +1,41 @@
-"""The Helm chart's rendering of each mode, applied by server-side dry run to a real kube-apiserver.
+"""The Helm chart on a real kube-apiserver: every rendering by server-side dry run, and installs.
 
-``helm template`` (helm built from its Go module by hack/helm.sh) for standalone (generated
-certificates, two estimators, sharded, both opt-in kinds), standalone with cert-manager,
-beside Karmada (sharded) and instead of karmada-scheduler; each rendering goes through
-``kubectl apply --server-side --dry-run=server``: the apiserver's schema validation, defaulting
-and admission see every object. The chart's own crds/ are applied first, as ``helm install`` does.
-cert-manager's and the Prometheus Operator's kinds are left out of the dry run (no CRDs for them
-here) and checked as rendered.
+``helm template`` (helm built from its Go module by hack/helm.sh) of the chart's defaults and of each
+chart-testing values set (charts/fleetsched/ci/*-values.yaml: standalone with every option,
+standalone with cert-manager, beside Karmada sharded, instead of karmada-scheduler); each rendering
+goes through ``kubectl apply --server-side --dry-run=server``: the apiserver's schema validation
+(the OpenAPI of the real kube-apiserver), defaulting and admission see every object. The chart's
+own crds/ are applied first, as ``helm install`` does. cert-manager's and the Prometheus Operator's
+kinds are left out of the dry run (no CRDs for them here) and checked as rendered.
+
+Then what chart-testing's ``ct install`` does, with helm itself: ``helm install`` of two releases in
+two namespaces, side by side (pods do not run here: the release's objects are checked), and the
+webhook configurations a dev-up or a kustomize install left behind.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import yaml
 
+from fleetsched.webhook.testing import make_certificates
 from tests.support.controlplane import APIServer
-from tests.support.helm import CHART, helm, template_text
+from tests.support.helm import CHART, CI_VALUES, IMAGE, ROOT, helm, template_text
 
 pytestmark = pytest.mark.e2e
 
-MODES = [
-    pytest.param("fleetsched-system", [
-        "estimators.members[0].name=member1", "estimators.members[1].name=member2",
-        "sharding.enabled=true", "controller.propagateSecrets=true", "controller.propagateRBAC=true",
-        "scheduler.extraArgs={--v=4,--rate-limiter-qps=50}", "monitoring.enabled=true",
-    ], id="standalone, estimators, sharded, opt-in kinds"),
-    pytest.param("fleetsched-certs", ["certificates.source=cert-manager"], id="standalone with cert-manager"),
-    pytest.param("karmada-system", ["mode=besideKarmada", "sharding.enabled=true"],
-                 id="beside Karmada, sharded"),
-    pytest.param("karmada-system", ["mode=insteadOfKarmada"], id="instead of karmada-scheduler"),
-]
+NAMESPACES = {"standalone-everything": "fleetsched-system", "cert-manager": "fleetsched-certs",
+              "beside-karmada": "karmada-system", "instead-of-karmada": "karmada-system"}
+MODES = [pytest.param("fleetsched-system", None, id="defaults")] + [
+    pytest.param(NAMESPACES[path.name.removesuffix("-values.yaml")], path, id=path.name)
+    for path in CI_VALUES]
+
+
+def test_every_ci_values_file_is_dry_run() -> None:
+    assert sorted(p.name.removesuffix("-values.yaml") for p in CI_VALUES) == sorted(NAMESPACES)
 
 
 @pytest.fixture(scope="module")
@@ -41,25 +47,34 @@ def server(isolated_apiserver: APIServer) -> APIServer:
     return isolated_apiserver
 
 
+def _dry_run(server: APIServer, docs: list[dict], *flags: str) -> list[str]:
+    out = server.kubectl("apply", "--server-side", "--dry-run=server", "--field-manager=helm-chart-test",
+                         *flags, "-f", "-", input=yaml.safe_dump_all(docs))
+    return [line for line in out.splitlines() if line.strip()]
+
+
 @pytest.mark.parametrize(("namespace", "values"), MODES)
-def test_each_mode_passes_a_server_side_dry_run(server: APIServer, namespace: str, values: list[str]) -> None:
-    rendered = template_text(*values, namespace=namespace).stdout
+def test_each_rendering_passes_a_server_side_dry_run(server: APIServer, namespace: str,
+                                                     values: Path | None) -> None:
+    rendered = template_text(namespace=namespace, files=(values,) if values else ()).stdout
+    given = yaml.safe_load(values.read_text()) if values else {}
     docs = [d for d in yaml.safe_load_all(rendered) if d]
     no_crds = ("cert-manager.io/", "monitoring.coreos.com/")
     cert_manager = [d for d in docs if d["apiVersion"].startswith(no_crds)]
     applied = [d for d in docs if d not in cert_manager]
     assert applied
-    out = server.kubectl("apply", "--server-side", "--dry-run=server", "--field-manager=helm-chart-test",
-                         "-f", "-", input=yaml.safe_dump_all(applied))
-    lines = [line for line in out.splitlines() if line.strip()]
-    assert len(lines) == len(applied), out
-    assert all(line.endswith("serverside-applied (server dry run)") for line in lines), out
+    lines = _dry_run(server, applied)
+    assert len(lines) == len(applied), lines
+    assert all(line.endswith("serverside-applied (server dry run)") for line in lines), lines
     for doc in applied:
         assert any(line.split()[0].endswith(f"/{doc['metadata']['name']}") for line in lines), doc["metadata"]
-    if "certificates.source=cert-manager" in values:
+    if given.get("certificates", {}).get("source") == "cert-manager":
         assert sorted(d["kind"] for d in cert_manager) == ["Certificate", "Certificate", "Issuer", "Issuer"]
-    if "monitoring.enabled=true" in values:
+    if given.get("monitoring", {}).get("enabled"):
         assert sorted(d["kind"] for d in cert_manager) == ["PrometheusRule", "ServiceMonitor"]
+    if given.get("podDisruptionBudget", {}).get("enabled"):
+        budgets = [d for d in applied if d["kind"] == "PodDisruptionBudget"]
+        assert len(budgets) == len([d for d in applied if d["kind"] == "Deployment"]) > 0
     # a dry run persists nothing
     assert server.kubectl("get", "deployments", "-n", namespace, "-o", "name") == ""
 
@@ -89,7 +104,8 @@ def test_an_upgrade_keeps_the_certificate_authorities(server: APIServer) -> None
     server.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(cas))
     try:
         again = helm("template", "fleetsched", str(CHART), "--namespace", "fleetsched-system",
-                     "--dry-run=server", f"--kubeconfig={server.kubeconfig}").stdout
+                     f"--set=image.repository={IMAGE}", "--dry-run=server",
+                     f"--kubeconfig={server.kubeconfig}").stdout
         docs = [d for d in yaml.safe_load_all(again) if d]
         secrets = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "Secret"}
         for ca in cas:
@@ -102,3 +118,109 @@ def test_an_upgrade_keeps_the_certificate_authorities(server: APIServer) -> None
             "fleetsched-webhook-ca"] != cas[1]["data"], "without the cluster, a new CA each time"
     finally:
         server.kubectl("delete", "secret", "-n", "fleetsched-system", *[d["metadata"]["name"] for d in cas])
+
+
+def _install(server: APIServer, release: str, namespace: str, *args: str, check: bool = True) -> str:
+    done = helm("install", release, str(CHART), "--namespace", namespace, "--create-namespace",
+                f"--set=image.repository={IMAGE}", f"--kubeconfig={server.kubeconfig}", *args, check=check)
+    return done.stdout if check else done.stderr
+
+
+def _uninstall(server: APIServer, release: str, namespace: str) -> None:
+    helm("uninstall", release, "--namespace", namespace, f"--kubeconfig={server.kubeconfig}")
+
+
+def test_two_releases_install_side_by_side(server: APIServer) -> None:
+    """``helm install`` (ct install's step) of two standalone releases in two namespaces: both are
+    deployed, each owns its namespaced objects under the manifests' names and its own cluster-scoped
+    ones; uninstalling one leaves the other whole."""
+    releases = {"team-a": "team-a-fleetsched", "team-b": "team-b-fleetsched"}
+    try:
+        for release in releases:
+            _install(server, release, release, "--set=estimators.members[0].name=member1",
+                     "--set=podDisruptionBudget.enabled=true", "--set=featureGates.WorkloadAffinity=true")
+        listed = yaml.safe_load(helm("list", "--all-namespaces", "--output=yaml",
+                                     f"--kubeconfig={server.kubeconfig}").stdout)
+        assert sorted((r["name"], r["namespace"], r["status"]) for r in listed) == [
+            ("team-a", "team-a", "deployed"), ("team-b", "team-b", "deployed")]
+        for release, full in releases.items():
+            names = server.kubectl("get", "deployments,services,poddisruptionbudgets,serviceaccounts,roles",
+                                   "-n", release, "-o", "name").split()
+            for name in ("deployment.apps/fleetsched-scheduler", "deployment.apps/fleetsched-controller",
+                         "deployment.apps/fleetsched-webhook",
+                         "deployment.apps/karmada-scheduler-estimator-member1",
+                         "poddisruptionbudget.policy/fleetsched-scheduler",
+                         "serviceaccount/fleetsched-controller", "service/fleetsched-webhook"):
+                assert name in names, (release, name)
+            for kind in ("clusterrole", "clusterrolebinding"):
+                got = server.kubectl("get", kind, f"{full}-scheduler", "-o", "yaml")
+                assert f"meta.helm.sh/release-namespace: {release}" in got
+            hook = yaml.safe_load(server.kubectl("get", "validatingwebhookconfiguration",
+                                                 f"{full}-validating-config", "-o", "yaml"))
+            assert {w["clientConfig"]["service"]["namespace"] for w in hook["webhooks"]} == {release}
+            binding = yaml.safe_load(server.kubectl("get", "clusterrolebinding", f"{full}-controller",
+                                                    "-o", "yaml"))
+            assert binding["roleRef"]["name"] == f"{full}-controller"
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "fleetsched-controller",
+                                            "namespace": release}]
+        _uninstall(server, "team-a", "team-a")
+        assert server.kubectl("get", "clusterrole", "-o", "name").count("team-a-fleetsched") == 0
+        assert "deployment.apps/fleetsched-scheduler" in server.kubectl(
+            "get", "deployments", "-n", "team-b", "-o", "name").split()
+    finally:
+        listed = yaml.safe_load(helm("list", "--all-namespaces", "--output=yaml",
+                                     f"--kubeconfig={server.kubeconfig}").stdout) or []
+        for entry in listed:
+            _uninstall(server, entry["name"], entry["namespace"])
+
+
+def _dev_up_module() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dev_up_for_chart_test", ROOT / "hack" / "dev_up.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_webhook_registrations_left_behind(server: APIServer, tmp_path: Path) -> None:
+    """Issue 29: the standalone chart on dev-up failed its server-side dry run with ``exactly one
+    of url or service is required``, dev-up having registered the same configuration names by URL.
+    dev-up's registrations now have names of their own; one by URL under the chart's names (as
+    before) stops ``helm install`` with a message saying why, before the API server's."""
+    ca_file = make_certificates(tmp_path / "certs")
+    dev_up = _dev_up_module()
+    registrations = dev_up.webhook_configurations(8443, ca_file)  # type: ignore[attr-defined]
+    names = [d["metadata"]["name"] for d in yaml.safe_load_all(registrations)]
+    assert names == ["fleetsched-dev-up-mutating-config", "fleetsched-dev-up-validating-config"]
+    server.kubectl("apply", "-f", "-", input=registrations)
+    try:
+        out = helm("install", "fleetsched", str(CHART), "--namespace", "fleetsched-system",
+                   f"--set=image.repository={IMAGE}", "--dry-run=server",
+                   f"--kubeconfig={server.kubeconfig}").stdout
+        assert "STATUS: pending-install" in out
+        rendered = [d for d in yaml.safe_load_all(template_text().stdout) if d]
+        hooks = [d for d in rendered if d["kind"].endswith("WebhookConfiguration")]
+        assert len(_dry_run(server, hooks)) == 2
+        # as dev-up registered them before: by URL under the manifests' (and the chart's) names
+        server.kubectl("delete", "-f", "-", input=registrations)
+        as_before = registrations.replace("fleetsched-dev-up-", "fleetsched-")
+        server.kubectl("apply", "-f", "-", input=as_before)
+        with pytest.raises(RuntimeError, match="exactly one of url or service is required"):
+            _dry_run(server, hooks, "--force-conflicts")
+        refused = helm("install", "fleetsched", str(CHART), "--namespace", "fleetsched-system",
+                       f"--set=image.repository={IMAGE}", "--dry-run=server",
+                       f"--kubeconfig={server.kubeconfig}", check=False)
+        assert refused.returncode != 0
+        assert ("MutatingWebhookConfiguration fleetsched-mutating-config: made not by Helm" in refused.stderr
+                and "exactly one of url or service is required" in refused.stderr
+                and "fullnameOverride" in refused.stderr), refused.stderr
+        # another release name is another set of names: it installs beside them
+        out = helm("install", "team-c", str(CHART), "--namespace", "fleetsched-system",
+                   f"--set=image.repository={IMAGE}", "--dry-run=server",
+                   f"--kubeconfig={server.kubeconfig}").stdout
+        assert "STATUS: pending-install" in out
+    finally:
+        server.kubectl("delete", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "--all")

@@ -13,6 +13,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "fleetsched"
+# chart-testing's values sets (ci/*-values.yaml): each is linted, rendered and dry-run
+CI_VALUES = tuple(sorted((CHART / "ci").glob("*-values.yaml")))
+# image.repository is required (fleetsched publishes no image); the tests render with this one
+IMAGE = "registry.example/fleetsched"
 
 
 @functools.cache
@@ -36,14 +40,20 @@ def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 def template_text(*sets: str, namespace: str = "fleetsched-system", check: bool = True,
-                  release: str = "fleetsched") -> subprocess.CompletedProcess[str]:
-    """``helm template`` of the chart with ``--set`` values (``key=value`` each)."""
+                  release: str = "fleetsched",
+                  files: tuple[Path, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """``helm template`` of the chart with ``--set`` values (``key=value`` each), after
+    ``image.repository=IMAGE`` (a value in ``sets`` overrides it) and the values ``files``."""
     args = ["template", release, str(CHART), "--namespace", namespace]
-    for value in sets:
+    for path in files:
+        args += ["--values", str(path)]
+    for value in (f"image.repository={IMAGE}", *sets):
         args += ["--set", value]
     return helm(*args, check=check)
 
 
-def template(*sets: str, namespace: str = "fleetsched-system") -> list[dict[str, Any]]:
+def template(*sets: str, namespace: str = "fleetsched-system",
+             release: str = "fleetsched") -> list[dict[str, Any]]:
     """The objects ``helm template`` renders (the CRDs of crds/ are not among them)."""
-    return [d for d in yaml.safe_load_all(template_text(*sets, namespace=namespace).stdout) if d]
+    return [d for d in yaml.safe_load_all(template_text(*sets, namespace=namespace, release=release).stdout)
+            if d]

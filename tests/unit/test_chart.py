@@ -31,6 +31,8 @@ from test_manifests import kustomize
 from tests.support.helm import CHART, ROOT, helm, template, template_text
 
 MEMBERS = ("member1", "member2")
+# the manifests' image (fleetsched:latest), for the renderings compared with kustomize's
+AS_MANIFESTS = ("image.repository=fleetsched", "image.tag=latest")
 HELM_LABELS = ("app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "helm.sh/chart")
 Obj = dict[str, Any]
 
@@ -89,7 +91,7 @@ def test_helm_lint_passes() -> None:
 @pytest.fixture(scope="module")
 def standalone_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Obj], list[Obj]]:
     members = [f"estimators.members[{i}].name={m}" for i, m in enumerate(MEMBERS)]
-    chart = template(*members)
+    chart = template(*AS_MANIFESTS, *members)
     built = _unhashed(kustomize(prepared_tree(tmp_path_factory.mktemp("install"), MEMBERS)))
     return chart, built
 
@@ -169,7 +171,8 @@ def test_generated_certificates_chain_to_the_ca_bundle() -> None:
                  id="instead of karmada-scheduler"),
 ])
 def test_karmada_modes_render_their_overlay(mode: str, overlay: str, name: str, lease: str) -> None:
-    chart = [_without_chart_labels(o) for o in template(f"mode={mode}", namespace="karmada-system")]
+    chart = [_without_chart_labels(o)
+             for o in template(*AS_MANIFESTS, f"mode={mode}", namespace="karmada-system")]
     built = kustomize(ROOT / "manifests" / "overlays" / overlay)
     assert _by_key(chart) == _by_key(built)
     args = _args(chart, "fleetsched-scheduler")
@@ -183,7 +186,7 @@ def test_the_descheduler_value_renders_the_descheduler_component(tmp_path: Path)
 
     assert "fleetsched-descheduler" not in {o["metadata"]["name"] for o in template()}
     chart = _by_key([_without_chart_labels(o) for o in template(
-        "descheduler.enabled=true", "estimators.members[0].name=member1",
+        *AS_MANIFESTS, "descheduler.enabled=true", "estimators.members[0].name=member1",
         "descheduler.extraArgs={--unschedulable-threshold=2m}")])
     built = _by_key(_unhashed(with_components(tmp_path, "descheduler")))
     keys = [k for k in built if "descheduler" in k[2]]
@@ -266,10 +269,12 @@ def test_image_and_extra_args_reach_every_container() -> None:
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    pytest.param("mode=alone", 'mode: "alone" is not one of standalone, besideKarmada, insteadOfKarmada',
-                 id="mode"),
-    pytest.param("certificates.source=vault", 'certificates.source: "vault" is not one of',
-                 id="certificates"),
+    pytest.param("mode=alone",
+                 "at '/mode': value must be one of 'standalone', 'besideKarmada', 'insteadOfKarmada'",
+                 id="mode (values.schema.json)"),
+    pytest.param("certificates.source=vault",
+                 "at '/certificates/source': value must be one of 'generate', 'cert-manager'",
+                 id="certificates (values.schema.json)"),
     pytest.param("mode=insteadOfKarmada,sharding.enabled=true",
                  "sharding.enabled: not with mode insteadOfKarmada", id="sharded instead of Karmada"),
     pytest.param("estimators.members[0].name=Member_1",
