@@ -1,0 +1,90 @@
+"""Issue 29's first table, the rows a pure run answers: on the shipped examples with one mistake
+laid in, ``simulate --explain`` (and so ``explain``, which prints the same) names the mistake beside
+Karmada's condition message, which stays Karmada's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fleetsched.api.yamlload import iter_documents
+from fleetsched.cli import main
+from fleetsched.scheduler.diagnosis import hints
+from fleetsched.scheduler.types import ClusterAffinity, ClusterInfo, Placement
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def documents(name: str) -> list[dict[str, Any]]:
+    path = ROOT / "examples" / name
+    return [d for _, d in iter_documents(path.read_text(), str(path)) if d]
+
+
+def run(capsys: pytest.CaptureFixture[str], tmp_path: Path, docs: list[dict[str, Any]],
+        *flags: str) -> tuple[int, str, str]:
+    path = tmp_path / "input.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    code = main(["simulate", str(path), *flags])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def block(out: str, title: str) -> str:
+    return next(b for b in out.split("\n\n") if b.startswith(title + "\n"))
+
+
+def web_with(names: list[str]) -> list[dict[str, Any]]:
+    """examples/policies.yaml with web's policy asking for ``names`` by clusterNames."""
+    docs = documents("policies.yaml")
+    for d in docs:
+        if d["kind"] == "PropagationPolicy" and d["metadata"]["name"] == "web":
+            d["spec"]["placement"]["clusterAffinity"] = {"clusterNames": names}
+    return docs
+
+
+def test_a_cluster_name_that_names_no_cluster(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    docs = documents("fleet.yaml") + web_with(["aws-us-east1"])
+    code, out, _ = run(capsys, tmp_path, docs, "--explain")
+    assert code == 0
+    web = block(out, "ResourceBinding shop/web-deployment").splitlines()
+    # Karmada's message, unchanged ...
+    [result] = [line for line in web if line.startswith("  => Scheduled=")]
+    assert result.startswith("  => Scheduled=False reason=NoClusterFit: 0/10 clusters are available: ")
+    assert result.endswith(", 7 cluster(s) did not match the placement cluster affinity constraint.")
+    # ... and beside it, the mistake by name, with the nearest Cluster's.
+    assert ('  hint: spec.placement.clusterAffinity.clusterNames[0]: "aws-us-east1" names no Cluster '
+            '(did you mean "aws-us-east-1"?)') in web
+    # The other bindings get no hint.
+    assert out.count("hint:") == 1
+
+
+def test_a_cluster_that_never_reported_status(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    fleet = documents("fleet.yaml")
+    for d in fleet:
+        if d["kind"] == "Cluster" and d["metadata"]["name"] == "aws-us-east-1":
+            del d["status"]
+    code, out, _ = run(capsys, tmp_path, fleet + web_with(["aws-us-east-1"]), "--explain")
+    assert code == 0
+    web = block(out, "ResourceBinding shop/web-deployment").splitlines()
+    assert "      x aws-us-east-1: APIEnablement: cluster(s) did not have the API resource" in web
+    assert ('  hint: Cluster "aws-us-east-1" has never reported a status (no status.apiEnablements, no '
+            'status.resourceSummary): no binding can be placed there until the cluster-status controller '
+            "or the member's agent writes it") in web
+
+
+def test_hints_name_every_mistake_and_nothing_else() -> None:
+    reported = ClusterInfo("a", api_enablements=frozenset({("apps/v1", "Deployment")}))
+    silent = [ClusterInfo(f"s{i}") for i in range(7)]
+    assert hints(None, [reported]) == []
+    placement = Placement(cluster_affinity=ClusterAffinity(cluster_names=("a", "zz-unknown")))
+    # s0 never reported, but this placement does not select it: not a candidate, not named
+    [unknown] = hints(placement, [reported, *silent[:1]])
+    assert unknown.message == 'spec.placement.clusterAffinity.clusterNames[1]: "zz-unknown" names no Cluster'
+    assert unknown.reason == "ClusterNameUnknown"
+    [named] = hints(Placement(cluster_affinity=ClusterAffinity(cluster_names=("s0",))), [reported, silent[0]])
+    assert named.reason == "ClusterStatusNeverReported" and named.message.startswith('Cluster "s0" has never')
+    [many] = hints(None, [reported, *silent])
+    assert many.message.startswith('Clusters "s0", "s1", "s2", "s3", "s4" and 2 more have never reported')
