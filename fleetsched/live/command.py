@@ -185,6 +185,20 @@ def _move_budget(config: str | None) -> Any:
         raise _Refused(str(exc)) from None
 
 
+def _clusters(objects: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The Clusters of a state as the scheduler sees them (a malformed one left out, as it does)."""
+    from fleetsched.scheduler.convert import ConversionError, cluster_from_dict
+
+    out = []
+    for obj in objects:
+        if obj.get("kind") == "Cluster":
+            try:
+                out.append(cluster_from_dict(obj))
+            except ConversionError:
+                continue
+    return out
+
+
 def run_what_if(args: argparse.Namespace) -> int:
     from fleetsched.live import state
     from fleetsched.live.diff import compare, overlay, text_lines
@@ -195,11 +209,12 @@ def run_what_if(args: argparse.Namespace) -> int:
         live = state.read_state(args.kubeconfig)
         flags = _flags(args)
         before = _scheduled(live, flags, "the live state")
-        after = _scheduled(overlay(live, changes), flags, "the live state with the files")
+        changed = overlay(live, changes)
+        after = _scheduled(changed, flags, "the live state with the files")
         budget = _move_budget(args.config)
     except (_Refused, state.LiveError) as exc:
         return _fail("what-if", str(exc))
-    what_if = compare(before, after, budget=budget)
+    what_if = compare(before, after, budget=budget, clusters=_clusters(changed))
     if args.output == "json":
         sys.stdout.write(json.dumps(what_if.to_json(), indent=2) + "\n")
     else:
