@@ -88,3 +88,24 @@ def test_hints_name_every_mistake_and_nothing_else() -> None:
     assert named.reason == "ClusterStatusNeverReported" and named.message.startswith('Cluster "s0" has never')
     [many] = hints(None, [reported, *silent])
     assert many.message.startswith('Clusters "s0", "s1", "s2", "s3", "s4" and 2 more have never reported')
+
+
+def test_the_cluster_scoped_example_makes_the_clusterresourcebinding_explain_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    docs = documents("fleet.yaml") + documents("cluster-policies.yaml")
+    code, out, _ = run(capsys, tmp_path, docs)
+    assert code == 0
+    [row] = [line.split() for line in out.splitlines() if line.startswith("CRB")]
+    assert row[2:5] == ["fleet-reader-clusterrole", "True", "Success"]
+
+
+@pytest.mark.parametrize(("gate", "placed", "unschedulable"), [(False, 12, 0), (True, 7, 5)])
+def test_the_burst_example_overcommits_without_the_gate_only(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, gate: bool, placed: int, unschedulable: int
+) -> None:
+    flags = ("--feature-gates", "SchedulingOvercommitProtection=true") if gate else ()
+    code, out, _ = run(capsys, tmp_path, documents("fleet.yaml") + documents("burst.yaml"), *flags)
+    assert code == 0
+    reasons = [line.split()[4] for line in out.splitlines()[1:]]
+    assert (reasons.count("Success"), reasons.count("Unschedulable")) == (placed, unschedulable)
