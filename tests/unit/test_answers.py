@@ -109,3 +109,29 @@ def test_the_burst_example_overcommits_without_the_gate_only(
     assert code == 0
     reasons = [line.split()[4] for line in out.splitlines()[1:]]
     assert (reasons.count("Success"), reasons.count("Unschedulable")) == (placed, unschedulable)
+
+
+def test_a_policy_that_selects_nothing_gets_a_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 29: a policy whose selector matches nothing printed an empty table, exit 0, and nothing
+    else. Now a note names it (and only it)."""
+    docs = documents("policies.yaml")
+    for d in docs:
+        if d["kind"] == "PropagationPolicy" and d["metadata"]["name"] == "web":
+            d["spec"]["resourceSelectors"][0]["name"] = "webb"
+    code, out, err = run(capsys, tmp_path, documents("fleet.yaml") + docs)
+    assert code == 0 and "web-deployment" not in out
+    assert err.splitlines() == [
+        "fleetsched simulate: note: PropagationPolicy shop/web selects nothing: no template of the input "
+        "matches its resourceSelectors, so it derives no binding"
+    ]
+    # alone with its (mismatched) template: the same line, and the empty table it printed before
+    only = [d for d in docs if d["metadata"]["name"] == "web"]
+    code, out, err = run(capsys, tmp_path, documents("fleet.yaml") + only)
+    assert code == 0 and out.splitlines()[1:] == []
+    assert "PropagationPolicy shop/web selects nothing" in err
+    # every shipped policy selects something
+    code, _, err = run(capsys, tmp_path, documents("fleet.yaml") + documents("policies.yaml")
+                       + documents("cluster-policies.yaml") + documents("burst.yaml"))
+    assert code == 0 and "selects nothing" not in err
