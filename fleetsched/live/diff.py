@@ -175,6 +175,8 @@ class WhatIf:
     changes: tuple[BindingChange, ...]
     compared: int
     totals: tuple[tuple[str, int, int], ...]  # (cluster, before, after)
+    # what the files' policies get wrong: kinds the API server does not serve, selecting nothing
+    notes: tuple[str, ...] = ()
 
     @property
     def unschedulable(self) -> tuple[BindingChange, ...]:
@@ -186,6 +188,7 @@ class WhatIf:
             "changed": [c.to_json() for c in self.changes],
             "clusters": [{"name": n, "before": b, "after": a} for n, b, a in self.totals],
             "becomeUnschedulable": [f"{c.key.kind} {c.key.ref}" for c in self.unschedulable],
+            "notes": list(self.notes),
         }
 
 
@@ -317,6 +320,10 @@ def text_lines(what_if: WhatIf) -> list[str]:
             lines.extend(
                 f"  {i}. " + ", ".join(f"{n}:{r}" for n, r in step) for i, step in enumerate(c.steps, 1)
             )
+    if what_if.notes:
+        lines.append("")
+        lines.append("NOTES (the files' policies)")
+        lines.extend(what_if.notes)
     moved = [(name, b, a) for name, b, a in what_if.totals if b != a]
     if moved:
         lines.append("")

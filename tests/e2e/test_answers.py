@@ -114,3 +114,35 @@ def test_what_if_names_the_mistake(server: APIServer, tmp_path: Path) -> None:
     at = lines.index("WHY (beside the reason: what the placement names that is not there)")
     assert lines[at + 1] == (f'RB {NAMESPACE}/good: spec.placement.clusterAffinity.clusterNames[0]: "m-2" '
                              'names no Cluster (did you mean "m2"?)')
+
+
+def test_what_if_names_kinds_not_served_and_policies_that_select_nothing(
+    server: APIServer, tmp_path: Path
+) -> None:
+    def policy(name: str, selector: dict[str, str]) -> dict[str, Any]:
+        return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"resourceSelectors": [selector],
+                         "placement": {"clusterAffinity": {"clusterNames": ["m1"]}}}}
+
+    container = {"name": "web", "image": "example.com/web:1"}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "web", "namespace": NAMESPACE},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}},
+                                        "spec": {"containers": [container]}}}}
+    docs = [policy("typo-kind", {"apiVersion": "apps/v1", "kind": "Deploymnet", "name": "web"}),
+            policy("nothing", {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing-here"}),
+            deployment]
+    path = tmp_path / "policies.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    done = fleetsched(server, "what-if", "-f", str(path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = lines.index("NOTES (the files' policies)")
+    assert lines[at + 1:at + 3] == [
+        f"PropagationPolicy {NAMESPACE}/typo-kind: resourceSelectors[0]: apps/v1 Deploymnet: the API server "
+        "serves no kind 'Deploymnet' in apps/v1 (did you mean \"Deployment\"?)",
+        f"PropagationPolicy {NAMESPACE}/nothing selects nothing: no template of the input matches its "
+        "resourceSelectors, so it derives no binding",
+    ]
