@@ -135,3 +135,21 @@ def test_a_policy_that_selects_nothing_gets_a_line(
     code, _, err = run(capsys, tmp_path, documents("fleet.yaml") + documents("policies.yaml")
                        + documents("cluster-policies.yaml") + documents("burst.yaml"))
     assert code == 0 and "selects nothing" not in err
+
+
+def test_discovery_answers_name_the_kind_not_served() -> None:
+    from fleetsched.controller.policy.selection import discovery_path, not_served_message, served_kinds
+
+    assert discovery_path("v1") == "/api/v1" and discovery_path("apps/v1") == "/apis/apps/v1"
+    document = {"resources": [{"name": "deployments", "kind": "Deployment"},
+                              {"name": "deployments/scale", "kind": "Scale"},
+                              {"name": "statefulsets", "kind": "StatefulSet"}]}
+    assert served_kinds(document) == ["Deployment", "StatefulSet"]  # no subresources
+    label = "resourceSelectors[0]: apps/v1 Deploymnet"
+    assert not_served_message(label, "apps/v1", served_kinds(document), "Deploymnet") == (
+        "resourceSelectors[0]: apps/v1 Deploymnet: the API server serves no kind 'Deploymnet' in apps/v1 "
+        '(did you mean "Deployment"?)'
+    )
+    assert not_served_message("s", "example.io/v1", None, "Widget") == (
+        "s: the API server serves no example.io/v1, so no such template can exist"
+    )
