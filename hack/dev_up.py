@@ -18,8 +18,9 @@ at stop (its name is printed at start and at stop). Every component runs with th
 RBAC is what ``tests/e2e/test_story.py`` checks. The controller watches ClusterRoles beside its
 default kinds, for examples/cluster-policies.yaml.
 
-Scheduler flags: ``--scheduler-args "--feature-gates=... --config=FILE"`` (split as a shell
-would), or ``--overcommit-protection`` for ``--feature-gates SchedulingOvercommitProtection=true``.
+Scheduler flags: ``--scheduler-args="--feature-gates=... --config=FILE"`` (with ``=``: the value
+starts with ``--``; split as a shell would), or ``--overcommit-protection`` for ``--feature-gates
+SchedulingOvercommitProtection=true``.
 
 The live burst: ``hack/dev_up.py --overcommit-protection`` and the walk-through. examples/policies.yaml
 asks more of examples/fleet.yaml than it has: without the gate every binding is placed (each
@@ -31,7 +32,7 @@ Deployments of 10 x 4 cpu at once; ``fleetsched simulate examples/fleet.yaml exa
 --feature-gates SchedulingOvercommitProtection=true`` shows the same burst offline (7 placed, 5 not).
 
     hack/dev_up.py [--dir DIR] [--estimator CLUSTER] [--descheduler] [--overcommit-protection]
-                   [--scheduler-args ARGS]
+                   [--scheduler-args=ARGS]
 """
 
 from __future__ import annotations
@@ -304,8 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--descheduler", action="store_true",
                         help="also start the descheduler (fleetsched descheduler: every 30s, a 1m threshold)")
     parser.add_argument("--scheduler-args", metavar="ARGS", default="",
-                        help="more flags for `fleetsched scheduler`, split as a shell would "
-                        "(e.g. \"--feature-gates=SchedulingOvercommitProtection=true --config=FILE\")")
+                        help="more flags for `fleetsched scheduler`, split as a shell would; give it with "
+                        "'=' (e.g. --scheduler-args=\"--feature-gates=WorkloadAffinity=true --config=FILE\")")
     parser.add_argument("--overcommit-protection", action="store_true",
                         help="the scheduler with --feature-gates SchedulingOvercommitProtection=true; the "
                         "walk-through adds the live burst (examples/burst.yaml)")

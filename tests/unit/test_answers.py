@@ -4,6 +4,7 @@ Karmada's condition message, which stays Karmada's."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,33 @@ def test_discovery_answers_name_the_kind_not_served() -> None:
     assert not_served_message("s", "example.io/v1", None, "Widget") == (
         "s: the API server serves no example.io/v1, so no such template can exist"
     )
+
+
+def _dev_up() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dev_up", ROOT / "hack" / "dev_up.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dev_up"] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dev_up_passes_scheduler_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    dev_up = _dev_up()
+    given = "--feature-gates=WorkloadAffinity=true --config='my config.yaml'"
+    args = argparse.Namespace(scheduler_args=given, overcommit_protection=True)
+    assert dev_up.scheduler_flags(args) == [
+        "--feature-gates=WorkloadAffinity=true", "--config=my config.yaml",
+        "--feature-gates=SchedulingOvercommitProtection=true",
+    ]
+    # refused before anything starts or is written
+    assert dev_up.main(["--scheduler-args=--config='unclosed"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --scheduler-args: No closing quotation"
+    # the walk-through's burst lines come with the gate only
+    plain = dev_up.walk_through(Path("/k"), None)
+    burst = dev_up.walk_through(Path("/k"), None, overcommit_protection=True)
+    assert "kubectl apply -f examples/burst.yaml && kubectl get rb -n shop" in set(burst) - set(plain)
