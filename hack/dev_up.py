@@ -11,11 +11,28 @@ the Cluster ``NAME`` behind Karmada's ExternalName Service, and the scheduler as
 ``--descheduler`` it also starts ``fleetsched descheduler`` (every 30 s; pods unschedulable for a
 minute are moved; with ``--estimator``, that member's estimator is the one it asks).
 
-Prints the kubectl lines of a first walk-through, then ``dev-up: ready`` (a test waits for that
-line). Ctrl-C (or SIGTERM) stops every process it started, newest first. Logs stay in ``--dir``.
-Every component runs with the admin kubeconfig: RBAC is what ``tests/e2e/test_story.py`` checks.
+Prints the lines of a first walk-through (tests/e2e/test_dev_up.py runs each of them), then
+``dev-up: ready`` (a test waits for that line). Ctrl-C (or SIGTERM) stops every process it
+started, newest first. Logs stay in ``--dir``; without it, in a temporary directory that is removed
+at stop (its name is printed at start and at stop). Every component runs with the admin kubeconfig:
+RBAC is what ``tests/e2e/test_story.py`` checks. The controller watches ClusterRoles beside its
+default kinds, for examples/cluster-policies.yaml.
 
-    hack/dev_up.py [--dir DIR] [--estimator CLUSTER] [--descheduler]
+Scheduler flags: ``--scheduler-args="--feature-gates=... --config=FILE"`` (with ``=``: the value
+starts with ``--``; split as a shell would), or ``--overcommit-protection`` for ``--feature-gates
+SchedulingOvercommitProtection=true``.
+
+The live burst: ``hack/dev_up.py --overcommit-protection`` and the walk-through. examples/policies.yaml
+asks more of examples/fleet.yaml than it has: without the gate every binding is placed (each
+decision sees the whole free capacity, as before the members report what they run); with it the
+bindings late in the queue stay Unschedulable (cache-deployment, when they arrive in file order),
+their message naming the capacity assumed for those placed before them, until the assumptions
+expire (5 minutes: no member reports here). ``kubectl apply -f examples/burst.yaml`` then adds 12
+Deployments of 10 x 4 cpu at once; ``fleetsched simulate examples/fleet.yaml examples/burst.yaml
+--feature-gates SchedulingOvercommitProtection=true`` shows the same burst offline (7 placed, 5 not).
+
+    hack/dev_up.py [--dir DIR] [--estimator CLUSTER] [--descheduler] [--overcommit-protection]
+                   [--scheduler-args=ARGS]
 """
 
 from __future__ import annotations
@@ -23,6 +40,8 @@ from __future__ import annotations
 import argparse
 import base64
 import copy
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -132,29 +151,69 @@ def estimator_service(cluster: str, port: int) -> str:
     })
 
 
-def walk_through(kubeconfig: Path, estimator: str | None) -> list[str]:
+# The controller's kinds: its defaults and ClusterRoles (examples/cluster-policies.yaml).
+CONTROLLER_RESOURCES = "--resources=*,clusterroles.rbac.authorization.k8s.io"
+OVERCOMMIT_GATE = "--feature-gates=SchedulingOvercommitProtection=true"
+
+
+def walk_through(
+    kubeconfig: Path, estimator: str | None, *, overcommit_protection: bool = False
+) -> list[str]:
+    """The lines a new user pastes, in order; tests/e2e/test_dev_up.py runs every one of them
+    (comments are skipped, ``fleetsched`` is the installed command)."""
     lines = [
         f"export KUBECONFIG={kubeconfig}",
         "kubectl apply -f examples/fleet.yaml",
         "# no member agent reports the Clusters' status here: write it through the status subresource",
         "kubectl apply --server-side --subresource=status -f examples/fleet.yaml",
-        "kubectl apply -f examples/policies.yaml",
-        "kubectl get rb -A",
-        "kubectl get rb -n shop web -o yaml   # spec.clusters and the Scheduled condition",
-        "kubectl delete deployment -n shop web && kubectl get rb -n shop   # the garbage collector",
+        "kubectl apply -f examples/policies.yaml -f examples/cluster-policies.yaml",
+        "kubectl get rb -A && kubectl get crb",
+        "kubectl get rb -n shop web-deployment -o yaml   # spec.clusters and the Scheduled condition",
+        "fleetsched explain rb/shop/web-deployment   # why it went there",
+        "fleetsched explain crb/fleet-reader-clusterrole",
     ]
+    if overcommit_protection:
+        lines += [
+            "# SchedulingOvercommitProtection: the bindings late in the queue wait Unschedulable, their",
+            "# message naming the capacity assumed for those placed before them; then a burst of 12 more",
+            "kubectl apply -f examples/burst.yaml && kubectl get rb -n shop",
+        ]
+    lines.append("kubectl delete deployment -n shop web && kubectl get rb -n shop   # the garbage collector")
     if estimator:
         lines.append(f"# the member {estimator!r} has its own kube-apiserver (KUBECONFIG above); "
                      "the scheduler asks its estimator")
     return lines
 
 
+def scheduler_flags(args: argparse.Namespace) -> list[str]:
+    """The scheduler's own flags: --scheduler-args split as a shell would, then the gate option."""
+    flags = shlex.split(args.scheduler_args or "")
+    if args.overcommit_protection:
+        flags.append(OVERCOMMIT_GATE)
+    return flags
+
+
 def run(args: argparse.Namespace) -> int:
+    try:
+        extra = scheduler_flags(args)
+    except ValueError as exc:
+        print(f"error: --scheduler-args: {exc}", file=sys.stderr)
+        return 2
+    temporary = not args.dir
     workdir = Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="fleetsched-dev-"))
-    if workdir.exists() and any(workdir.iterdir()):
+    if not temporary and workdir.exists() and any(workdir.iterdir()):
         print(f"error: --dir {workdir}: is not empty", file=sys.stderr)
         return 2
     workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        return _run(args, workdir, extra)
+    finally:
+        if temporary:
+            shutil.rmtree(workdir, ignore_errors=True)
+            log(f"removed {workdir} (--dir DIR keeps the logs)")
+
+
+def _run(args: argparse.Namespace, workdir: Path, extra: list[str]) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -182,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         webhook.start()
         plane.apply(webhook_configurations(webhook_port, ca_file))
 
-        scheduler_flags: list[str] = []
+        estimator_flags: list[str] = []
         if args.estimator:
             member = plane.add_apiserver(args.estimator)
             grpc_port, estimator_probe = free_port(), free_port()
@@ -195,11 +254,13 @@ def run(args: argparse.Namespace) -> int:
             log(f"starting the estimator for {args.estimator} on 127.0.0.1:{grpc_port}")
             estimator.start()
             plane.apply(estimator_service(args.estimator, grpc_port))
-            scheduler_flags = ["--enable-scheduler-estimator=true"]
+            estimator_flags = ["--enable-scheduler-estimator=true"]
             print(f"member {args.estimator}: export KUBECONFIG={member.kubeconfig}", flush=True)
 
-        started: list[tuple[str, list[str]]] = [("controller", ["controller", "--standalone=true"]),
-                                                ("scheduler", ["scheduler", *scheduler_flags])]
+        started: list[tuple[str, list[str]]] = [
+            ("controller", ["controller", "--standalone=true", CONTROLLER_RESOURCES]),
+            ("scheduler", ["scheduler", *estimator_flags, *extra]),
+        ]
         if args.descheduler:
             started.append(("descheduler", ["descheduler", "--leader-elect=false",
                                             "--descheduling-interval=30s", "--unschedulable-threshold=1m"]))
@@ -211,9 +272,11 @@ def run(args: argparse.Namespace) -> int:
             log(f"starting the {name} (metrics and probes on 127.0.0.1:{port})")
             component.start()
 
-        print(f"fleetsched is live on {plane.apiserver.url}; logs in {workdir}", flush=True)
+        kept = "" if args.dir else " (a temporary directory, removed at stop: --dir DIR keeps it)"
+        print(f"fleetsched is live on {plane.apiserver.url}; logs in {workdir}{kept}", flush=True)
         print("a first walk-through, from the repository's root:", flush=True)
-        for line in walk_through(kubeconfig, args.estimator):
+        burst = args.overcommit_protection
+        for line in walk_through(kubeconfig, args.estimator, overcommit_protection=burst):
             print(f"  {line}", flush=True)
         print(f"{READY_LINE} (press Ctrl-C to stop)", flush=True)
         while not stop.wait(1.0):
@@ -244,6 +307,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="also start a member kube-apiserver and an estimator for the Cluster CLUSTER")
     parser.add_argument("--descheduler", action="store_true",
                         help="also start the descheduler (fleetsched descheduler: every 30s, a 1m threshold)")
+    parser.add_argument("--scheduler-args", metavar="ARGS", default="",
+                        help="more flags for `fleetsched scheduler`, split as a shell would; give it with "
+                        "'=' (e.g. --scheduler-args=\"--feature-gates=WorkloadAffinity=true --config=FILE\")")
+    parser.add_argument("--overcommit-protection", action="store_true",
+                        help="the scheduler with --feature-gates SchedulingOvercommitProtection=true; the "
+                        "walk-through adds the live burst (examples/burst.yaml)")
     return run(parser.parse_args(argv))
 
 

@@ -47,6 +47,15 @@ _TOP_LEVEL: Mapping[str, frozenset[str]] = {
     "ConfigMap": frozenset({"data", "binaryData", "immutable"}),
     "Secret": frozenset({"data", "stringData", "type", "immutable"}),
     "ServiceAccount": frozenset({"secrets", "imagePullSecrets", "automountServiceAccountToken"}),
+    "Role": frozenset({"rules"}),
+    "ClusterRole": frozenset({"rules", "aggregationRule"}),
+    "RoleBinding": frozenset({"subjects", "roleRef"}),
+    "ClusterRoleBinding": frozenset({"subjects", "roleRef"}),
+    "PriorityClass": frozenset({"value", "globalDefault", "description", "preemptionPolicy"}),
+    "StorageClass": frozenset(
+        {"provisioner", "parameters", "reclaimPolicy", "mountOptions", "allowVolumeExpansion",
+         "volumeBindingMode", "allowedTopologies"}
+    ),
 }
 _ENVELOPE = frozenset({"apiVersion", "kind", "metadata"})
 _SPEC_STATUS = frozenset({"spec", "status"})

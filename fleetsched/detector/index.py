@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy, ResourceSelector
 
-__all__ = ["PolicyIndex", "PolicySet"]
+__all__ = ["PolicyIndex", "PolicySet", "selector_key"]
 
 P = TypeVar("P", PropagationPolicy, ClusterPropagationPolicy)
 
@@ -37,6 +37,11 @@ def _selector_key(selector: ResourceSelector) -> _Key:
         key, value = min(match_labels.items())
         return (selector.api_version, selector.kind, "label", key, str(value))
     return (selector.api_version, selector.kind)
+
+
+def selector_key(selector: ResourceSelector) -> _Key:
+    """The one key a selector is filed under: a template it matches is filed under it too."""
+    return _selector_key(selector)
 
 
 class PolicyIndex(Generic[P]):

@@ -10,6 +10,7 @@ or standard input, of at most ``MAX_CHANGES_BYTES``)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -162,7 +163,13 @@ def _read_changes(files: Sequence[str], validate: str = "strict") -> list[Mappin
     return out
 
 
-def _scheduled(objects: Sequence[Mapping[str, Any]], flags: Sequence[str], what: str) -> list[Any]:
+_NOTE = "fleetsched simulate: note: "
+
+
+def _scheduled(
+    objects: Sequence[Mapping[str, Any]], flags: Sequence[str], what: str
+) -> tuple[list[Any], list[str]]:
+    """The scheduled bindings, and simulate's notes of the policies that select nothing."""
     from fleetsched.live.diff import to_schedule
     from fleetsched.live.run import simulate
 
@@ -170,7 +177,9 @@ def _scheduled(objects: Sequence[Mapping[str, Any]], flags: Sequence[str], what:
     if result.status != 0:
         message = result.stderr.strip().replace("fleetsched simulate: ", "")
         raise _Refused(f"{what}: {message}")
-    return list(json.loads(result.stdout)["items"])
+    notes = [line[len(_NOTE):] for line in result.stderr.splitlines()
+             if line.startswith(_NOTE) and " selects nothing: " in line]
+    return list(json.loads(result.stdout)["items"]), notes
 
 
 def _move_budget(config: str | None) -> Any:
@@ -185,6 +194,40 @@ def _move_budget(config: str | None) -> Any:
         raise _Refused(str(exc)) from None
 
 
+def _clusters(objects: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The Clusters of a state as the scheduler sees them (a malformed one left out, as it does)."""
+    from fleetsched.scheduler.convert import ConversionError, cluster_from_dict
+
+    out = []
+    for obj in objects:
+        if obj.get("kind") == "Cluster":
+            try:
+                out.append(cluster_from_dict(obj))
+            except ConversionError:
+                continue
+    return out
+
+
+def _told_of_nothing(policies: Sequence[Mapping[str, Any]], changes: Sequence[Mapping[str, Any]]) -> set[str]:
+    """``Kind ref`` of the files' policies whose every selector names a kind the state holds all of
+    (the templates what-if reads, or a kind the files give): only of those is "selects nothing"
+    known to be true."""
+    from fleetsched.live.state import TEMPLATES
+
+    read = {(t.api_version, t.kind) for t in TEMPLATES}
+    read |= {(c.get("apiVersion"), c.get("kind")) for c in changes}
+    out = set()
+    for policy in policies:
+        selectors = (policy.get("spec") or {}).get("resourceSelectors") or ()
+        if all((s.get("apiVersion"), s.get("kind")) in read for s in selectors):
+            md = policy.get("metadata") or {}
+            namespaced = policy.get("kind") == "PropagationPolicy"
+            name = str(md.get("name"))
+            ref = f"{md.get('namespace') or 'default'}/{name}" if namespaced else name
+            out.add(f"{policy.get('kind')} {ref}")
+    return out
+
+
 def run_what_if(args: argparse.Namespace) -> int:
     from fleetsched.live import state
     from fleetsched.live.diff import compare, overlay, text_lines
@@ -194,12 +237,18 @@ def run_what_if(args: argparse.Namespace) -> int:
         changes = _read_changes(args.files, args.validate)
         live = state.read_state(args.kubeconfig)
         flags = _flags(args)
-        before = _scheduled(live, flags, "the live state")
-        after = _scheduled(overlay(live, changes), flags, "the live state with the files")
+        before, noted = _scheduled(live, flags, "the live state")
+        changed = overlay(live, changes)
+        after, notes = _scheduled(changed, flags, "the live state with the files")
         budget = _move_budget(args.config)
+        policies = [c for c in changes if c.get("kind") in ("PropagationPolicy", "ClusterPropagationPolicy")]
+        unserved = state.unserved_selectors(args.kubeconfig, policies)
     except (_Refused, state.LiveError) as exc:
         return _fail("what-if", str(exc))
-    what_if = compare(before, after, budget=budget)
+    what_if = compare(before, after, budget=budget, clusters=_clusters(changed))
+    told = _told_of_nothing(policies, changes)
+    fresh = [n for n in notes if n not in noted and n.split(" selects nothing: ")[0] in told]
+    what_if = dataclasses.replace(what_if, notes=(*unserved, *fresh))
     if args.output == "json":
         sys.stdout.write(json.dumps(what_if.to_json(), indent=2) + "\n")
     else:

@@ -22,7 +22,10 @@ from typing import Any
 from fleetsched.api.load import CLUSTER_SCOPED_TEMPLATE_KINDS
 from fleetsched.controller.scheduler import moves
 from fleetsched.scheduler import stepping
+from fleetsched.scheduler.convert import ConversionError, placement_from_dict
+from fleetsched.scheduler.diagnosis import hints
 from fleetsched.scheduler.stepping import MoveBudget
+from fleetsched.scheduler.types import ClusterInfo
 
 CLUSTER_SCOPED_KINDS = frozenset(
     {"Cluster", "ClusterResourceBinding", "ClusterPropagationPolicy", "ClusterOverridePolicy",
@@ -137,6 +140,8 @@ class BindingChange:
     after: Placement | None  # None: it is gone after
     # with a move budget: the placements the scheduler would write one after another (moves.py)
     steps: tuple[tuple[tuple[str, int], ...], ...] = ()
+    # a binding that becomes unschedulable: the mistakes scheduler/diagnosis.py names
+    hints: tuple[str, ...] = ()
 
     @property
     def becomes_unschedulable(self) -> bool:
@@ -157,6 +162,8 @@ class BindingChange:
         }
         if self.steps:  # with a move budget only
             out["steps"] = [[{"name": n, "replicas": r} for n, r in step] for step in self.steps]
+        if self.hints:
+            out["hints"] = list(self.hints)
         return out
 
 
@@ -168,6 +175,8 @@ class WhatIf:
     changes: tuple[BindingChange, ...]
     compared: int
     totals: tuple[tuple[str, int, int], ...]  # (cluster, before, after)
+    # what the files' policies get wrong: kinds the API server does not serve, selecting nothing
+    notes: tuple[str, ...] = ()
 
     @property
     def unschedulable(self) -> tuple[BindingChange, ...]:
@@ -179,6 +188,7 @@ class WhatIf:
             "changed": [c.to_json() for c in self.changes],
             "clusters": [{"name": n, "before": b, "after": a} for n, b, a in self.totals],
             "becomeUnschedulable": [f"{c.key.kind} {c.key.ref}" for c in self.unschedulable],
+            "notes": list(self.notes),
         }
 
 
@@ -219,12 +229,24 @@ def move_steps(
     return tuple(tuple(sorted(step.items())) for step in steps)
 
 
+def _hints(binding: Mapping[str, Any] | None, clusters: Sequence[ClusterInfo]) -> tuple[str, ...]:
+    if binding is None:
+        return ()
+    try:
+        placement = placement_from_dict((binding.get("spec") or {}).get("placement"))
+    except ConversionError:
+        return ()
+    return tuple(h.message for h in hints(placement, clusters))
+
+
 def compare(
     before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]], *,
-    budget: MoveBudget | None = None,
+    budget: MoveBudget | None = None, clusters: Sequence[ClusterInfo] = (),
 ) -> WhatIf:
     """The scheduled bindings of two states (simulate's ``-o json`` items) compared; with a move
-    budget (the configuration's ``moveBudget``) or bindings carrying one, the steps of each move."""
+    budget (the configuration's ``moveBudget``) or bindings carrying one, the steps of each move;
+    each binding that becomes unschedulable with the mistakes its placement makes against
+    ``clusters`` (the Clusters after)."""
     old, new = _placements(before), _placements(after)
     objects = {object_key(b): b for b in after if b.get("kind") in BINDING_KINDS}
     changes = tuple(
@@ -232,6 +254,10 @@ def compare(
                       move_steps(old.get(key), new.get(key), objects.get(key), budget))
         for key in sorted(old.keys() | new.keys())
         if old.get(key) != new.get(key)
+    )
+    changes = tuple(
+        dataclasses.replace(c, hints=_hints(objects.get(c.key), clusters)) if c.becomes_unschedulable else c
+        for c in changes
     )
     old_totals, new_totals = _totals(old.values()), _totals(new.values())
     totals = tuple(
@@ -277,6 +303,13 @@ def text_lines(what_if: WhatIf) -> list[str]:
             ("   ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "   " + r[4]).rstrip()
             for r in rows
         )
+    told = [c for c in what_if.changes if c.hints]
+    if told:
+        lines.append("")
+        lines.append("WHY (beside the reason: what the placement names that is not there)")
+        for c in told:
+            kind = "CRB" if c.key.kind == "ClusterResourceBinding" else "RB"
+            lines.extend(f"{kind} {c.key.ref}: {hint}" for hint in c.hints)
     paced = [c for c in what_if.changes if len(c.steps) > 1]
     if paced:
         lines.append("")
@@ -287,6 +320,10 @@ def text_lines(what_if: WhatIf) -> list[str]:
             lines.extend(
                 f"  {i}. " + ", ".join(f"{n}:{r}" for n, r in step) for i, step in enumerate(c.steps, 1)
             )
+    if what_if.notes:
+        lines.append("")
+        lines.append("NOTES (the files' policies)")
+        lines.extend(what_if.notes)
     moved = [(name, b, a) for name, b, a in what_if.totals if b != a]
     if moved:
         lines.append("")

@@ -147,3 +147,36 @@ def describe_sources(objects: Sequence[Mapping[str, Any]]) -> str:
     for obj in objects:
         counts[str(obj.get("kind"))] = counts.get(str(obj.get("kind")), 0) + 1
     return ", ".join(f"{n} {kind}" for kind, n in counts.items())
+
+
+def unserved_selectors(kubeconfig: str | None, policies: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``PropagationPolicy NS/NAME: resourceSelectors[i]: ...`` for each selector of ``policies``
+    whose kind the API server does not serve (API discovery), as the policy controller says it."""
+    if not policies:
+        return []
+    from fleetsched.controller.policy.selection import discovery_path, not_served_message, served_kinds
+
+    async def work(client: KubeClient) -> list[str]:
+        documents: dict[str, list[str] | None] = {}
+        out: list[str] = []
+        for policy in policies:
+            md = policy.get("metadata") or {}
+            ref = f"{md.get('namespace') or 'default'}/{md.get('name')}" if policy.get(
+                "kind") == "PropagationPolicy" else str(md.get("name"))
+            for i, selector in enumerate((policy.get("spec") or {}).get("resourceSelectors") or ()):
+                api_version, kind = str(selector.get("apiVersion") or ""), str(selector.get("kind") or "")
+                if api_version not in documents:
+                    try:
+                        documents[api_version] = served_kinds(await client.get(discovery_path(api_version)))
+                    except ApiError as exc:
+                        if not exc.is_not_found:
+                            raise LiveError(f"API discovery of {api_version}: {exc}") from None
+                        documents[api_version] = None
+                kinds = documents[api_version]
+                if kinds is None or kind not in kinds:
+                    label = f"resourceSelectors[{i}]: {api_version} {kind}"
+                    message = not_served_message(label, api_version, kinds, kind)
+                    out.append(f"{policy.get('kind')} {ref}: {message}")
+        return out
+
+    return asyncio.run(_with_client(kubeconfig, work))  # type: ignore[no-any-return]

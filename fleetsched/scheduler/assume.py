@@ -57,9 +57,11 @@ __all__ = [
     "describe",
     "footprint",
     "format_load",
+    "human_amount",
     "left_clusters",
     "name_shortfall",
     "newly_healthy",
+    "usable_clusters",
 ]
 
 _NO_LOAD = AssumedLoad()
@@ -525,10 +527,47 @@ def _amount(value: Fraction) -> str:
     return f"{milli.numerator}m" if milli.denominator == 1 else f"{float(value):g}"
 
 
+_BINARY_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+# Resources counted in bytes (the kubelet's names): shown in binary units.
+_BYTE_RESOURCES = ("memory", "ephemeral-storage", "storage")
+
+
+def _decimal(value: float) -> str:
+    """At most two decimals, no trailing zeros: ``1305.25``, ``1.59``, ``512``."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def human_amount(name: str, value: Fraction) -> str:
+    """One resource's amount as a person reads it: cpu in cores (``1305.25 cores``), bytes in binary
+    units (``1.59 TiB``), anything else (pods, extended resources) as the count it is."""
+    if name == "cpu":
+        cores = _decimal(float(value))
+        return f"{cores} core" if cores == "1" else f"{cores} cores"
+    if name in _BYTE_RESOURCES or name.startswith("hugepages-"):
+        amount, unit = float(value), "B"
+        for bigger in _BINARY_UNITS:
+            if abs(amount) < 1024:
+                break
+            amount, unit = amount / 1024, bigger
+        return f"{_decimal(amount)} {unit}"
+    return _amount(value)
+
+
 def format_load(load: AssumedLoad) -> str:
-    """``cpu 30, pods 30``: what a load holds, as the estimators deduct it (cpu to the millicore)."""
+    """``cpu 30 cores, memory 60 GiB, pods 30``: what a load holds, as the estimators deduct it, in
+    units a person reads."""
     totals = load.totals()
-    return ", ".join(f"{name} {_amount(totals[name])}" for name in sorted(totals)) or "nothing"
+    return ", ".join(f"{name} {human_amount(name, totals[name])}" for name in sorted(totals)) or "nothing"
+
+
+def usable_clusters(result: ScheduleResult, clusters: Iterable[str]) -> list[str]:
+    """Of ``clusters``, those the binding could use: every filter of one of its attempts let them
+    through (capacity is not a filter). All of ``clusters`` when the result records no verdicts."""
+    verdicts = [v for attempt in result.attempts for v in attempt.verdicts]
+    if not verdicts:
+        return list(dict.fromkeys(clusters))
+    feasible = {v.cluster for v in verdicts if v.feasible}
+    return [name for name in dict.fromkeys(clusters) if name in feasible]
 
 
 def describe(record: AssumeRecord, clusters: Iterable[str]) -> str | None:
@@ -547,12 +586,13 @@ def describe(record: AssumeRecord, clusters: Iterable[str]) -> str | None:
 
 
 def name_shortfall(record: AssumeRecord, result: ScheduleResult, clusters: Iterable[str]) -> ScheduleResult:
-    """A binding short of capacity (Unschedulable) says how much the record held on ``clusters``
-    in its condition (so in its Event too); any other result as it is."""
+    """A binding short of capacity (Unschedulable) says how much the record held on those of
+    ``clusters`` it could use (``usable_clusters``) in its condition (so in its Event too); any
+    other result as it is."""
     condition = result.condition
     if result.scheduled or condition is None or condition.reason != UnschedulableError.reason:
         return result
-    held = describe(record, clusters)
+    held = describe(record, usable_clusters(result, clusters))
     if held is None:
         return result
     named = Condition(False, condition.reason, f"{condition.message}; {held}")

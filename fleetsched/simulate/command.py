@@ -420,6 +420,12 @@ def _load_and_plan(
     checks = Checks(cluster_names, profiles, scheduler.settings.workload_affinity)
     derived = derived_bindings(loaded, progress, jobs=jobs)
     plan = plan_work(explicit, derived, checks=checks, progress=progress)
+    if loaded.policies and loaded.templates:  # (admitted above already: admission cannot fail here)
+        from fleetsched.detector import admit_offline
+        from fleetsched.simulate.selects import selects_nothing_notes
+
+        admitted = [admit_offline(p, source=loaded.source_of(p)) for p in loaded.policies]
+        plan.selects_nothing_notes = selects_nothing_notes(admitted, loaded.templates)
     namespaces = [t.raw for t in loaded.templates if t.kind == "Namespace" and t.api_version == "v1"]
     cores = (scheduler, *(profiles or {}).values())
     attach_input(cores, namespaces=namespaces, clusters=clusters, work=plan.work)

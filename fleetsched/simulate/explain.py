@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetsched.api.text import fit_conditions, for_terminal
 from fleetsched.scheduler.assume import AssumeRecord, format_load
+from fleetsched.scheduler.diagnosis import Hint
 from fleetsched.scheduler.framework.profile import DEFAULT_SCHEDULER_NAME
 from fleetsched.scheduler.outcome import SCHEDULED_CONDITION, PluginScore, ScheduleResult
 
@@ -94,11 +95,14 @@ def explain(
     *,
     unserved: bool = False,
     assumptions: Assumptions | None = None,
+    hints: Sequence[Hint] = (),
 ) -> str:
     """Human-readable account of one binding's attempt: per affinity group, every decision.
     ``unserved``: no profile serves the binding's schedulerName, so it was left alone.
     ``assumptions`` (gate SchedulingOvercommitProtection): the binding's place in the queue and,
-    under each candidate, the capacity the bindings scheduled before it hold there."""
+    under each candidate, the capacity the bindings scheduled before it hold there. ``hints``: the
+    mistakes ``scheduler.diagnosis`` names (a clusterNames entry naming no Cluster, candidates that
+    never reported a status), each on a ``hint:`` line before the result."""
     kind = obj.get("kind") or "ResourceBinding"
     lines = [f"{kind} {result.key}"]
     spec = obj.get("spec") or {}
@@ -166,6 +170,7 @@ def explain(
             lines.append(f"    division: {division}")
         if attempt.error:
             lines.append(f"    failed ({attempt.error_reason}): {attempt.error}")
+    lines.extend(f"  hint: {hint.message}" for hint in hints)
     cond = result.condition
     lines.append(f"  => Scheduled={'True' if cond.status else 'False'} reason={cond.reason}: {cond.message}")
     clusters = (obj.get("spec") or {}).get("clusters") or []

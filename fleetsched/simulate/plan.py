@@ -137,10 +137,11 @@ class Plan:
     merge_notes: list[str] = dataclasses.field(default_factory=list)
     unserved_notes: list[str] = dataclasses.field(default_factory=list)
     unknown_notes: list[str] = dataclasses.field(default_factory=list)
+    selects_nothing_notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def notes(self) -> list[str]:
-        return [*self.merge_notes, *self.unserved_notes, *self.unknown_notes]
+        return [*self.merge_notes, *self.unserved_notes, *self.unknown_notes, *self.selects_nothing_notes]
 
 
 _Key = tuple[str, str, str]

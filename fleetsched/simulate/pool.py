@@ -17,6 +17,8 @@ from fleetsched.scheduler.convert import (
     binding_from_dict,
     status_from_dict,
 )
+from fleetsched.scheduler.diagnosis import Hint
+from fleetsched.scheduler.diagnosis import hints as diagnose
 from fleetsched.scheduler.framework import PluginSelectionError
 from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
 from fleetsched.scheduler.pipeline import Scheduler, Snapshot
@@ -104,11 +106,13 @@ def _schedule_one(
 ) -> Rendered:
     chosen = job.scheduler if job.profiles is None else job.profiles.get(scheduler_name_of(raw))
     seen: Assumptions | None = None
+    hints: list[Hint] = []
     if unserved or chosen is None:
         obj: dict[str, Any] = raw
         result = ScheduleResult(binding_ref(binding_key(raw)), None, None, None, False)
     elif queue is None:
-        result = chosen.schedule(binding_from_dict(raw), status_from_dict(raw), snapshot)
+        binding = binding_from_dict(raw)
+        result = chosen.schedule(binding, status_from_dict(raw), snapshot)
         obj = render_into_binding(raw, result, now=job.now)
     else:
         # SchedulingOvercommitProtection: against the capacity the bindings before it took.
@@ -120,6 +124,8 @@ def _schedule_one(
         result = chosen.schedule(binding, status_from_dict(raw), overlaid)
         result = _assume(queue.record, raw, binding, result, overlaid.names)
         obj = render_into_binding(raw, result, now=job.now)
+    if job.explain and result.condition is not None:
+        hints = diagnose(binding.placement, snapshot.clusters)
     item = None
     if job.output != "table":
         obj = as_written(obj)
@@ -135,7 +141,7 @@ def _schedule_one(
         item=item,
         row=table_row(obj, result) if job.output == "table" else None,
         explanation=(
-            explain(result, obj, unserved=unserved or chosen is None, assumptions=seen)
+            explain(result, obj, unserved=unserved or chosen is None, assumptions=seen, hints=hints)
             if job.explain
             else None
         ),

@@ -511,6 +511,9 @@ spec:
 def test_a_policy_selecting_an_unwatched_kind_gets_a_warning_event(
     control_plane: ControlPlane, controller: ControllerProcess
 ) -> None:
+    """Issue 29: a kind the API server does not serve (``Deploymnet``, a group no CRD provides) is
+    told apart from a served kind the controller does not watch (Secrets are opt-in), and a policy
+    whose selectors match no template says so."""
     control_plane.apply(
         f"""
 apiVersion: policy.karmada.io/v1alpha1
@@ -523,16 +526,27 @@ spec:
   resourceSelectors:
   - {{apiVersion: apps/v1, kind: Deployment, name: nothing-by-this-name}}
   - {{apiVersion: example.io/v1, kind: Widget}}
+  - {{apiVersion: apps/v1, kind: Deploymnet, name: web}}
+  - {{apiVersion: v1, kind: Secret, name: web}}
 """
     )
-    wait_until(
-        lambda: events_for(control_plane, "widgets", "ResourceKindNotWatched"),
-        timeout=60,
-        message=controller.log_tail,
-    )
+    for reason in ("ResourceKindNotWatched", "ResourceKindNotServed", "NoResourceSelected"):
+        wait_until(lambda r=reason: events_for(control_plane, "widgets", r), timeout=60,
+                   message=controller.log_tail)
     (event,) = events_for(control_plane, "widgets", "ResourceKindNotWatched")
     assert event["type"] == "Warning"
     assert event["involvedObject"]["kind"] == "PropagationPolicy"
-    assert event["message"].startswith("resourceSelectors[1]: example.io/v1 Widget: not a kind this")
+    assert event["message"].startswith("resourceSelectors[3]: v1 Secret: not a kind this controller")
     assert "--resources" in event["message"]
+    served = sorted(e["message"] for e in events_for(control_plane, "widgets", "ResourceKindNotServed"))
+    assert served == [
+        "resourceSelectors[1]: example.io/v1 Widget: the API server serves no example.io/v1, so no such "
+        "template can exist",
+        "resourceSelectors[2]: apps/v1 Deploymnet: the API server serves no kind 'Deploymnet' in apps/v1 "
+        '(did you mean "Deployment"?)',
+    ]
+    assert all(e["type"] == "Warning" for e in events_for(control_plane, "widgets", "ResourceKindNotServed"))
+    (nothing,) = events_for(control_plane, "widgets", "NoResourceSelected")
+    assert nothing["type"] == "Warning"
+    assert nothing["message"].startswith("no resource template matches spec.resourceSelectors")
     assert controller.alive() and controller._get("/readyz")[0] == 200

@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GATE = "SchedulingOvercommitProtection"
 ON = ("--feature-gates", f"{GATE}=true")
 NAMED = (
-    "; capacity assumed for in-flight bindings (SchedulingOvercommitProtection) holds cpu 1000, pods 1000 "
-    "on 10 cluster(s)"
+    "; capacity assumed for in-flight bindings (SchedulingOvercommitProtection) holds cpu 1000 cores, "
+    "pods 1000 on 10 cluster(s)"
 )
 
 
@@ -159,14 +159,59 @@ def test_explain_shows_the_capacity_deducted_per_cluster(
         in fourth
     # Each binding before it put 1 replica (1 cpu) on every cluster: 97 of 100 left.
     at = fourth.index("      m0: score=0 (ClusterAffinity=0, ClusterLocality=0) allocatable=97 available=97")
-    assert fourth[at + 1] == "        assumed: cpu 3, pods 3 (3 bindings)"
-    assert sum(line.startswith("        assumed: cpu 3, pods 3 (3 bindings)") for line in fourth) == 10
+    assert fourth[at + 1] == "        assumed: cpu 3 cores, pods 3 (3 bindings)"
+    assert sum(line.startswith("        assumed: cpu 3 cores, pods 3 (3 bindings)") for line in fourth) == 10
     second = blocks["ResourceBinding default/b001"]
-    assert "        assumed: cpu 1, pods 1 (1 binding)" in second.splitlines()
+    assert "        assumed: cpu 1 core, pods 1 (1 binding)" in second.splitlines()
     last = blocks["ResourceBinding default/b149"]
-    assert "        assumed: cpu 100, pods 100 (100 bindings)" in last.splitlines()
+    assert "        assumed: cpu 100 cores, pods 100 (100 bindings)" in last.splitlines()
     assert "available=0" in last and last.rstrip().endswith("=> spec.clusters: <none>")
     assert NAMED in last
+
+
+def test_the_shortfall_names_human_units_on_the_clusters_the_binding_could_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's burst: 16 clusters, a binding whose affinity allows 10 of them. Its message counts
+    what the bindings before it hold on those 10 only, in cores and binary units."""
+    clusters = [cluster(f"m{i:02d}", 100) for i in range(16)]
+    for c in clusters:
+        c["status"]["resourceSummary"]["allocatable"]["memory"] = "16Gi"
+    allowed = [f"m{i:02d}" for i in range(10)]
+
+    def limited(name: str, replicas: int) -> dict[str, Any]:
+        b = binding(name, replicas)
+        b["spec"]["replicaRequirements"]["resourceRequest"] = {"cpu": "250m", "memory": "1536Mi"}
+        b["spec"]["placement"]["clusterAffinity"] = {"clusterNames": allowed}
+        return b
+
+    everywhere = binding("everywhere", 160)  # 10 cpu and 10 GiB on each of the 16 clusters
+    everywhere["spec"]["replicaRequirements"]["resourceRequest"] = {"cpu": "1", "memory": "1Gi"}
+    # 6 GiB left on each allowed cluster: room for 40 replicas of 1.5 GiB; b0 takes 39, b1 asks 2.
+    docs = [*clusters, everywhere, limited("b0", 39), limited("b1", 2)]
+    result = {i["metadata"]["name"]: i for i in items(capsys, write(tmp_path, docs), *ON)}
+    assert condition(result["b0"])["status"] == "True"
+    assert condition(result["b1"])["reason"] == "Unschedulable"
+    message = condition(result["b1"])["message"]
+    # On the 10 allowed clusters: everywhere's 100 x (1 cpu, 1 GiB), b0's 39 x (250m, 1.5 GiB); not
+    # what everywhere holds on the 6 others (169.75 cores, 218.5 GiB, 199 pods on 16 clusters).
+    assert message.endswith(
+        "holds cpu 109.75 cores, memory 158.5 GiB, pods 139 on 10 cluster(s)"
+    ), message
+
+
+def test_human_units() -> None:
+    from fractions import Fraction
+
+    from fleetsched.scheduler.assume import human_amount
+
+    assert human_amount("cpu", Fraction(1305250, 1000)) == "1305.25 cores"
+    assert human_amount("cpu", Fraction(1)) == "1 core"
+    assert human_amount("memory", Fraction(1746441076736)) == "1.59 TiB"
+    assert human_amount("memory", Fraction(512)) == "512 B"
+    assert human_amount("ephemeral-storage", Fraction(3 << 29)) == "1.5 GiB"
+    assert human_amount("pods", Fraction(1155)) == "1155"
+    assert human_amount("nvidia.com/gpu", Fraction(3, 2)) == "1500m"
 
 
 def test_non_workloads_and_cluster_bindings_are_never_assumed(

@@ -23,6 +23,7 @@ from prometheus_client import Counter, Gauge
 
 from fleetsched.api.load import ResourceTemplate
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
+from fleetsched.controller.policy import selection
 from fleetsched.controller.policy.cache import PolicyViews, claimed_by, template_index
 from fleetsched.controller.policy.config import PolicyControllerConfig
 from fleetsched.controller.policy.decisions import (
@@ -456,7 +457,7 @@ class PolicyReconcilers:
                 await self._remove_finalizer(kind, key, obj)
                 log.info("policy_released", kind=kind, policy=key, templates=len(claimed))
                 return Outcome.DONE
-            self._warn_unwatched(kind, key, obj, policy)
+            await self._warn_unwatched(kind, key, obj, policy)
             for resource, template in claimed:
                 if priority_of(resource, template) == 0:
                     log.info(
@@ -476,6 +477,7 @@ class PolicyReconcilers:
             return Outcome.ERROR
         # Templates no policy claims yet may match now (Karmada's "waiting" set): only those the
         # policy's selectors may select are looked at (template_index.py); any other has priority 0.
+        matched = any(priority > 0 for _, priority in priorities.values())
         for resource in self.config.resources:
             index = template_index(self.templates[resource.name], resource)
             for template_key in index.candidates(policy.spec.resource_selectors):
@@ -487,8 +489,12 @@ class PolicyReconcilers:
                     priority = known[1]
                 else:
                     priority = implicit_priority(policy, parsed)
+                matched = matched or priority > 0
                 if self._may_claim(policy, parsed, priority):
                     self._enqueue_for_policy(policy, template_qkey(resource, template_key))
+        if not matched:  # a policy that selects nothing says so (issue 29)
+            log.info("policy_selects_nothing", kind=kind, policy=key)
+            self._event(obj, WARNING, selection.NOTHING_SELECTED, selection.NOTHING_SELECTED_MESSAGE)
         return Outcome.DONE
 
     def _may_claim(self, policy: AnyPolicy, template: ResourceTemplate, priority: int) -> bool:
@@ -523,14 +529,21 @@ class PolicyReconcilers:
                     f"metadata.labels[{label}] is missing: the admission webhook did not default this "
                     "policy, so the scheduler skips its bindings (register fleetsched webhook)")
 
-    def _warn_unwatched(self, kind: str, key: str, obj: Mapping[str, Any], policy: AnyPolicy) -> None:
-        unwatched = unwatched_selectors(policy.spec.resource_selectors, self.watched_kinds)
-        if unwatched:
+    async def _warn_unwatched(self, kind: str, key: str, obj: Mapping[str, Any], policy: AnyPolicy) -> None:
+        """Selectors of kinds the controller does not watch: a kind the API server does not serve
+        (discovery) is a mistake in the policy; a served one is missing from ``--resources``."""
+        if not unwatched_selectors(policy.spec.resource_selectors, self.watched_kinds):
+            return
+        kinds = await selection.check_kinds(self.client, policy.spec.resource_selectors, self.watched_kinds)
+        for message in kinds.not_served:
+            log.warning("policy_selects_unserved_kind", kind=kind, policy=key, message=message)
+            self._event(obj, WARNING, selection.SELECTOR_NOT_SERVED, message)
+        if kinds.not_watched:
             message = (
-                f"{'; '.join(unwatched)}: not a kind this controller watches, so no template of "
+                f"{'; '.join(kinds.not_watched)}: not a kind this controller watches, so no template of "
                 "it is propagated (add it to the controller's --resources)"
             )
-            log.warning("policy_selects_unwatched_kinds", kind=kind, policy=key, selectors=unwatched)
+            log.warning("policy_selects_unwatched_kinds", kind=kind, policy=key, selectors=kinds.not_watched)
             self._event(obj, WARNING, SELECTOR_NOT_WATCHED, message)
 
     # ---- sharded mode: the policy's owner, and the templates' owners (policy_shard.py) ---------
@@ -556,7 +569,7 @@ class PolicyReconcilers:
                 await self._remove_finalizer(kind, key, obj)
                 log.info("policy_released", kind=kind, policy=key, templates=0)
                 return Outcome.DONE
-            self._warn_unwatched(kind, key, obj, policy)
+            await self._warn_unwatched(kind, key, obj, policy)
         except ApiError as exc:
             if exc.is_not_found:
                 return Outcome.DONE

@@ -56,7 +56,15 @@ from fleetsched.controller.runtime.queue import (
     SchedulingQueue,
 )
 from fleetsched.controller.runtime.shard import MembershipChange, ShardConfig
-from fleetsched.controller.scheduler import assumptions, decision, listers, moves, reserve, unscheduled
+from fleetsched.controller.scheduler import (
+    assumptions,
+    decision,
+    listers,
+    mistakes,
+    moves,
+    reserve,
+    unscheduled,
+)
 from fleetsched.controller.scheduler.affected import AffectedBindings, affected_index
 from fleetsched.controller.scheduler.compute import DEFAULT_BUDGET, BudgetExceeded, CoreExecutor
 from fleetsched.controller.scheduler.ledger import DecisionTooLarge, Ledger
@@ -1012,6 +1020,7 @@ class SchedulerOperator:
             self._record(obj, NORMAL, REASON_SUCCEED, success_message(kind, clusters))
         else:
             self._record(obj, WARNING, REASON_FAILED, result.condition.message)
+            mistakes.record_hints(self.runtime.events, obj, self.clusters.snapshot().clusters)
 
     # ---- watches ------------------------------------------------------------------------------
 

@@ -118,6 +118,8 @@ EXAMPLES = [
     ("examples/fleet.yaml", ()),
     ("examples/gpu-fleet.yaml", ()),
     ("examples/policies.yaml", ("examples/fleet.yaml",)),
+    ("examples/cluster-policies.yaml", ("examples/fleet.yaml",)),
+    ("examples/burst.yaml", ("examples/fleet.yaml",)),
     ("examples/plugins/fleet.yaml", ()),
     ("examples/plugins/pool-fleet.yaml", ()),
 ]

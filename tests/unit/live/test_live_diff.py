@@ -110,6 +110,33 @@ def test_becoming_unschedulable_is_scheduled_before_and_not_after() -> None:
     assert result.to_json()["becomeUnschedulable"] == ["ResourceBinding shop/a", "ResourceBinding shop/d"]
 
 
+def test_a_binding_that_becomes_unschedulable_is_told_the_mistake() -> None:
+    """Issue 29: ``clusterNames: [aws-us-east1]`` (no such Cluster) in a what-if file: beside
+    Karmada's reason, the name that names nothing and the nearest Cluster's."""
+    from fleetsched.scheduler.types import ClusterInfo
+
+    wrong = binding("web", None, scheduled=False, reason="NoClusterFit")
+    wrong["spec"]["placement"] = {"clusterAffinity": {"clusterNames": ["aws-us-east1"]}}
+    reported = frozenset({("apps/v1", "Deployment")})
+    clusters = [ClusterInfo("aws-us-east-1", api_enablements=reported), ClusterInfo("new-one")]
+    result = compare([binding("web", {"aws-us-east-1": 3})], [wrong], clusters=clusters)
+    [change] = result.changes
+    # the Cluster without status is no candidate of this placement: not named
+    assert change.hints == (
+        'spec.placement.clusterAffinity.clusterNames[0]: "aws-us-east1" names no Cluster '
+        '(did you mean "aws-us-east-1"?)',
+    )
+    lines = text_lines(result)
+    assert lines[lines.index("WHY (beside the reason: what the placement names that is not there)") + 1] == (
+        'RB shop/web: spec.placement.clusterAffinity.clusterNames[0]: "aws-us-east1" names no Cluster '
+        '(did you mean "aws-us-east-1"?)'
+    )
+    assert result.to_json()["changed"][0]["hints"] == list(change.hints)
+    # a binding that stays scheduled is told nothing
+    moved = compare([binding("web", {"a": 1})], [binding("web", {"b": 1})], clusters=clusters)
+    assert not moved.changes[0].hints
+
+
 def test_a_binding_no_profile_serves_is_not_unschedulable() -> None:
     result = compare([binding("a", {"m1": 1})], [binding("a", {"m1": 1}, scheduled=None)])
     assert len(result.changes) == 1 and not result.unschedulable
