@@ -10,9 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_block(after: str, page: str = "README.md") -> str:
-    """The first fenced block following the text ``after`` in ``page`` (README.md by default)."""
-    text = (ROOT / page).read_text()
+def readme_block(after: str) -> str:
+    """The first fenced block following the text ``after`` in README.md."""
+    text = (ROOT / "README.md").read_text()
     start = text.index(after)
     match = re.search(r"```\n(.*?)```", text[start:], re.S)
     assert match, f"no code block after {after!r}"
@@ -31,7 +31,11 @@ def test_the_quick_start_table_is_what_make_simulate_prints() -> None:
 
 
 def test_the_explain_example_is_what_explain_prints() -> None:
-    shown = readme_block("For `checkout`, whose policy", "docs/simulate.md")
+    text = (ROOT / "docs" / "simulate.md").read_text()
+    after = text[text.index("For `checkout`") :]
+    block = re.search(r"```console\n\$ [^\n]*--explain\n(.*?)…\n```", after, re.S)
+    assert block, "no --explain example after 'For `checkout`'"
+    shown = block[1]
     explained = simulate("--explain")
     first = explained.split("\n\n")[0] + "\n"
     assert shown == first

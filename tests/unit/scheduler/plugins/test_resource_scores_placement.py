@@ -128,13 +128,12 @@ def test_a_cpu_only_workload_is_not_moved_by_a_gpu_binpack() -> None:
 
 
 def readme_blocks(after: str) -> list[str]:
-    """The fenced blocks without a language (program output) of the section ``after`` of
-    docs/configuration.md."""
+    """What the console blocks of the section ``after`` of docs/configuration.md show the program
+    printing (each block's lines after its ``$ `` command)."""
     text = (ROOT / "docs" / "configuration.md").read_text()
     section = text[text.index(after) :]
     section = section.split("\n## ", 1)[0]
-    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", section, re.S | re.M)
-    return [body for language, body in blocks if not language]
+    return re.findall(r"^```console\n\$ [^\n]*\n(.*?)^```$", section, re.S | re.M)
 
 
 def test_the_readme_shows_what_the_example_gives_with_and_without_the_config() -> None:
