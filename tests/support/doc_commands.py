@@ -49,6 +49,8 @@ class Command:
     def fleetsched(self) -> list[str] | None:
         """The arguments after ``fleetsched`` when this runs fleetsched (also as a kubectl plugin)."""
         words = self.argv
+        if "|" in words:  # `fleetsched simulate … -o yaml | kubectl apply -f -`: fleetsched's part
+            words = words[: words.index("|")]
         if words[:2] == ["kubectl", "fleetsched"]:
             return words[2:]
         if words and words[0] in ("fleetsched", ".venv/bin/fleetsched"):
