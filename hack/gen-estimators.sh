@@ -6,7 +6,7 @@
 #   hack/gen-estimators.sh [CA-STEP] NAME...   e.g. hack/gen-estimators.sh member1 member2
 #   hack/gen-estimators.sh                     (no names: no estimators, still the scheduler's certificate)
 #
-# CA-STEP, to replace the CA without a moment where pods refuse each other (README: "Rotating the
+# CA-STEP, to replace the CA without a moment where pods refuse each other (docs/operations.md: "Rotating the
 # estimators' certificates"), one per run and apply, in this order:
 #   --stage-ca     make the next CA and trust it beside the current one (leaves still from the current)
 #   --promote-ca   sign with the next CA (made now if not staged); keep trusting the one it replaces

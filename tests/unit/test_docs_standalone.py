@@ -2,7 +2,7 @@
 READMEs leaves the repository or points at a file or heading that is not there; the configuration
 fields the prose names are spelled as the file spells them (not as the Python attributes behind
 them); every SchedulerConfiguration shown parses; the example plugins' args tables list real args;
-and the README's `fleetsched estimate` example prints what it shows."""
+and the `fleetsched estimate` example of docs/simulate.md prints what it shows."""
 
 from __future__ import annotations
 
@@ -187,8 +187,8 @@ def test_the_example_plugins_args_tables_list_real_args() -> None:
 
 
 def test_the_estimate_example_prints_what_the_readme_shows() -> None:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Estimating offline: `fleetsched estimate`"):]
+    text = (ROOT / "docs" / "simulate.md").read_text()
+    section = text[text.index("## Estimating offline: `fleetsched estimate`"):]
     block = re.search(r"```console\n\$ (.*?)\n(.*?)```", section, re.S)
     assert block is not None
     argv = shlex.split(block[1])

@@ -1,4 +1,4 @@
-"""The outputs README shows for the shipped example are what the program prints today."""
+"""The outputs README and docs/ show for the shipped example are what the program prints today."""
 
 from __future__ import annotations
 
@@ -31,15 +31,19 @@ def test_the_quick_start_table_is_what_make_simulate_prints() -> None:
 
 
 def test_the_explain_example_is_what_explain_prints() -> None:
-    shown = readme_block("For `checkout`, whose policy")
+    text = (ROOT / "docs" / "simulate.md").read_text()
+    after = text[text.index("For `checkout`") :]
+    block = re.search(r"```console\n\$ [^\n]*--explain\n(.*?)…\n```", after, re.S)
+    assert block, "no --explain example after 'For `checkout`'"
+    shown = block[1]
     explained = simulate("--explain")
     first = explained.split("\n\n")[0] + "\n"
     assert shown == first
 
 
 def test_the_metrics_table_lists_what_the_scheduler_exports() -> None:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Scheduler metrics") :]
+    text = (ROOT / "docs" / "monitoring.md").read_text()
+    section = text[text.index("## The scheduler's series") :]
     section = section[: section.index("\n## ")]
     listed = set(re.findall(r"^\| `([a-z0-9_]+)` \|", section, re.M))
     # What a scheduler process registers: import only its command module, in a fresh interpreter.

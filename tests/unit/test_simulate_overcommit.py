@@ -290,8 +290,8 @@ def test_the_gate_in_the_config_file_does_the_same(
 
 
 def test_the_readme_example_is_what_explain_prints(burst: str, capsys: pytest.CaptureFixture[str]) -> None:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### A burst without overcommit")
+    text = (ROOT / "docs" / "simulate.md").read_text()
+    start = text.index("## A burst without overcommit")
     shown = text[start:].split("```\n", 2)[1]
     _, out, _ = simulate(capsys, burst, *ON, "--explain")
     [block] = [b for b in out.split("\n\n") if b.startswith("ResourceBinding default/b003\n")]

@@ -1,4 +1,4 @@
-"""The README's configuration example is a valid file meaning what the text around it says."""
+"""docs/configuration.md's configuration example is a valid file meaning what the text around it says."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[4]
 
 
 def readme_example() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "configuration.md").read_text()
     section = text[text.index("## Scheduler configuration") :]
     match = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert match, "no YAML example in the Scheduler configuration section"

@@ -2,10 +2,10 @@
 
 Spread-constrained selection takes the best-scored clusters; Aggregated division orders by available
 replicas and then by score; the default profile (no resource score) keeps Karmada's results. The
-shipped example (``examples/gpu-fleet.yaml`` with ``examples/binpack-config.yaml``) and the README
-section that shows it are checked here too, through the framework API: the profile is built the way
-the configuration loader resolves the file's profile (the defaults, then the enabled score plugin
-after them, with its ``pluginConfig`` args).
+shipped example (``examples/gpu-fleet.yaml`` with ``examples/binpack-config.yaml``) and the section
+of docs/configuration.md that shows it are checked here too, through the framework API: the profile
+is built the way the configuration loader resolves the file's profile (the defaults, then the
+enabled score plugin after them, with its ``pluginConfig`` args).
 """
 
 from __future__ import annotations
@@ -124,16 +124,16 @@ def test_a_cpu_only_workload_is_not_moved_by_a_gpu_binpack() -> None:
     )
 
 
-# ---- the shipped example and the README --------------------------------------------------------
+# ---- the shipped example and docs/configuration.md ------------------------------------------
 
 
 def readme_blocks(after: str) -> list[str]:
-    """The fenced blocks without a language (program output) of the README section ``after``."""
-    text = (ROOT / "README.md").read_text()
+    """What the console blocks of the section ``after`` of docs/configuration.md show the program
+    printing (each block's lines after its ``$ `` command)."""
+    text = (ROOT / "docs" / "configuration.md").read_text()
     section = text[text.index(after) :]
-    section = section[: section.index("\n## ", 1)]
-    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", section, re.S | re.M)
-    return [body for language, body in blocks if not language]
+    section = section.split("\n## ", 1)[0]
+    return re.findall(r"^```console\n\$ [^\n]*\n(.*?)^```$", section, re.S | re.M)
 
 
 def test_the_readme_shows_what_the_example_gives_with_and_without_the_config() -> None:
