@@ -14,8 +14,8 @@ from typing import Any
 
 from fleetsched.api.meta import NodeSelector, Toleration
 from fleetsched.api.quantity import Format, Quantity, parse_quantity
+from fleetsched.api.resources import is_scalar_resource
 from fleetsched.api.work import NodeClaim, ReplicaRequirements
-from fleetsched.estimator.resources import is_scalar_resource
 
 __all__ = [
     "InterpretError",

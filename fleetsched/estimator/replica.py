@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any, Protocol
 
+from fleetsched.api.resources import as_quantity
 from fleetsched.estimator.model import EstimatorError, ObjectReference
-from fleetsched.estimator.resources import as_quantity
 
 __all__ = [
     "KNOWN_KINDS",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetsched.api.resources import node_allocatable, pod_request
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.framework import Code, EstimateContext, PluginResult, combine
 from fleetsched.estimator.model import (
@@ -26,7 +27,6 @@ from fleetsched.estimator.nodefilter import Taint
 from fleetsched.estimator.plugins.node_resource import NodeResourceEstimator
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, ResourceQuotaEstimator
 from fleetsched.estimator.replica import WorkloadSource, unschedulable_pods_of
-from fleetsched.estimator.resources import node_allocatable, pod_request
 
 __all__ = [
     "EstimatorService",

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetsched.api.resources import PODS
 from fleetsched.estimator.model import MAX_INT32
-from fleetsched.estimator.resources import PODS
 
 __all__ = ["FirstFit", "SimComponent"]
 

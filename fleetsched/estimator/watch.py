@@ -23,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from fleetsched.api.resources import pod_request
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.model import EstimatorError, ObjectReference
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
@@ -33,7 +34,6 @@ from fleetsched.estimator.replica import (
     slim_pod,
     split_api_version,
 )
-from fleetsched.estimator.resources import pod_request
 from fleetsched.estimator.server import SyncState
 from fleetsched.estimator.service import apply_node, apply_pod, is_terminal, pod_key
 from fleetsched.kube.client import ApiError, KubeClient

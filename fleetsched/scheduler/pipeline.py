@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.scheduler.assign import ClusterDetail, assign_replicas, strategy_of
 from fleetsched.scheduler.errors import FitError, SchedulingError
 from fleetsched.scheduler.framework.defaults import default_profile, in_tree_registry
@@ -47,6 +46,7 @@ from fleetsched.scheduler.framework.runtime import (
     PointObserver,
     SerialDriver,
 )
+from fleetsched.scheduler.general_estimator import GeneralEstimator
 from fleetsched.scheduler.matching import compile_affinity
 from fleetsched.scheduler.outcome import (
     ClusterNumbers,

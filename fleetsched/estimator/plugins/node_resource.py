@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from fleetsched.api.resources import PODS, demand_of
 from fleetsched.estimator.cache import NodeTable, TableSnapshot
 from fleetsched.estimator.framework import Code, EstimateContext, PluginResult
 from fleetsched.estimator.model import EMPTY_CLAIM, MAX_INT32, Component, ReplicaRequirements
-from fleetsched.estimator.resources import PODS, demand_of
 from fleetsched.estimator.simulator import FirstFit, SimComponent
 
 __all__ = ["NAME", "NodeResourceEstimator"]

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetsched.api.quantity import Quantity
+from fleetsched.api.resources import CPU, MEMORY, as_quantity, is_extended_resource
 from fleetsched.estimator.framework import Code, EstimateContext, PluginResult
 from fleetsched.estimator.model import MAX_INT32, Component, NodeSelectorRequirement, ReplicaRequirements
 from fleetsched.estimator.nodefilter import compile_requirement
-from fleetsched.estimator.resources import CPU, MEMORY, as_quantity, is_extended_resource
 
 __all__ = ["NAME", "Quota", "QuotaSelector", "QuotaStore", "ResourceQuotaEstimator", "quota_from_object"]
 

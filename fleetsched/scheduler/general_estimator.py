@@ -24,7 +24,7 @@ from fractions import Fraction
 import numpy as np
 
 from fleetsched.api.quantity import Quantity
-from fleetsched.estimator.resources import is_scalar_resource
+from fleetsched.api.resources import is_scalar_resource
 from fleetsched.scheduler.types import (
     MAX_INT32,
     AssumedLoad,
