@@ -375,7 +375,7 @@ class AssumeRecord:
         """``snapshot`` (a ``pipeline.Snapshot``) with every cluster that has assumptions replaced
         by a value carrying them (``ClusterInfo.assumed``). Derived from the last overlay of the
         same snapshot when there is one, so only clusters changed since are new values."""
-        from fleetsched.scheduler.pipeline import Snapshot
+        from fleetsched.scheduler.snapshot import Snapshot
 
         assert isinstance(snapshot, Snapshot)
         with self._lock:

@@ -29,7 +29,8 @@ from fleetsched.scheduler.convert import (
 )
 from fleetsched.scheduler.framework import PluginSelectionError, containment
 from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
-from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler, Settings
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 
 if TYPE_CHECKING:

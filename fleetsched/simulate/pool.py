@@ -19,7 +19,8 @@ from fleetsched.scheduler.convert import (
 )
 from fleetsched.scheduler.framework import PluginSelectionError
 from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding, SchedulingBinding
 
 if TYPE_CHECKING:

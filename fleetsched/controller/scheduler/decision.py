@@ -26,7 +26,7 @@ from typing import Any
 from fleetsched.controller.scheduler.placement_json import placement_changed
 from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
 from fleetsched.scheduler.framework.hints import ClusterEvent
-from fleetsched.scheduler.pipeline import reschedule_required
+from fleetsched.scheduler.groups import reschedule_required
 from fleetsched.scheduler.types import DIVIDED, DUPLICATED, BindingStatus, SchedulingBinding
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"

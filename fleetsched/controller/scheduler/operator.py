@@ -85,8 +85,8 @@ from fleetsched.scheduler.framework import hints
 from fleetsched.scheduler.framework.defaults import DEFAULT_QUEUE_SORT
 from fleetsched.scheduler.framework.interface import Code, Status
 from fleetsched.scheduler.framework.runtime import BindingCycle
+from fleetsched.scheduler.groups import reschedule_required
 from fleetsched.scheduler.outcome import Condition
-from fleetsched.scheduler.pipeline import reschedule_required
 from fleetsched.scheduler.stepping import MoveBudget
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
 

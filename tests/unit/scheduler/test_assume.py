@@ -16,7 +16,7 @@ from fleetsched.api.quantity import parse_quantity
 from fleetsched.controller.scheduler import assumptions
 from fleetsched.scheduler.assume import AssumeRecord, Release, describe, footprint, newly_healthy
 from fleetsched.scheduler.general_estimator import GeneralEstimator
-from fleetsched.scheduler.pipeline import Snapshot
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import (
     AssumedLoad,
     AssumedWorkload,
