@@ -39,6 +39,7 @@ from fractions import Fraction
 
 from fleetsched.scheduler.errors import UnschedulableError
 from fleetsched.scheduler.outcome import Condition, ScheduleResult
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import (
     AssumedLoad,
     AssumedWorkload,
@@ -371,12 +372,10 @@ class AssumeRecord:
 
     # ---- the estimators' view ----------------------------------------------------------------
 
-    def overlay(self, snapshot: object) -> object:
-        """``snapshot`` (a ``pipeline.Snapshot``) with every cluster that has assumptions replaced
+    def overlay(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with every cluster that has assumptions replaced
         by a value carrying them (``ClusterInfo.assumed``). Derived from the last overlay of the
         same snapshot when there is one, so only clusters changed since are new values."""
-        from fleetsched.scheduler.snapshot import Snapshot
-
         assert isinstance(snapshot, Snapshot)
         with self._lock:
             self._expire_due()

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from fleetsched.api.document import format_time
+from fleetsched.api.times import format_time
 from fleetsched.scheduler.errors import SchedulingError
 from fleetsched.scheduler.types import TargetCluster
 

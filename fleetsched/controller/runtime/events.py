@@ -37,8 +37,8 @@ from typing import Any
 
 import structlog
 
-from fleetsched.api.document import format_time
 from fleetsched.api.text import EVENT_MESSAGE_LIMIT, fit_message
+from fleetsched.api.times import format_time
 from fleetsched.kube.client import ApiError, KubeClient
 
 log = structlog.get_logger("fleetsched.events")

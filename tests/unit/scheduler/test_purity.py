@@ -27,10 +27,11 @@ def test_core_does_not_import_the_pydantic_models() -> None:
         "print(','.join(sorted(m for m in sys.modules if m.startswith(('pydantic', 'fleetsched.api.')))))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    # Only the light, model-free modules: quantities, resource names, the compact binding documents
-    # simulate holds, and the text shown on a terminal.
+    # Only the light, model-free modules: quantities, resource names, times, the compact binding
+    # documents simulate holds, and the text shown on a terminal.
     assert proc.stdout.strip() == (
-        "fleetsched.api.document,fleetsched.api.quantity,fleetsched.api.resources,fleetsched.api.text"
+        "fleetsched.api.document,fleetsched.api.quantity,fleetsched.api.resources,fleetsched.api.text,"
+        "fleetsched.api.times"
     )
 
 
