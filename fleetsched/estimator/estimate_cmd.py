@@ -5,8 +5,8 @@ The input is one member cluster as its estimator would see it: an ``EstimatorOpt
 Deployments, ReplicaSets, StatefulSets) and request documents (``MaxAvailableReplicasRequest``,
 ``MaxAvailableComponentSetsRequest``, ``UnschedulableReplicasRequest``) in Kubernetes JSON form. Each
 request is encoded to protobuf exactly as a scheduler would send it, decoded and answered by the same
-code as the gRPC server; the output has one entry per request, in order (see
-shared/estimator-conformance/README.md for the formats).
+code as the gRPC server; the output has one entry per request, in order (the README's "Estimating
+offline" section shows both formats).
 """
 
 from __future__ import annotations

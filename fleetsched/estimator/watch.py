@@ -1,4 +1,5 @@
-"""Watches on the member cluster's API feeding the estimator's caches (shared/spec/estimator.md 3.1).
+"""Watches on the member cluster's API feeding the estimator's caches (Nodes, Pods,
+ResourceQuotas).
 
 Nodes (all), Pods (non-terminal only, by field selector), ReplicaSets and Deployments, and
 ResourceQuotas when the ``ResourceQuotaEstimate`` gate is on. Each kind is one reflector of

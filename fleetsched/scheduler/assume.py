@@ -1,6 +1,6 @@
 """The assume record: capacity decided onto member clusters but not yet visible in their status.
 
-Karmada's overcommit protection (gate ``SchedulingOvercommitProtection``, scheduler.md §12a): per
+Karmada's overcommit protection (gate ``SchedulingOvercommitProtection``): per
 (binding, cluster) the footprint of the binding's current placement there — the binding's
 components, a single-template binding as one synthetic component named after its resource with the
 replicas on that cluster — held until that cluster's ``aggregatedStatus`` entry turns Healthy, the

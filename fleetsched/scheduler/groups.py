@@ -1,4 +1,5 @@
-"""Ordered clusterAffinities (scheduling groups) and the single-affinity path (scheduler.md §3.5-§3.7).
+"""Ordered clusterAffinities (scheduling groups) and the single-affinity path (Karmada's
+``scheduleResourceBindingWithClusterAffinities`` and ``scheduleResourceBindingWithClusterAffinity``).
 
 Owns where the affinity-group loop starts, when it moves on, which error is reported, what happens
 to ``spec.clusters`` and ``schedulerObservingAffinityName`` on success and failure, and the

@@ -1,6 +1,7 @@
 """filter -> score -> estimate -> select -> assign for one binding against one cluster snapshot.
 
-Owns Karmada's generic scheduler for one affinity term (scheduler.md §4-§9) over a ``Framework``
+Owns Karmada's generic scheduler for one affinity term (Karmada's
+``genericScheduler.Schedule``, pkg/scheduler/core/generic_scheduler.go) over a ``Framework``
 handle (``framework/runtime.py`` runs the profile's plugins and owns every memo), and the
 ``Scheduler`` facade that runs it for a binding (the affinity-group loop lives in ``groups.py``).
 
@@ -69,7 +70,7 @@ __all__ = ["Scheduler", "Settings", "multi_template_applicable"]
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Scheduler options that change results (scheduler.md §1)."""
+    """Scheduler options that change results (karmada-scheduler's flags and feature gates)."""
 
     plugins: str = "*"
     enable_empty_workload_propagation: bool = False

@@ -1,6 +1,6 @@
 """``fleetsched webhook``: serve the admission webhook over HTTPS.
 
-Flags and defaults follow karmada-webhook (webhook.md §2.2). ``--port`` is accepted as the
+Flags and defaults follow karmada-webhook's (cmd/webhook/app/options). ``--port`` is accepted as the
 short form of ``--secure-port``. The metrics and health-probe listeners are best effort: if
 their port is taken the admission server still starts, because that is what the API server
 depends on.

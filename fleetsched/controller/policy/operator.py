@@ -1,4 +1,5 @@
-"""The policy controller: policies + resource templates in, ResourceBindings out (api.md §7).
+"""The policy controller (Karmada's resource detector): policies + resource templates in,
+ResourceBindings out.
 
 Data flow, as for the scheduler operator:
 

@@ -1,5 +1,5 @@
 """NodeResourceEstimator: replicas and component sets that fit on the member cluster's nodes
-(shared/spec/estimator.md sections 3.7 and 3.8).
+(karmada-scheduler-estimator's NodeResourceEstimator).
 
 Replicas: free amounts per node, after first-fit deduction of assumed workloads, divided by the
 per-replica demand on the nodes the request's claim admits, summed. Sets: first fit of whole sets.

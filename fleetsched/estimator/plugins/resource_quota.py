@@ -1,5 +1,6 @@
 """ResourceQuotaEstimator: replicas and sets the namespace's ResourceQuotas still allow
-(shared/spec/estimator.md section 3.9). Only active with the ``ResourceQuotaEstimate`` gate.
+(karmada-scheduler-estimator's ResourceQuotaEstimator). Only active with the
+``ResourceQuotaEstimate`` gate.
 
 Karmada quirks kept on purpose: quota scope selectors are ORed and only ``PriorityClass`` can match;
 an empty request namespace consults every namespace's quotas; free = hard - used may be negative (its
