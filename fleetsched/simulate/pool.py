@@ -231,7 +231,6 @@ def schedule_all(job: Job, work: Sequence[tuple[bytes, bool]], *, jobs: int) -> 
     )
 
 
-OVERCOMMIT_GATE = "SchedulingOvercommitProtection"
 
 
 def _priority(data: bytes) -> int:
