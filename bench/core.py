@@ -40,7 +40,8 @@ from typing import Any
 from fleetsched.api.load import load_files
 from fleetsched.scheduler import matching
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import BindingStatus, ClusterInfo, SchedulingBinding
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -48,7 +48,8 @@ from fleetsched.extender.metrics import count_ignored_failure
 from fleetsched.scheduler.framework.interface import Extender
 from fleetsched.scheduler.framework.profile import ExtenderConfig, ExtenderTLS
 from fleetsched.scheduler.outcome import ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import (
     BindingStatus,
     ClusterInfo,

@@ -24,7 +24,8 @@ from typing import Any
 from fleetsched.api.load import load_files
 from fleetsched.scheduler import matching
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
 DEFAULT_FILES = [SHARED / "fleet-100x5000.input.yaml", SHARED / "fleet-100x5000-nomodels.input.yaml"]

@@ -28,7 +28,8 @@ import yaml
 
 from fleetsched.api.load import load_files
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTERS_PER_REGION = 2

@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from fleetsched.flags import merge_feature_gates, parse_feature_gates
+from fleetsched.flags import WORKLOAD_AFFINITY, gate_enabled, merge_feature_gates, parse_feature_gates
 
 if TYPE_CHECKING:
     from fleetsched.scheduler.config import SchedulerConfiguration
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"{prog}: --feature-gates: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    workload_affinity = gates.get("WorkloadAffinity", False)
+    workload_affinity = gate_enabled(gates, WORKLOAD_AFFINITY)
     if args.config_command == "default":
         if args.file is not None:
             print(f"{prog}: takes no FILE", file=sys.stderr)
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    workload_affinity = gates.get("WorkloadAffinity", False)
+    workload_affinity = gate_enabled(gates, WORKLOAD_AFFINITY)
     # As the scheduler does at start-up: build each profile's framework (plugin args, methods).
     from fleetsched.scheduler.pipeline import Settings
     from fleetsched.scheduler.profiles import ProfileError, profile_schedulers

@@ -16,6 +16,7 @@ __all__ = [
     "KARMADA_FEATURE_GATE_STAGES",
     "expand_feature_gates",
     "explicit_flags",
+    "gate_enabled",
     "merge_feature_gates",
     "parse_bind_address",
     "parse_feature_gates",
@@ -25,25 +26,43 @@ __all__ = [
 # Karmada's feature gates (pkg/features/features.go) by their flag names: default and pre-release
 # stage. As in Karmada, every command accepts all of them; each acts on the ones that concern it.
 ALPHA, BETA = "Alpha", "Beta"
+# Each gate's name, declared once; its default and stage are in KARMADA_FEATURE_GATE_STAGES.
+CONTEXTUAL_LOGGING = "ContextualLogging"
+CONTROLLER_PRIORITY_QUEUE = "ControllerPriorityQueue"
+CUSTOMIZED_CLUSTER_RESOURCE_MODELING = "CustomizedClusterResourceModeling"
+FAILOVER = "Failover"
+FEDERATED_QUOTA_ENFORCEMENT = "FederatedQuotaEnforcement"
+GRACEFUL_EVICTION = "GracefulEviction"
+LOGGING_ALPHA_OPTIONS = "LoggingAlphaOptions"
+LOGGING_BETA_OPTIONS = "LoggingBetaOptions"
+MULTI_CLUSTER_SERVICE = "MultiClusterService"
+MULTIPLE_POD_TEMPLATES_SCHEDULING = "MultiplePodTemplatesScheduling"
+PRIORITY_BASED_SCHEDULING = "PriorityBasedScheduling"
+PROPAGATE_DEPS = "PropagateDeps"
+PROPAGATION_POLICY_PREEMPTION = "PropagationPolicyPreemption"
+RESOURCE_QUOTA_ESTIMATE = "ResourceQuotaEstimate"
+SCHEDULING_OVERCOMMIT_PROTECTION = "SchedulingOvercommitProtection"
+STATEFUL_FAILOVER_INJECTION = "StatefulFailoverInjection"
+WORKLOAD_AFFINITY = "WorkloadAffinity"
 KARMADA_FEATURE_GATE_STAGES: Mapping[str, tuple[bool, str]] = MappingProxyType(
     {
-        "ContextualLogging": (True, BETA),
-        "ControllerPriorityQueue": (True, BETA),
-        "CustomizedClusterResourceModeling": (True, BETA),
-        "Failover": (False, BETA),
-        "FederatedQuotaEnforcement": (False, ALPHA),
-        "GracefulEviction": (True, BETA),
-        "LoggingAlphaOptions": (False, ALPHA),
-        "LoggingBetaOptions": (True, BETA),
-        "MultiClusterService": (False, ALPHA),
-        "MultiplePodTemplatesScheduling": (False, ALPHA),
-        "PriorityBasedScheduling": (True, BETA),
-        "PropagateDeps": (True, BETA),
-        "PropagationPolicyPreemption": (False, ALPHA),
-        "ResourceQuotaEstimate": (False, ALPHA),
-        "SchedulingOvercommitProtection": (False, ALPHA),
-        "StatefulFailoverInjection": (False, ALPHA),
-        "WorkloadAffinity": (False, ALPHA),
+        CONTEXTUAL_LOGGING: (True, BETA),
+        CONTROLLER_PRIORITY_QUEUE: (True, BETA),
+        CUSTOMIZED_CLUSTER_RESOURCE_MODELING: (True, BETA),
+        FAILOVER: (False, BETA),
+        FEDERATED_QUOTA_ENFORCEMENT: (False, ALPHA),
+        GRACEFUL_EVICTION: (True, BETA),
+        LOGGING_ALPHA_OPTIONS: (False, ALPHA),
+        LOGGING_BETA_OPTIONS: (True, BETA),
+        MULTI_CLUSTER_SERVICE: (False, ALPHA),
+        MULTIPLE_POD_TEMPLATES_SCHEDULING: (False, ALPHA),
+        PRIORITY_BASED_SCHEDULING: (True, BETA),
+        PROPAGATE_DEPS: (True, BETA),
+        PROPAGATION_POLICY_PREEMPTION: (False, ALPHA),
+        RESOURCE_QUOTA_ESTIMATE: (False, ALPHA),
+        SCHEDULING_OVERCOMMIT_PROTECTION: (False, ALPHA),
+        STATEFUL_FAILOVER_INJECTION: (False, ALPHA),
+        WORKLOAD_AFFINITY: (False, ALPHA),
     }
 )
 KARMADA_FEATURE_GATES: Mapping[str, bool] = MappingProxyType(
@@ -52,6 +71,12 @@ KARMADA_FEATURE_GATES: Mapping[str, bool] = MappingProxyType(
 # component-base's special gates: ``AllAlpha=v`` / ``AllBeta=v`` set every gate of that stage the
 # same flag does not name to ``v``.
 ALL_STAGES: Mapping[str, str] = MappingProxyType({"AllAlpha": ALPHA, "AllBeta": BETA})
+
+
+def gate_enabled(gates: Mapping[str, bool], name: str) -> bool:
+    """Whether gate ``name`` is on in ``gates`` (a ``--feature-gates`` value), its Karmada default
+    when ``gates`` does not name it."""
+    return bool(gates.get(name, KARMADA_FEATURE_GATES[name]))
 
 
 def expand_feature_gates(gates: Mapping[str, bool]) -> dict[str, bool]:

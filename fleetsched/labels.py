@@ -1,9 +1,10 @@
 """Kubernetes label syntax, label requirements and taint toleration, written once for every reader.
 
 Three parts of fleetsched match labels by Kubernetes' rules and must agree on them to the letter:
-the API's selectors (api.md §2.1, §7.3), the scheduling core's ClusterAffinity (scheduler.md §5.3)
-and the estimator's node filter (estimator.md §3.4). What truly differs between them is which
-operators a requirement may use, so that is a parameter here, not a second copy:
+the API's selectors (policies' resource selectors), the scheduling core's ClusterAffinity and the
+estimator's node filter (karmada-scheduler-estimator's node affinity check). What truly differs
+between them is which operators a requirement may use, so that is a parameter here, not a second
+copy:
 
 * a ``metav1.LabelSelector`` (a ``labelSelector``'s matchLabels / matchExpressions) converts only
   In, NotIn, Exists and DoesNotExist; Gt or Lt make it invalid (``allow_compare=False``);
@@ -12,13 +13,13 @@ operators a requirement may use, so that is a parameter here, not a second copy:
 
 Karmada's ``zone`` key of a cluster field selector is matched against a list, not a label
 (:func:`zones_match`); both readers of ClusterMatches need it. What stays with the callers:
-node-selector *field* requirements (a one-field set, key not validated, estimator.md §3.4) and each
+node-selector *field* requirements (a one-field set, key not validated) and each
 caller's representation of a selector.
 
-Toleration (scheduler.md §5.4, estimator.md §3.4 step 4) is one rule in both places, comparison
-operators disabled; the scheduler's and the estimator's Taint/Toleration values stay separate
-types (the estimator's carries ``tolerationSeconds`` from the wire, the scheduler's renders itself
-into reasons) and are read here through their common shape.
+Toleration (the scheduler's TaintToleration, the estimator's node taints) is one rule in both places,
+comparison operators disabled; the scheduler's and the estimator's Taint/Toleration values stay separate
+types (the estimator's carries ``tolerationSeconds`` from the wire, the scheduler's renders itself into
+reasons) and are read here through their common shape.
 
 Standard library only: the scheduling core and the estimator algorithm import this.
 """
@@ -127,7 +128,7 @@ def compile_requirement(
 
 
 def zones_match(operator: str, values: Sequence[str], zones: Sequence[str]) -> bool:
-    """Karmada's ``zone`` field requirement against a cluster's zone list (scheduler.md §5.3 step 3);
+    """Karmada's ``zone`` field requirement against a cluster's zone list;
     any operator but the four set-based ones is false."""
     if operator == "In":
         return bool(zones) and any(zone in values for zone in zones)

@@ -18,8 +18,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from fleetsched.api.document import format_time
 from fleetsched.api.quantity import Quantity, pydantic_quantity
+from fleetsched.api.times import format_time
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)

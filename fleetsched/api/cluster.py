@@ -1,4 +1,5 @@
-"""Cluster (``cluster.karmada.io/v1alpha1``), spec and status per api.md §5.
+"""Cluster (``cluster.karmada.io/v1alpha1``), spec and status as Karmada's
+pkg/apis/cluster/v1alpha1 types define them.
 
 Karmada serves Cluster from an aggregated API server; fleetsched ships it as a CRD with this schema.
 ``spec.syncMode`` is required by the CRD but optional here, so that scheduling inputs that only

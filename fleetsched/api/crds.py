@@ -2,7 +2,7 @@
 
 Owns the conversion of pydantic's JSON schema into a structural OpenAPI v3 schema (every ``$ref``
 inlined, nullable ``anyOf`` collapsed, quantities as ``x-kubernetes-int-or-string``, free-form maps
-as ``x-kubernetes-preserve-unknown-fields``) and the CRD envelope per api.md §1: names, short
+as ``x-kubernetes-preserve-unknown-fields``) and the CRD envelope as Karmada's CRDs declare it: names, short
 names, categories, scope, status subresource, printer columns. ``hack/gen_crds.py`` writes the
 result to ``crds/``; a unit test fails when the files drift from the models.
 """

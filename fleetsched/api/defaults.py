@@ -1,7 +1,7 @@
 """CRD defaulting, as the Kubernetes API server does it, applied to raw objects.
 
 The API models never invent values; objects read back from a real API server already carry the
-CRD defaults (api.md: ``replicaSchedulingType: Divided``, ``priority: 0``, ``preemption: Never``,
+CRD defaults (Karmada's CRDs: ``replicaSchedulingType: Divided``, ``priority: 0``, ``preemption: Never``,
 ``schedulerName: default-scheduler``, ``conflictResolution: Abort``, failover ``tolerationSeconds: 300``
 and ``purgeMode: Gracefully``, binding ``schedulePriority.priority: 0``). Offline inputs do not, so
 ``fleetsched simulate`` can apply the same defaults here, from the very schema in ``crds/``.

@@ -1,5 +1,4 @@
-"""A validated binding kept compactly as JSON, the one JSON encoding of dumped models, and the one
-formatter of metav1.Time (``format_time``).
+"""A validated binding kept compactly as JSON, and the one JSON encoding of dumped models.
 
 Pure and light: no pydantic import, so ``fleetsched simulate`` (and the scheduling core it loads)
 can hold and write bindings without loading the API models until a file is read.
@@ -9,31 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fleetsched.api.times import format_time
+
 if TYPE_CHECKING:
     from fleetsched.api.work import ClusterResourceBinding, ResourceBinding
 
-__all__ = ["BindingDocument", "format_time", "plain_json_default"]
-
-_last_second: tuple[int, str] = (-1, "")
-
-
-def format_time(moment: dt.datetime) -> str:
-    """metav1.Time's JSON form: RFC 3339 in UTC to the second (a naive time is local time, as
-    ``astimezone`` takes it). The text of the latest second is kept: the scheduler's writes and
-    Events within one second all format the same one."""
-    global _last_second
-    second = math.floor(moment.timestamp())
-    last = _last_second
-    if last[0] != second:
-        last = _last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
-    return last[1]
-
+__all__ = ["BindingDocument", "plain_json_default"]
 
 def plain_json_default(value: Any) -> Any:
     """What the JSON encoder cannot write itself: times (RFC 3339, seconds) and quantities (their

@@ -1,9 +1,11 @@
-"""PropagationPolicy and ClusterPropagationPolicy (``policy.karmada.io/v1alpha1``), spec per api.md §2-3.
+"""PropagationPolicy and ClusterPropagationPolicy (``policy.karmada.io/v1alpha1``), spec as Karmada's
+pkg/apis/policy/v1alpha1 types define it.
 
 The models are faithful: a field absent in the input is ``None`` here, because "absent" and
-"explicitly empty" differ in Karmada (e.g. ``clusterAffinities: []``). CRD defaults (api.md) are
-recorded in the JSON schema only; ``fleetsched.api.defaults`` applies them like the API server.
-Only schema-level rules (webhook.md §7) are enforced; the webhook's rules live in ``fleetsched.webhook``.
+"explicitly empty" differ in Karmada (e.g. ``clusterAffinities: []``). CRD defaults are recorded
+in the JSON schema only; ``fleetsched.api.defaults`` applies them like the API server. Only
+schema-level rules (the CRD's OpenAPI schema) are enforced; the webhook's rules live in
+``fleetsched.webhook``.
 """
 
 from __future__ import annotations

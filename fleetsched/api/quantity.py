@@ -70,7 +70,7 @@ class Quantity:
         return _round_away_from_zero(self.value_exact * 1000)
 
     def format_units(self) -> int:
-        """Karmada's quantityAsInt64 (estimator.md §5.2): decimal formats in milli-units, binary ones
+        """Karmada's quantityAsInt64: decimal formats in milli-units, binary ones
         in whole units (a quirk kept for result compatibility: "2G" against "Ki" compares
         milli-bytes with bytes)."""
         return self.value() if self.format is Format.BINARY_SI else self.milli_value()

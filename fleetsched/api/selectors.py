@@ -3,10 +3,12 @@
 * ``label_selector_matches``: metav1.LabelSelector against a label map (matchLabels AND
   matchExpressions with In/NotIn/Exists/DoesNotExist). An invalid selector (bad key or value,
   ``In`` without values, ``Exists`` with values, unknown operator) is a conversion error in
-  Kubernetes; callers here get ``False`` ("an unparsable selector never matches", api.md §2.1).
-* ``cluster_matches``: Karmada's ClusterMatches (scheduler.md §5.3): exclude, labelSelector,
+  Kubernetes; callers here get ``False`` ("an unparsable selector never matches", as Karmada
+  treats it).
+* ``cluster_matches``: Karmada's ``util.ClusterMatches``: exclude, labelSelector,
   fieldSelector on provider/region/zone, clusterNames.
-* ``selector_priority``: Karmada's implicit priority of a ResourceSelector for one object (api.md §7.3).
+* ``selector_priority``: Karmada's implicit priority of a ResourceSelector for one object (the
+  detector's ``ResourceMatchSelectorsPriority``).
 
 Compiled selectors are cached by value (a frozen tuple), so a selector shared by thousands of
 bindings is parsed once.
@@ -144,7 +146,7 @@ def selector_priority(
     name: str,
     labels: Mapping[str, str] | None,
 ) -> int:
-    """api.md §7.3: 3 name match, 2 label-selector match, 1 apiVersion/kind only, 0 mismatch."""
+    """The selector priority: 3 name match, 2 label-selector match, 1 apiVersion/kind only, 0 mismatch."""
     if selector.api_version != api_version or selector.kind != kind:
         return PRIORITY_MISMATCH
     if selector.namespace and selector.namespace != (namespace or ""):

@@ -1,4 +1,5 @@
-"""ResourceBinding and ClusterResourceBinding (``work.karmada.io/v1alpha2``), spec and status per api.md §4.
+"""ResourceBinding and ClusterResourceBinding (``work.karmada.io/v1alpha2``), spec and status as Karmada's
+pkg/apis/work/v1alpha2 types define them.
 
 Both kinds share one spec and one status type; only ``kind`` and scope differ. Replica counts are
 non-negative int32 (a negative count is refused at load time).
@@ -114,7 +115,8 @@ class ResourceBindingSpec(KarmadaModel):
     workload_affinity_groups: WorkloadAffinityGroups | None = None
 
     def is_workload(self) -> bool:
-        """scheduler.md §2.1: replicas > 0, or requirements known, or at least one component."""
+        """Whether the binding is divided by replicas: replicas > 0, or requirements known, or at least
+        one component."""
         return self.replicas > 0 or self.replica_requirements is not None or bool(self.components)
 
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import structlog
 from prometheus_client import Counter
 
+from fleetsched.api.names import RESOURCE_BINDING, binding_path
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.events import NORMAL, WARNING, EventRecorder, InvolvedObject
 from fleetsched.descheduler import core
@@ -59,10 +60,6 @@ ROUNDS = Counter(
     ["result"],
     registry=metrics.REGISTRY,
 )
-
-
-def binding_path(namespace: str, name: str) -> str:
-    return f"/apis/work.karmada.io/v1alpha2/namespaces/{namespace}/resourcebindings/{name}"
 
 
 class UnschedulableEstimator(Protocol):
@@ -158,7 +155,9 @@ class Descheduler:
         body["spec"] = {**body["spec"], "clusters": core.updated_clusters(binding, result)}
         meta = binding.get("metadata") or {}
         try:
-            await self.client.replace(binding_path(meta.get("namespace", ""), meta.get("name", "")), body)
+            await self.client.replace(
+                binding_path(RESOURCE_BINDING, meta.get("namespace", ""), meta.get("name", "")), body
+            )
         except (ApiError, OSError, TimeoutError) as exc:
             BINDING_UPDATES.labels("error").inc()
             log.warning("binding_update_failed", binding=_key(binding), error=str(exc))

@@ -1,4 +1,4 @@
-"""Karmada's detector as pure functions: resource templates + policies → desired bindings (api.md §7).
+"""Karmada's detector as pure functions: resource templates + policies → desired bindings.
 
 * ``derive`` / ``derive_bindings``: which policy claims each template and the binding it yields,
   with a reason for every template left without one;

@@ -1,4 +1,4 @@
-"""Building the desired binding for a template and the policy that claims it (api.md §7.6). Pure.
+"""Building the desired binding for a template and the policy that claims it. Pure.
 
 The result is what Karmada's detector would create: name, owner reference, finalizer, claim
 labels/annotations, and the spec copied from the policy plus the replica interpretation (§7.7).
@@ -56,7 +56,8 @@ class BuildError(ValueError):
 
 
 def binding_name(name: str, kind: str) -> str:
-    """``lowercase(<name with ':' → '.'> + '-' + <kind>)``, no hashing or truncation (api.md §7.6)."""
+    """``lowercase(<name with ':' → '.'> + '-' + <kind>)``, no hashing or truncation (Karmada's
+    ``names.GenerateBindingName``)."""
     return f"{name.replace(':', '.')}-{kind}".lower()
 
 
@@ -76,7 +77,7 @@ def permanent_id(policy: Policy) -> str:
 
 
 def claim_metadata(policy: Policy) -> tuple[dict[str, str], dict[str, str]]:
-    """The claim labels and annotations of a policy (api.md §7.5), as put on templates and bindings."""
+    """The claim labels and annotations of a policy, as put on templates and bindings."""
     if isinstance(policy, PropagationPolicy):
         return (
             {constants.PP_PERMANENT_ID_LABEL: permanent_id(policy)},

@@ -1,4 +1,5 @@
-"""Well-known label, annotation and finalizer keys the detector reads and writes (api.md §4.4, §6)."""
+"""Well-known label, annotation and finalizer keys the detector reads and writes (Karmada's
+pkg/apis/policy/v1alpha1 and work/v1alpha2 well-known names)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ CLUSTER_BINDING_FINALIZER = "karmada.io/cluster-resource-binding-controller"
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
-# Objects in these namespaces are never propagated (api.md §7.1); ``kube-.*`` is the default of
+# Objects in these namespaces are never propagated; ``kube-.*`` is the default of
 # --skipped-propagating-namespaces.
 RESERVED_NAMESPACES = frozenset({"karmada-system", "karmada-cluster"})
 RESERVED_NAMESPACE_PREFIX = "karmada-es-"
 DEFAULT_SKIPPED_NAMESPACE_PATTERNS = ("kube-.*",)
 SKIPPED_OBJECT = ("kube-system", "ConfigMap", "extension-apiserver-authentication")
 
-# API groups whose resources are never templates (api.md §7.1).
+# API groups whose resources are never templates.
 SKIPPED_API_GROUPS = frozenset(
     {
         "cluster.karmada.io",

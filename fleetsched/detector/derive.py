@@ -1,4 +1,5 @@
-"""Deriving bindings from resource templates and policies, one template at a time (api.md §7.2).
+"""Deriving bindings from resource templates and policies, one template at a time (Karmada's
+resource detector, pkg/detector).
 
 ``derive`` is the whole decision for a set of templates: which policy claims each one (sticky
 claims from template metadata, first claim by priority, preemption when the gate is on), and the
@@ -225,7 +226,8 @@ def offline_permanent_id(policy: Policy) -> str:
 
 def admit_offline(policy: Policy, *, source: Source | None = None) -> Policy:
     """The policy as stored after the API server (CRD defaults) and Karmada's mutating and
-    validating webhooks (webhook.md §5-§6). Raises ``AdmissionError`` with the webhook's message."""
+    validating webhooks (``fleetsched.webhook.rules``). Raises ``AdmissionError`` with the webhook's
+    message."""
     from fleetsched.api.defaults import apply_crd_defaults
     from fleetsched.webhook import rules
 

@@ -1,4 +1,4 @@
-"""An index of policies by what their resource selectors can match (api.md §7.3). Pure.
+"""An index of policies by what their resource selectors can match. Pure.
 
 Matching every policy against every template is quadratic: 10,000 policies over 50,000
 templates is half a billion selector evaluations. A selector can only match a template of its own

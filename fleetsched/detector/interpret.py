@@ -1,4 +1,5 @@
-"""Replica interpretation of resource templates (api.md §7.7): replicas and per-replica requirements.
+"""Replica interpretation of resource templates (Karmada's default interpreter, GetReplicas): replicas
+and per-replica requirements.
 
 Only Karmada's built-in default interpreters exist here, keyed by exact apiVersion + kind
 (``pkg/resourceinterpreter/default/native``); every other kind has 0 replicas and no requirements.
@@ -14,8 +15,8 @@ from typing import Any
 
 from fleetsched.api.meta import NodeSelector, Toleration
 from fleetsched.api.quantity import Format, Quantity, parse_quantity
+from fleetsched.api.resources import is_scalar_resource
 from fleetsched.api.work import NodeClaim, ReplicaRequirements
-from fleetsched.estimator.resources import is_scalar_resource
 
 __all__ = [
     "InterpretError",
@@ -107,7 +108,7 @@ class PodRequest:
             self.scalars[name] = value
 
     def to_resource_list(self) -> dict[str, Quantity]:
-        """Non-zero resources as quantities, serialized as api.md §7.7 (7) says."""
+        """Non-zero resources as quantities, each serialized in its canonical form."""
         out: dict[str, Quantity] = {}
         if self.milli_cpu:
             out[CPU] = Quantity(Fraction(self.milli_cpu, 1000), Format.DECIMAL_SI)
@@ -159,7 +160,7 @@ def _containers(pod_spec: Mapping[str, Any], field: str, path: str) -> list[Mapp
 
 
 def effective_pod_request(pod_spec: Mapping[str, Any], *, path: str = "spec") -> PodRequest:
-    """api.md §7.7 steps 1-5: sum of containers, max with each init container, plus overhead."""
+    """The pod's effective request: sum of containers, max with each init container, plus overhead."""
     request = PodRequest()
     for index, container in enumerate(_containers(pod_spec, "containers", path)):
         request.add(_completed_requests(container, f"{path}.containers[{index}]"))

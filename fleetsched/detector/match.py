@@ -1,4 +1,4 @@
-"""Which policy claims a resource template (api.md §7.2-§7.4, §7.10). Pure.
+"""Which policy claims a resource template (Karmada's resource detector). Pure.
 
 * implicit priority of a policy for a template: the best of its selectors (name 3 > label 2 > kind 1);
 * among one kind of policy: highest ``.spec.priority``, then highest implicit priority, then the
@@ -62,7 +62,7 @@ def is_deleting(policy: Policy) -> bool:
 
 
 def implicit_priority(policy: Policy, template: ResourceTemplate) -> int:
-    """api.md §7.3: the maximum over the policy's selectors; 0 means no match."""
+    """The selector priority: the maximum over the policy's selectors; 0 means no match."""
     best = PRIORITY_MISMATCH
     for selector in policy.spec.resource_selectors:
         best = max(
@@ -86,7 +86,8 @@ def _rank(match: PolicyMatch) -> tuple[int, int, bytes]:
 
 
 def best_policy(policies: Sequence[Policy], template: ResourceTemplate) -> PolicyMatch | None:
-    """The winner among policies of one kind (api.md §7.4); deleting policies never compete."""
+    """The winner among policies of one kind (explicit priority, then the selectors' implicit priority,
+    then name order); deleting policies never compete."""
     matches = []
     for policy in policies:
         if is_deleting(policy):
@@ -134,7 +135,7 @@ def choose_policy(
 
 
 def claim_of(template: ResourceTemplate) -> Claim | None:
-    """The claim recorded on the template (api.md §7.2 steps 3-4), PropagationPolicy first."""
+    """The claim recorded on the template (its claim labels), PropagationPolicy first."""
     labels, annotations = template.labels, template.annotations
     pp_id = labels.get(constants.PP_PERMANENT_ID_LABEL, "")
     pp_namespace = annotations.get(constants.PP_NAMESPACE_ANNOTATION, "")
@@ -153,7 +154,7 @@ def skip_reason(
     *,
     skipped_namespace_patterns: Sequence[str] = constants.DEFAULT_SKIPPED_NAMESPACE_PATTERNS,
 ) -> str | None:
-    """Why the detector ignores this object altogether (api.md §7.1, §7.2 step 2), or None."""
+    """Why the detector ignores this object altogether (skipped namespaces and API groups), or None."""
     group = template.api_version.rpartition("/")[0]
     if group in constants.SKIPPED_API_GROUPS or (template.api_version, template.kind) == ("v1", "Event"):
         return f"{template.api_version} {template.kind} is never propagated"
@@ -188,7 +189,7 @@ def preempting_policy(
     *,
     index: PolicySet | None = None,
 ) -> PolicyMatch | None:
-    """api.md §7.10 (gate PolicyPreemption): a ``preemption: Always`` policy naming the template
+    """Policy preemption (gate PolicyPreemption): a ``preemption: Always`` policy naming the template
     takes it from its current claimant. A PP takes from a lower-priority PP or from any CPP; a CPP
     only from a lower-priority CPP."""
     claimant_priority = (claimant.spec.priority or 0) if claimant is not None else 0

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetsched.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from fleetsched.estimator.model import NodeClaim
 from fleetsched.estimator.nodefilter import (
     CompiledRequirement,
@@ -39,7 +40,6 @@ from fleetsched.estimator.nodefilter import (
     parse_int64,
     tolerates_all,
 )
-from fleetsched.estimator.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 __all__ = ["FilterIndex", "NodeTable", "TableSnapshot", "zone_key"]
 

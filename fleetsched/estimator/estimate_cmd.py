@@ -5,8 +5,8 @@ The input is one member cluster as its estimator would see it: an ``EstimatorOpt
 Deployments, ReplicaSets, StatefulSets) and request documents (``MaxAvailableReplicasRequest``,
 ``MaxAvailableComponentSetsRequest``, ``UnschedulableReplicasRequest``) in Kubernetes JSON form. Each
 request is encoded to protobuf exactly as a scheduler would send it, decoded and answered by the same
-code as the gRPC server; the output has one entry per request, in order (see
-shared/estimator-conformance/README.md for the formats).
+code as the gRPC server; the output has one entry per request, in order (docs/simulate.md,
+"Estimating offline", shows both formats).
 
 A field nobody reads is refused first, as kubectl's ``--validate`` refuses it (``strict decoding
 error: unknown field "spec.taint"``, with file, document, line and column): for Nodes, Pods and

@@ -1,4 +1,5 @@
-"""Estimate plugin results and how they combine (shared/spec/estimator.md section 3.10).
+"""Estimate plugin results and how they combine (karmada-scheduler-estimator's
+estimate framework).
 
 Plugins return a value and a code. The combined value is the minimum over Success and Unschedulable
 results (starting at 2147483647); the combined code is Error if any plugin erred, else Unschedulable if

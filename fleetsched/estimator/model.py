@@ -1,4 +1,5 @@
-"""Plain values of the estimator requests after decoding (shared/spec/estimator.md section 2.2).
+"""Plain values of the estimator requests after decoding (the decoded ``MaxAvailableReplicasRequest``
+and component-set requests).
 
 The wire carries Kubernetes payloads as bytes; :mod:`fleetsched.estimator.wire` decodes them into these
 frozen values once per request, so the algorithm never touches protobuf.

@@ -1,4 +1,5 @@
-"""Which nodes a node claim admits (shared/spec/estimator.md section 3.4).
+"""Which nodes a node claim admits (node affinity, node selector and
+taints, as karmada-scheduler-estimator filters nodes).
 
 A node passes when its labels satisfy the ``nodeSelector`` map, one non-empty term of the required
 node affinity matches (expressions against labels, fields against ``{metadata.name: <node>}``), and every
@@ -46,7 +47,7 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"
 
 
 # Label requirements follow Kubernetes' rules, shared with the scheduler in fleetsched.labels; unlike a
-# labelSelector, a node-selector term accepts Gt/Lt (estimator.md section 3.4).
+# labelSelector, a node-selector term accepts Gt/Lt (Kubernetes' node affinity).
 CompiledRequirement = Requirement
 
 

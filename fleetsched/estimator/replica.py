@@ -1,5 +1,5 @@
 """GetUnschedulableReplicas: pods of a Deployment's newest ReplicaSet that have stayed unschedulable
-longer than a threshold (shared/spec/estimator.md section 3.11).
+longer than a threshold (Karmada's GetUnschedulableReplicas).
 
 Pure over plain Kubernetes objects (JSON form): the caller supplies a :class:`WorkloadSource` that finds
 the workload, the namespace's ReplicaSets and its non-terminal pods.
@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any, Protocol
 
+from fleetsched.api.resources import as_quantity
 from fleetsched.estimator.model import EstimatorError, ObjectReference
-from fleetsched.estimator.resources import as_quantity
 
 __all__ = [
     "KNOWN_KINDS",

@@ -27,7 +27,7 @@ Each refusal is logged (``request_rejected``) and counted in
 ``fleetsched_estimator_rejected_requests_total{type, limit}`` and, as an error, in Karmada's request
 counter.
 
-Metrics use Karmada's names (shared/spec/estimator.md section 2.9) in a registry per server, so that
+Metrics use Karmada's names (karmada-scheduler-estimator's metrics) in a registry per server, so that
 tests can run several servers in one process.
 """
 

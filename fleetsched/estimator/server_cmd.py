@@ -1,6 +1,7 @@
 """``fleetsched estimator --cluster-name NAME --kubeconfig FILE``: one member cluster's estimator.
 
-Flags and defaults are Karmada's ``karmada-scheduler-estimator`` (shared/spec/estimator.md 2.7, 2.9):
+Flags and defaults are Karmada's ``karmada-scheduler-estimator``
+(cmd/scheduler-estimator/app/options):
 gRPC on ``--server-port`` 10352 (all interfaces), ``/healthz`` on ``--health-probe-bind-address``
 ``:10351``, ``/metrics`` on ``--metrics-bind-address`` ``:8080`` (one listener when both are equal,
 ``0`` disables), TLS from ``--grpc-auth-cert-file``/``--grpc-auth-key-file`` with an optional

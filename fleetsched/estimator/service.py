@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetsched.api.resources import node_allocatable, pod_request
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.framework import Code, EstimateContext, PluginResult, combine
 from fleetsched.estimator.model import (
@@ -26,7 +27,7 @@ from fleetsched.estimator.nodefilter import Taint
 from fleetsched.estimator.plugins.node_resource import NodeResourceEstimator
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, ResourceQuotaEstimator
 from fleetsched.estimator.replica import WorkloadSource, unschedulable_pods_of
-from fleetsched.estimator.resources import node_allocatable, pod_request
+from fleetsched.flags import RESOURCE_QUOTA_ESTIMATE, SCHEDULING_OVERCOMMIT_PROTECTION, gate_enabled
 
 __all__ = [
     "EstimatorService",
@@ -38,9 +39,6 @@ __all__ = [
     "pod_key",
 ]
 
-# The two of Karmada's gates (fleetsched.flags.KARMADA_FEATURE_GATES) that change the estimator's answers.
-RESOURCE_QUOTA_ESTIMATE = "ResourceQuotaEstimate"
-SCHEDULING_OVERCOMMIT_PROTECTION = "SchedulingOvercommitProtection"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +49,9 @@ class FeatureGates:
     @classmethod
     def from_mapping(cls, gates: Mapping[str, bool]) -> FeatureGates:
         return cls(
-            resource_quota_estimate=bool(gates.get(RESOURCE_QUOTA_ESTIMATE, False)),
-            scheduling_overcommit_protection=bool(gates.get(SCHEDULING_OVERCOMMIT_PROTECTION, False)),
+            # The two of Karmada's gates that change the estimator's answers.
+            resource_quota_estimate=gate_enabled(gates, RESOURCE_QUOTA_ESTIMATE),
+            scheduling_overcommit_protection=gate_enabled(gates, SCHEDULING_OVERCOMMIT_PROTECTION),
         )
 
 

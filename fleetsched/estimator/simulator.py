@@ -1,4 +1,5 @@
-"""First-fit placement over nodes in order (shared/spec/estimator.md section 3.6).
+"""First-fit placement over nodes in order (karmada-scheduler-estimator's
+scheduling simulator).
 
 Used for component sets and for deducting assumed workloads. State is the ordered node list with
 mutable free amounts. A set places its components in request order; each replica goes to the first node
@@ -17,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetsched.api.resources import PODS
 from fleetsched.estimator.model import MAX_INT32
-from fleetsched.estimator.resources import PODS
 
 __all__ = ["FirstFit", "SimComponent"]
 

@@ -1,4 +1,5 @@
-"""Watches on the member cluster's API feeding the estimator's caches (shared/spec/estimator.md 3.1).
+"""Watches on the member cluster's API feeding the estimator's caches (Nodes, Pods,
+ResourceQuotas).
 
 Nodes (all), Pods (non-terminal only, by field selector), ReplicaSets and Deployments, and
 ResourceQuotas when the ``ResourceQuotaEstimate`` gate is on. Each kind is one reflector of
@@ -23,6 +24,7 @@ from typing import Any
 
 import structlog
 
+from fleetsched.api.resources import pod_request
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.model import EstimatorError, ObjectReference
 from fleetsched.estimator.plugins.resource_quota import QuotaStore, quota_from_object
@@ -33,7 +35,6 @@ from fleetsched.estimator.replica import (
     slim_pod,
     split_api_version,
 )
-from fleetsched.estimator.resources import pod_request
 from fleetsched.estimator.server import SyncState
 from fleetsched.estimator.service import apply_node, apply_pod, is_terminal, pod_key
 from fleetsched.kube.client import ApiError, KubeClient

@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from fleetsched.api.document import format_time
 from fleetsched.api.quantity import Format, Quantity, format_canonical
+from fleetsched.api.times import format_time
 from fleetsched.scheduler.types import (
     ClusterAffinity,
     ClusterInfo,

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fleetsched.api.names import binding_path
 from fleetsched.kube.client import ApiError, KubeClient, load_connection
 
 JsonObject = dict[str, Any]
@@ -70,12 +71,6 @@ async def _list(client: KubeClient, listed: Listed, *, optional: bool = False) -
             return []
         raise LiveError(f"listing {listed.kind} ({listed.path}): {exc}") from None
     return [_as_object(item, listed) for item in items]
-
-
-def binding_path(kind: str, namespace: str, name: str) -> str:
-    if kind == "ClusterResourceBinding":
-        return f"{CLUSTER_RESOURCE_BINDINGS.path}/{name}"
-    return f"/apis/work.karmada.io/v1alpha2/namespaces/{namespace}/resourcebindings/{name}"
 
 
 async def _with_client(kubeconfig: str | None, work: Any) -> Any:

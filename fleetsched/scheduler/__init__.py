@@ -7,6 +7,7 @@ written back with ``outcome.render_into_binding``.
 
 from fleetsched.scheduler.framework import ReplicaEstimator
 from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
-from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler, Settings
+from fleetsched.scheduler.snapshot import Snapshot
 
 __all__ = ["ReplicaEstimator", "ScheduleResult", "Scheduler", "Settings", "Snapshot", "render_into_binding"]

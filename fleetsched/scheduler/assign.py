@@ -156,7 +156,7 @@ def _int32_sum(values: Iterable[int]) -> int:
 
 def _stable_sort_desc(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
     # Go's sort.Sort is an insertion sort (stable) up to 12 elements; the recorded cases are all
-    # reproduced by a stable sort (scheduler.md §13). ``reverse`` keeps equal items in order.
+    # reproduced by a stable sort. ``reverse`` keeps equal items in order.
     return sorted(items, key=_SECOND, reverse=True)
 
 

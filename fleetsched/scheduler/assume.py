@@ -1,6 +1,6 @@
 """The assume record: capacity decided onto member clusters but not yet visible in their status.
 
-Karmada's overcommit protection (gate ``SchedulingOvercommitProtection``, scheduler.md §12a): per
+Karmada's overcommit protection (gate ``SchedulingOvercommitProtection``): per
 (binding, cluster) the footprint of the binding's current placement there — the binding's
 components, a single-template binding as one synthetic component named after its resource with the
 replicas on that cluster — held until that cluster's ``aggregatedStatus`` entry turns Healthy, the
@@ -39,6 +39,7 @@ from fractions import Fraction
 
 from fleetsched.scheduler.errors import UnschedulableError
 from fleetsched.scheduler.outcome import Condition, ScheduleResult
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import (
     AssumedLoad,
     AssumedWorkload,
@@ -373,12 +374,10 @@ class AssumeRecord:
 
     # ---- the estimators' view ----------------------------------------------------------------
 
-    def overlay(self, snapshot: object) -> object:
-        """``snapshot`` (a ``pipeline.Snapshot``) with every cluster that has assumptions replaced
+    def overlay(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with every cluster that has assumptions replaced
         by a value carrying them (``ClusterInfo.assumed``). Derived from the last overlay of the
         same snapshot when there is one, so only clusters changed since are new values."""
-        from fleetsched.scheduler.pipeline import Snapshot
-
         assert isinstance(snapshot, Snapshot)
         with self._lock:
             self._expire_due()

@@ -2,7 +2,8 @@
 
 Owns the one-time translation from Karmada's wire shape (camelCase dicts, as decoded from YAML or
 JSON, or dumped by the API models with ``by_alias=True, exclude_unset=True``) to the frozen values
-in ``types.py``. No defaults are applied: bindings are taken as written (scheduler.md §3.7a).
+in ``types.py``. No defaults are applied: bindings are taken as written (as the API
+server stored them).
 Raises ``ConversionError`` naming the field path on malformed input.
 """
 
@@ -135,7 +136,7 @@ def _quantities(value: Any, path: str) -> dict[str, Quantity]:
 
 
 def _time(value: Any, path: str) -> dt.datetime | None:
-    """A metav1.Time as Karmada keeps it: one-second precision (scheduler.md §3.4 item 3).
+    """A metav1.Time as Karmada keeps it: one-second precision (metav1.Time).
 
     The API stores these times as RFC 3339 without fractions, so a reschedule triggered within the
     second of the last schedule is not later than it; fractions in the input are truncated.

@@ -1,4 +1,4 @@
-"""Error values of one scheduling attempt, mapped to the Scheduled condition (scheduler.md §3.5, §4.2).
+"""Error values of one scheduling attempt, mapped to the Scheduled condition.
 
 Owns the FitError message format and the three kinds Karmada distinguishes: a FitError (no
 cluster passed the filters: NoClusterFit, targets cleared), an UnschedulableError (not enough

@@ -1,4 +1,5 @@
-"""Ordered clusterAffinities (scheduling groups) and the single-affinity path (scheduler.md §3.5-§3.7).
+"""Ordered clusterAffinities (scheduling groups) and the single-affinity path (Karmada's
+``scheduleResourceBindingWithClusterAffinities`` and ``scheduleResourceBindingWithClusterAffinity``).
 
 Owns where the affinity-group loop starts, when it moves on, which error is reported, what happens
 to ``spec.clusters`` and ``schedulerObservingAffinityName`` on success and failure, and the
@@ -10,18 +11,56 @@ runs before each affinity term is tried.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fleetsched.scheduler.errors import FitError, SchedulingError
 from fleetsched.scheduler.framework.checkpoint import checkpoint, checkpointing
-from fleetsched.scheduler.outcome import SUCCESS_MESSAGE, Condition, GroupAttempt, ScheduleResult
+from fleetsched.scheduler.framework.runtime import Framework
+from fleetsched.scheduler.outcome import (
+    SUCCESS_MESSAGE,
+    AttemptFailed,
+    AttemptOutput,
+    Condition,
+    GroupAttempt,
+    ScheduleResult,
+)
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding, TargetCluster
 
-if TYPE_CHECKING:
-    from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+__all__ = [
+    "TermScheduler",
+    "checkpoint",
+    "checkpointing",
+    "condition_for",
+    "reschedule_required",
+    "schedule_binding",
+    "start_index",
+]
 
-__all__ = ["checkpoint", "checkpointing", "condition_for", "schedule_binding", "start_index"]
+
+class TermScheduler(Protocol):
+    """What the group loop needs of the scheduler (``pipeline.Scheduler``): the algorithm for one
+    affinity term, the binding's replica strategy, and the framework (for the profile's name)."""
+
+    @property
+    def framework(self) -> Framework: ...
+
+    def strategy(self, binding: SchedulingBinding) -> str: ...
+
+    def run_algorithm(
+        self, binding: SchedulingBinding, status: BindingStatus, snapshot: Snapshot, observed_name: str
+    ) -> AttemptOutput:
+        """Raises ``AttemptFailed`` with the explanation when the term does not schedule."""
+        ...
+
+
+def reschedule_required(triggered_at: dt.datetime | None, last_scheduled: dt.datetime | None) -> bool:
+    """An explicit reschedule newer than the last schedule (Karmada's ``helper.RescheduleRequired``):
+    the group loop starts over from the first term."""
+    return triggered_at is not None and last_scheduled is not None and triggered_at > last_scheduled
+
 
 def condition_for(error: SchedulingError | None) -> Condition:
     """§3.5: Success, or the reason of the error's kind with its full text."""
@@ -32,8 +71,6 @@ def condition_for(error: SchedulingError | None) -> Condition:
 
 def start_index(binding: SchedulingBinding, status: BindingStatus) -> int:
     """The observed term, or 0 when unknown or when an explicit reschedule is pending (§3.7)."""
-    from fleetsched.scheduler.pipeline import reschedule_required
-
     terms = binding.placement.cluster_affinities if binding.placement is not None else None
     if not terms:
         return 0
@@ -48,10 +85,8 @@ def start_index(binding: SchedulingBinding, status: BindingStatus) -> int:
 
 
 def schedule_binding(
-    scheduler: Scheduler, binding: SchedulingBinding, status: BindingStatus, snapshot: Snapshot
+    scheduler: TermScheduler, binding: SchedulingBinding, status: BindingStatus, snapshot: Snapshot
 ) -> ScheduleResult:
-    from fleetsched.scheduler.pipeline import AttemptFailed, reschedule_required
-
     mode = (
         "Fresh"
         if reschedule_required(binding.reschedule_triggered_at, status.last_scheduled_time)

@@ -1,4 +1,5 @@
-"""Cluster affinity, label-selector and toleration matching on core values (scheduler.md §5.3, §5.4).
+"""Cluster affinity, label-selector and toleration matching on core values (as Karmada's
+ClusterAffinity and TaintToleration plugins match).
 
 Owns Karmada's ``ClusterMatches`` on the core's values. The Kubernetes label-requirement rules it
 relies on (which requirements are invalid, how each operator matches) and the toleration rule are

@@ -18,12 +18,15 @@ from typing import Any
 
 import orjson
 
-from fleetsched.api.document import format_time
+from fleetsched.api.times import format_time
+from fleetsched.scheduler.errors import SchedulingError
 from fleetsched.scheduler.types import TargetCluster
 
 __all__ = [
     "APPLIED_PLACEMENT_ANNOTATION",
     "SCHEDULED_CONDITION",
+    "AttemptFailed",
+    "AttemptOutput",
     "ClusterNumbers",
     "ClusterVerdict",
     "Condition",
@@ -181,6 +184,23 @@ class GroupAttempt:
     def numbers(self) -> tuple[ClusterNumbers, ...]:
         """Feasible clusters in global sort order with scores and estimates (built on demand)."""
         return self.numbers_factory() if self.numbers_factory is not None else ()
+
+
+@dataclass(slots=True)
+class AttemptOutput:
+    """A successful run of the algorithm for one affinity term: the targets and the explanation."""
+
+    targets: list[TargetCluster]
+    attempt: GroupAttempt
+
+
+class AttemptFailed(Exception):
+    """A failed run of the algorithm for one affinity term: the error and the explanation."""
+
+    def __init__(self, error: SchedulingError, attempt: GroupAttempt) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.attempt = attempt
 
 
 @dataclass(frozen=True, slots=True)

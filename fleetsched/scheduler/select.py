@@ -1,4 +1,5 @@
-"""Select stage: spread constraints choose the clusters that take part in assignment (scheduler.md §8).
+"""Select stage: spread constraints choose the clusters that take part in assignment (Karmada's
+pkg/scheduler/core/spreadconstraint).
 
 Owns the global cluster order (§6.2), region groups and their scores (§6.3, §8.4), selection by
 cluster (with the capacity swap) and by region (with the group combination search). Raises

@@ -326,7 +326,7 @@ class SchedulingBinding:
     affinity_group: str = ""
     anti_affinity_group: str = ""
     # metadata.labels and metadata.annotations (read-only). Left out of the hash, kept in equality.
-    # A plugin whose answer reads them puts what it reads into its ``binding_key`` (plugin-api.md).
+    # A plugin whose answer reads them puts what it reads into its ``binding_key`` (docs/plugin-api.md).
     labels: Mapping[str, str] = field(default_factory=frozen_mapping, hash=False)
     annotations: Mapping[str, str] = field(default_factory=frozen_mapping, hash=False)
 
@@ -370,7 +370,7 @@ class NamespaceInfo:
 @dataclass(frozen=True, slots=True)
 class AssumedWorkload:
     """A footprint decided onto a cluster but not yet visible in its status (gate
-    SchedulingOvercommitProtection, scheduler.md §12a): the binding's namespace and its components,
+    SchedulingOvercommitProtection): the binding's namespace and its components,
     a single-template binding as one synthetic component named after its resource."""
 
     namespace: str
@@ -379,11 +379,11 @@ class AssumedWorkload:
 
 @dataclass(frozen=True, slots=True)
 class AssumedLoad:
-    """What assumed workloads add up to, counted as the general estimator counts them (estimator.md
-    §5.1 step 1 and §5.2 step 2): ``pods`` and ``resources`` join ``allocating`` on the replica path
-    (components with replicas > 0; cpu as MilliValue × replicas in cores, other resources as
-    Value() × replicas); ``set_pods`` and ``set_units`` are deducted on the component-set path (every
-    component; each request converted by its format, milli-units for decimal ones)."""
+    """What assumed workloads add up to, counted as the general estimator counts them: ``pods`` and
+    ``resources`` join ``allocating`` on the replica path (components with replicas > 0; cpu as MilliValue
+    × replicas in cores, other resources as Value() × replicas); ``set_pods`` and ``set_units`` are
+    deducted on the component-set path (every component; each request converted by its format, milli-units
+    for decimal ones)."""
 
     pods: int = 0
     resources: Mapping[str, Fraction] = field(default_factory=frozen_mapping)
@@ -440,7 +440,7 @@ class AssumedLoad:
 
 @dataclass(frozen=True, slots=True)
 class PeerBinding:
-    """Another ResourceBinding as the workload (anti-)affinity plugins see it (scheduler.md §5.7)."""
+    """Another ResourceBinding as the workload (anti-)affinity plugins see it."""
 
     namespace: str
     name: str

@@ -3,8 +3,9 @@
 Owns the command line (files, output format, ``--explain``, plugins or ``--config``, ``--jobs``,
 ``--progress``), turning loaded objects into a cluster snapshot and bindings (given directly, or
 derived from policies and workload templates by the detector), scheduling each binding
-independently against the same snapshot (scheduler.md §3.7a) and printing the result. Bad input is
-one line on stderr and exit status 2; a binding that cannot be placed is a result, not an error.
+independently against the same snapshot (no binding's result changes another's) and printing
+the result. Bad input is one line on stderr and exit status 2; a binding that cannot be placed is
+a result, not an error.
 
 Without ``--config`` every binding is scheduled by the one profile the flags describe, whatever its
 ``spec.schedulerName`` (as before configuration files existed). With ``--config`` each binding goes

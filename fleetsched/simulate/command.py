@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from fleetsched.api.text import for_terminal
 from fleetsched.flags import (
+    CUSTOMIZED_CLUSTER_RESOURCE_MODELING,
+    MULTIPLE_POD_TEMPLATES_SCHEDULING,
+    SCHEDULING_OVERCOMMIT_PROTECTION,
+    WORKLOAD_AFFINITY,
     explicit_flags,
+    gate_enabled,
     merge_feature_gates,
     parse_feature_gates,
     plugins_contradiction,
@@ -29,7 +34,8 @@ from fleetsched.scheduler.convert import (
 )
 from fleetsched.scheduler.framework import PluginSelectionError, containment
 from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
-from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler, Settings
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding
 
 if TYPE_CHECKING:
@@ -50,7 +56,7 @@ from fleetsched.simulate.plan import (
     plan_work,
     scheduler_name_of,
 )
-from fleetsched.simulate.pool import OVERCOMMIT_GATE, Job, schedule_all
+from fleetsched.simulate.pool import Job, schedule_all
 from fleetsched.simulate.progress import Progress, isatty
 
 EXIT_BAD_INPUT = 2
@@ -225,7 +231,7 @@ def _configuration(
 
     try:
         loaded = config.load_configuration(
-            args.config, workload_affinity=gates.get("WorkloadAffinity", False)
+            args.config, workload_affinity=gate_enabled(gates, WORKLOAD_AFFINITY)
         )
     except (config.ConfigError, config.PluginLoadError) as exc:
         raise BadInput(str(exc)) from None
@@ -234,7 +240,7 @@ def _configuration(
         gates = merge_feature_gates(gates, configuration.feature_gates, source=args.config)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    workload_affinity = gates.get("WorkloadAffinity", False)
+    workload_affinity = gate_enabled(gates, WORKLOAD_AFFINITY)
     explicit = explicit_flags(args)
     if "plugins" in explicit:
         try:
@@ -317,9 +323,9 @@ def _run(args: argparse.Namespace) -> int:
         settings = Settings(
             plugins=args.plugins,
             enable_empty_workload_propagation=args.enable_empty_workload_propagation,
-            customized_cluster_resource_modeling=gates.get("CustomizedClusterResourceModeling", True),
-            workload_affinity=gates.get("WorkloadAffinity", False),
-            multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
+            customized_cluster_resource_modeling=gate_enabled(gates, CUSTOMIZED_CLUSTER_RESOURCE_MODELING),
+            workload_affinity=gate_enabled(gates, WORKLOAD_AFFINITY),
+            multiple_pod_templates=gate_enabled(gates, MULTIPLE_POD_TEMPLATES_SCHEDULING),
         )
         extenders, all_extenders = _extenders(configuration)
         profiles = (
@@ -333,7 +339,7 @@ def _run(args: argparse.Namespace) -> int:
         # would not have: with extenders, one process derives and schedules.
         ignore_jobs = bool(all_extenders) and jobs > 1
         jobs = 1 if ignore_jobs else jobs
-        overcommit = gates.get(OVERCOMMIT_GATE, False)
+        overcommit = gate_enabled(gates, SCHEDULING_OVERCOMMIT_PROTECTION)
         with _collector_paused():
             plan, clusters, scheduler, profiles = _load_and_plan(
                 args, scheduler, profiles, configuration, settings, extenders, progress, jobs=jobs
@@ -358,8 +364,9 @@ def _run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         elif overcommit and jobs > 1:
             # Derivation used the workers; scheduling is one sequence, each binding after the last.
-            print(f"fleetsched simulate: note: --jobs ignored for scheduling: with {OVERCOMMIT_GATE} each "
-                  "binding is scheduled against the assumptions of those before it, one at a time",
+            print("fleetsched simulate: note: --jobs ignored for scheduling: with "
+                  f"{SCHEDULING_OVERCOMMIT_PROTECTION} each binding is scheduled against the assumptions "
+                  "of those before it, one at a time",
                   file=sys.stderr)
             jobs = 1
         unschedulable = _write(job, work, jobs=jobs, progress=progress)

@@ -21,7 +21,8 @@ from fleetsched.scheduler.diagnosis import Hint
 from fleetsched.scheduler.diagnosis import hints as diagnose
 from fleetsched.scheduler.framework import PluginSelectionError
 from fleetsched.scheduler.outcome import ScheduleResult, render_into_binding
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, PeerBinding, SchedulingBinding
 
 if TYPE_CHECKING:
@@ -236,7 +237,6 @@ def schedule_all(job: Job, work: Sequence[tuple[bytes, bool]], *, jobs: int) -> 
     )
 
 
-OVERCOMMIT_GATE = "SchedulingOvercommitProtection"
 
 
 def _priority(data: bytes) -> int:

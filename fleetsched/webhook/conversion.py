@@ -1,4 +1,5 @@
-"""``/convert``: ResourceBinding / ClusterResourceBinding v1alpha1 ⇄ v1alpha2 (api.md §4.5-§4.6).
+"""``/convert``: ResourceBinding / ClusterResourceBinding v1alpha1 ⇄ v1alpha2, as
+Karmada's conversion webhook converts them.
 
 A ConversionReview (``apiextensions.k8s.io/v1``) in, the converted objects out. v1alpha1 keeps the
 replica count and per-replica resources inside ``spec.resource``; v1alpha2 moves them to

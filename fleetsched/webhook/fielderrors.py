@@ -1,4 +1,4 @@
-"""Field errors and their aggregation, worded as apimachinery words them (webhook.md §4).
+"""Field errors and their aggregation, worded as apimachinery's ``field.ErrorList`` words them.
 
 An error is a ``(field_path, message)`` pair; ``str()`` gives ``path: message``. ``aggregate``
 joins a list the way ``ErrorList.ToAggregate().Error()`` does: duplicates by full text dropped,
@@ -64,7 +64,7 @@ def aggregate(errors: list[FieldError]) -> str:
     return "[" + ", ".join(seen) + "]"
 
 
-# --- label keys (webhook.md §4.2) ----------------------------------------------------------
+# --- label keys (apimachinery's IsQualifiedName) -------------------------------------------------------
 
 _NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

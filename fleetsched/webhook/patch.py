@@ -2,7 +2,7 @@
 
 Karmada's patch is the difference between the raw request object and ``json.Marshal`` of the
 mutated Go object, so besides the defaults it also drops explicit zero values and adds fields
-the Go type always prints (webhook.md §5.4). ``diff`` reproduces that for the fields our Go
+the Go type always prints (omitempty-less fields). ``diff`` reproduces that for the fields our Go
 tables know; keys they do not know are left untouched rather than removed (the API server has
 already pruned fields unknown to the CRD, and dropping data we cannot name would be worse than
 a harmless difference).

@@ -1,4 +1,4 @@
-"""The AdmissionReview protocol (webhook.md §3): bytes in, an AdmissionReview out.
+"""The AdmissionReview protocol (``admission.k8s.io/v1``): bytes in, an AdmissionReview out.
 
 ``handle`` is the whole webhook minus the network: it checks the body the way
 controller-runtime does (empty, too large, content type), decodes the review and the object
@@ -30,7 +30,7 @@ __all__ = [
     "peek_uid",
 ]
 
-# controller-runtime's limit on an admission request body (webhook.md §3.1).
+# controller-runtime's limit on an admission request body.
 MAX_REQUEST_BYTES = 7 * 1024 * 1024
 # What one request may take to decode and check (``budget.estimate``), by default three times the
 # largest body: a body that would expand further is refused before it is parsed.

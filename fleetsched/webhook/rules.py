@@ -1,10 +1,10 @@
-"""Validation and defaulting rules for (Cluster)PropagationPolicy and the bindings (webhook.md §5-§8).
+"""Validation and defaulting rules for (Cluster)PropagationPolicy and the bindings (karmada-webhook).
 
 Pure functions over decoded objects (see ``schema``): no I/O, no clock, no randomness — the
 permanent id is passed in. Each validation rule returns ``FieldError`` values; the order of
-evaluation is the order of webhook.md §6.3, which decides the order inside Karmada's ``[...]``
-message. Rules read the literal fields of the object as received: absent is absent, not the CRD
-default (with the one exception webhook.md notes for S24).
+evaluation is the order in which Karmada's validating webhook runs its checks, which decides the
+order inside Karmada's ``[...]`` message. Rules read the literal fields of the object as received:
+absent is absent, not the CRD default (with one exception: S24's tolerationSeconds, below).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ CLUSTER_PROPAGATION_POLICY = PolicyKind(
 SERVICE_IMPORT_API_VERSION = "multicluster.x-k8s.io/v1alpha1"
 SERVICE_IMPORT_KIND = "ServiceImport"
 DEFAULT_GRACE_PERIOD_SECONDS = 600
-# S24 reads tolerationSeconds as if the CRD default had been applied (webhook.md §6.2 note).
+# S24 reads tolerationSeconds as if the CRD default had been applied (300), as Karmada does.
 CRD_DEFAULT_TOLERATION_SECONDS = 300
 SUPPORTED_FIELD_SELECTOR_KEYS = ("provider", "region", "zone")
 SUPPORTED_FIELD_SELECTOR_OPERATORS = ("In", "NotIn")

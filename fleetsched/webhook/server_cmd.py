@@ -1,6 +1,6 @@
 """``fleetsched webhook``: serve the admission webhook over HTTPS.
 
-Flags and defaults follow karmada-webhook (webhook.md §2.2). ``--port`` is accepted as the
+Flags and defaults follow karmada-webhook's (cmd/webhook/app/options). ``--port`` is accepted as the
 short form of ``--secure-port``. The metrics and health-probe listeners are best effort: if
 their port is taken the admission server still starts, because that is what the API server
 depends on.
@@ -21,7 +21,7 @@ import structlog
 from aiohttp import web
 
 from fleetsched import flags, karmada_flags
-from fleetsched.flags import parse_bind_address
+from fleetsched.flags import MULTIPLE_POD_TEMPLATES_SCHEDULING, gate_enabled, parse_bind_address
 from fleetsched.webhook import review, server
 
 log = structlog.get_logger("fleetsched.webhook")
@@ -166,8 +166,10 @@ async def serve(args: argparse.Namespace, *, stop: asyncio.Event | None = None) 
         cert_file=cert_dir / args.tls_cert_file_name,
         key_file=cert_dir / args.tls_private_key_file_name,
         tls_min_version=args.tls_min_version,
-        settings=review.Settings(multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
-                                 max_review_memory=args.max_review_memory),
+        settings=review.Settings(
+            multiple_pod_templates=gate_enabled(gates, MULTIPLE_POD_TEMPLATES_SCHEDULING),
+            max_review_memory=args.max_review_memory,
+        ),
         limits=server.Limits(header_timeout=args.header_timeout, body_timeout=args.body_timeout,
                              max_in_flight=args.max_requests_in_flight,
                              max_large_in_flight=args.max_large_requests_in_flight,

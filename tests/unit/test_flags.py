@@ -151,3 +151,14 @@ def test_binding_update_debounce_is_off_by_default() -> None:
     assert scheduler_cmd.operator_config(debounced).binding_update_debounce == 0.5
     with pytest.raises(SystemExit):
         parser.parse_args(["--binding-update-debounce", "-1s"])
+
+
+def test_each_gate_is_declared_once_and_read_with_its_karmada_default() -> None:
+    from fleetsched import flags
+
+    declared = {value for name, value in vars(flags).items()
+                if name.isupper() and isinstance(value, str) and value in flags.KARMADA_FEATURE_GATE_STAGES}
+    assert declared == set(flags.KARMADA_FEATURE_GATE_STAGES)
+    for gate, (default, _stage) in flags.KARMADA_FEATURE_GATE_STAGES.items():
+        assert flags.gate_enabled({}, gate) is default
+        assert flags.gate_enabled({gate: not default}, gate) is (not default)

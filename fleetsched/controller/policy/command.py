@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from fleetsched import karmada_flags
+from fleetsched import flags, karmada_flags
 from fleetsched.controller.policy.operator import (
     DEFAULT_RESOURCES,
     KNOWN_RESOURCES,
@@ -39,10 +39,10 @@ log = structlog.get_logger("fleetsched.controller")
 
 # The Karmada gates that change what the detector builds, and the FeatureGates field of each.
 _GATES = {
-    "PriorityBasedScheduling": "priority_based_scheduling",
-    "WorkloadAffinity": "workload_affinity",
-    "ResourceQuotaEstimate": "resource_quota_estimate",
-    "PropagationPolicyPreemption": "policy_preemption",
+    flags.PRIORITY_BASED_SCHEDULING: "priority_based_scheduling",
+    flags.WORKLOAD_AFFINITY: "workload_affinity",
+    flags.RESOURCE_QUOTA_ESTIMATE: "resource_quota_estimate",
+    flags.PROPAGATION_POLICY_PREEMPTION: "policy_preemption",
 }
 
 

@@ -1,4 +1,4 @@
-"""The policy controller's decisions as pure functions over JSON objects (api.md §7.5, §7.8, §7.9, §7.12).
+"""The policy controller's decisions as pure functions over JSON objects.
 
 * ``claim_patch``: the merge patch that makes a template carry a policy's claim, or None;
 * ``release_patch``: the merge patch that removes a policy's claim from a template or binding;
@@ -286,13 +286,13 @@ def binding_finalizer_release(
     """Standalone only: whether to remove ``karmada.io/binding-controller`` (or the
     ClusterResourceBinding one) from ``binding``.
 
-    In Karmada the binding controller removes it once the binding's Works are deleted (api.md
-    §4.4, §7.12). A standalone install has no binding controller and no Works, so the policy
-    controller removes it from the bindings it derives: being deleted, carrying the finalizer,
-    not managed by another controller, pointing at a template of a kind in ``watched_kinds``
-    (``(apiVersion, kind)`` pairs), owned by that template through the controller reference, and
-    named as the detector names it. The patch keeps every other finalizer and carries the
-    ``resourceVersion`` read, so a concurrent change fails it with 409 instead of being undone.
+    In Karmada the binding controller removes it once the binding's Works are deleted. A standalone
+    install has no binding controller and no Works, so the policy controller removes it from the bindings
+    it derives: being deleted, carrying the finalizer, not managed by another controller, pointing at a
+    template of a kind in ``watched_kinds`` (``(apiVersion, kind)`` pairs), owned by that template through
+    the controller reference, and named as the detector names it. The patch keeps every other finalizer
+    and carries the ``resourceVersion`` read, so a concurrent change fails it with 409 instead of being
+    undone.
     """
     meta = _meta(binding)
     kind = str(binding.get("kind", ""))

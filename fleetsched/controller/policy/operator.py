@@ -1,4 +1,5 @@
-"""The policy controller: policies + resource templates in, ResourceBindings out (api.md §7).
+"""The policy controller (Karmada's resource detector): policies + resource templates in,
+ResourceBindings out.
 
 Data flow, as for the scheduler operator:
 
@@ -41,6 +42,7 @@ import kopf
 import structlog
 from prometheus_client import Gauge
 
+from fleetsched.api.names import WORK_GROUP, WORK_VERSION
 from fleetsched.controller.policy.cache import PolicyViews, new_policy_caches
 from fleetsched.controller.policy.config import PolicyControllerConfig
 from fleetsched.controller.policy.decisions import (
@@ -61,8 +63,6 @@ from fleetsched.controller.policy.resources import (
     PP,
     RBAC_RESOURCES,
     SECRET_RESOURCES,
-    WORK_GROUP,
-    WORK_VERSION,
     TemplateResource,
     permanent_id_label,
     template_qkey,

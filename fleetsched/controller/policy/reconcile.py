@@ -22,6 +22,7 @@ import structlog
 from prometheus_client import Counter, Gauge
 
 from fleetsched.api.load import ResourceTemplate
+from fleetsched.api.names import WORK_GROUP, WORK_VERSION, binding_path, binding_path_of_key
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.controller.policy import selection
 from fleetsched.controller.policy.cache import PolicyViews, claimed_by, template_index
@@ -39,11 +40,7 @@ from fleetsched.controller.policy.decisions import (
 from fleetsched.controller.policy.resources import (
     POLICY_FINALIZERS,
     PP,
-    WORK_GROUP,
-    WORK_VERSION,
     TemplateResource,
-    binding_path,
-    binding_path_of_key,
     claim_label_value,
     claiming_policy_key,
     override_policy_path,

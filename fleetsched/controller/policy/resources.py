@@ -14,13 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fleetsched.api.names import POLICY_GROUP, POLICY_VERSION
 from fleetsched.api.policy import ClusterPropagationPolicy, PropagationPolicy
 from fleetsched.controller.runtime.queue import QueueKey
 from fleetsched.detector import constants as keys
 from fleetsched.detector.match import Claim
 
-POLICY_GROUP, POLICY_VERSION = "policy.karmada.io", "v1alpha1"
-WORK_GROUP, WORK_VERSION = "work.karmada.io", "v1alpha2"
 PP, CPP = PropagationPolicy.KIND, ClusterPropagationPolicy.KIND
 POLICY_PLURALS = {PP: "propagationpolicies", CPP: "clusterpropagationpolicies"}
 POLICY_FINALIZERS = {
@@ -127,20 +126,6 @@ def template_qkey(resource: TemplateResource, key: str) -> QueueKey:
 def works_served(discovery: Mapping[str, Any]) -> bool:
     """Whether an APIResourceList (``GET /apis/work.karmada.io/v1alpha1``) lists Karmada's Works."""
     return any(r.get("name") == "works" for r in discovery.get("resources") or ())
-
-
-def binding_path_of_key(kind: str, key: str) -> str:
-    if kind == "ResourceBinding":
-        namespace, name = key.split("/", 1)
-        return binding_path(kind, namespace, name)
-    return binding_path(kind, None, key)
-
-
-def binding_path(kind: str, namespace: str | None, name: str) -> str:
-    base = f"/apis/{WORK_GROUP}/{WORK_VERSION}"
-    if kind == "ResourceBinding":
-        return f"{base}/namespaces/{namespace}/resourcebindings/{name}"
-    return f"{base}/clusterresourcebindings/{name}"
 
 
 def policy_path(kind: str, key: str) -> str:

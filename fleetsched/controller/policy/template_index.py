@@ -1,7 +1,7 @@
 """The policy controller's cached templates indexed by what a resource selector can match. Pure.
 
 A policy event used to parse every cached template of every watched kind and evaluate the policy
-against each. A selector (api.md §7.3) can only match a template of its own apiVersion and kind;
+against each. A resource selector can only match a template of its own apiVersion and kind;
 one with a ``name`` only templates of that name; one with ``matchLabels`` only templates carrying
 each pair; one with a ``namespace`` only templates in it. So each template is filed under
 

@@ -38,6 +38,8 @@ from pydantic import ValidationError
 
 from fleetsched.api._base import parse_time
 from fleetsched.api.apps import REBALANCE_FAILED, REBALANCE_SUCCESSFUL, ObservedWorkload, WorkloadRebalancer
+from fleetsched.api.names import CLUSTER_RESOURCE_BINDING, RESOURCE_BINDING
+from fleetsched.api.names import binding_path as names_binding_path
 from fleetsched.controller.rebalancer import decisions
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.controller import ControllerRuntime
@@ -48,7 +50,6 @@ log = structlog.get_logger("fleetsched.controller")
 
 REBALANCER = WorkloadRebalancer.KIND
 APPS_GROUP, APPS_VERSION, REBALANCER_PLURAL = "apps.karmada.io", "v1alpha1", "workloadrebalancers"
-WORK_PATH = "/apis/work.karmada.io/v1alpha2"
 MAX_CONFLICT_RETRIES = 5
 # A TTL timer fires this much late, so the rebalancer is past its TTL when it is read again.
 TTL_SLACK = 0.05
@@ -73,9 +74,8 @@ def rebalancer_path(name: str | None = None) -> str:
 
 
 def binding_path(ref: decisions.BindingRef) -> str:
-    if ref.namespace:
-        return f"{WORK_PATH}/namespaces/{ref.namespace}/resourcebindings/{ref.name}"
-    return f"{WORK_PATH}/clusterresourcebindings/{ref.name}"
+    kind = RESOURCE_BINDING if ref.namespace else CLUSTER_RESOURCE_BINDING
+    return names_binding_path(kind, ref.namespace, ref.name)
 
 
 def rebalancer_qkey(name: str) -> QueueKey:

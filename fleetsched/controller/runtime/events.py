@@ -1,6 +1,6 @@
 """Kubernetes Events with karmada-scheduler's reasons and messages, sent off the scheduling path.
 
-Karmada records two events per outcome (spec/scheduler.md §3.8): one on the binding and one on the
+Karmada records two events per outcome: one on the binding and one on the
 resource template it points at. Success: ``Normal``/``ScheduleBindingSucceed`` with
 ``Binding has been scheduled successfully. Result: {c1:2, c2:3}`` (``Result {`` for a
 ClusterResourceBinding); failure: ``Warning``/``ScheduleBindingFailed`` with the error text.
@@ -37,8 +37,8 @@ from typing import Any
 
 import structlog
 
-from fleetsched.api.document import format_time
 from fleetsched.api.text import EVENT_MESSAGE_LIMIT, fit_message
+from fleetsched.api.times import format_time
 from fleetsched.kube.client import ApiError, KubeClient
 
 log = structlog.get_logger("fleetsched.events")

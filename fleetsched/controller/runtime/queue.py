@@ -1,6 +1,6 @@
 """The scheduling queue: which binding a worker takes next, and when a failed one comes back.
 
-Reproduces karmada-scheduler's priority queue (spec/scheduler.md §3.2):
+Reproduces karmada-scheduler's priority queue (pkg/scheduler/internal/queue):
 
 * activeQ is ordered by ``spec.schedulePriority.priority`` descending, then by the time the key
   entered the queue (FIFO). Pushing a key that is already waiting is a no-op; pushing a key that

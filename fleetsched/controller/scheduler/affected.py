@@ -1,4 +1,4 @@
-"""Which cached bindings a Cluster change can affect, found through an index (spec/scheduler.md §3.1).
+"""Which cached bindings a Cluster change can affect, found through an index.
 
 Reconciling a Cluster object C enqueues every binding that passes the event filter and whose
 reconcile affinity (``decision.cluster_matches_binding``: the inline affinity of the observed term

@@ -41,7 +41,13 @@ from fleetsched.controller.scheduler.decision import DEFAULT_SCHEDULER_NAME
 from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
 from fleetsched.extender.metrics import count_ignored_failure
 from fleetsched.flags import (
+    CUSTOMIZED_CLUSTER_RESOURCE_MODELING,
+    MULTIPLE_POD_TEMPLATES_SCHEDULING,
+    PRIORITY_BASED_SCHEDULING,
+    SCHEDULING_OVERCOMMIT_PROTECTION,
+    WORKLOAD_AFFINITY,
     explicit_flags,
+    gate_enabled,
     merge_feature_gates,
     plugins_contradiction,
     record_explicit_flags,
@@ -265,7 +271,7 @@ def load_configuration(args: argparse.Namespace) -> tuple[argparse.Namespace, Lo
     from fleetsched.scheduler import config
 
     loaded = config.load_configuration(
-        args.config, workload_affinity=bool(args.feature_gates.get("WorkloadAffinity"))
+        args.config, workload_affinity=gate_enabled(args.feature_gates, WORKLOAD_AFFINITY)
     )
     return apply_configuration(args, loaded.configuration), loaded
 
@@ -276,9 +282,9 @@ def scheduler_settings(args: argparse.Namespace) -> Settings:
     return Settings(
         plugins=args.plugins,
         enable_empty_workload_propagation=args.enable_empty_workload_propagation,
-        customized_cluster_resource_modeling=gates.get("CustomizedClusterResourceModeling", True),
-        multiple_pod_templates=gates.get("MultiplePodTemplatesScheduling", False),
-        workload_affinity=gates.get("WorkloadAffinity", False),
+        customized_cluster_resource_modeling=gate_enabled(gates, CUSTOMIZED_CLUSTER_RESOURCE_MODELING),
+        multiple_pod_templates=gate_enabled(gates, MULTIPLE_POD_TEMPLATES_SCHEDULING),
+        workload_affinity=gate_enabled(gates, WORKLOAD_AFFINITY),
     )
 
 
@@ -294,7 +300,7 @@ def operator_config(
         leader_election=command.leader_election(args),
         scheduling_timeout=args.scheduling_timeout or None,
         sharding=command.sharding(args),
-        overcommit_protection=bool(args.feature_gates.get("SchedulingOvercommitProtection", False)),
+        overcommit_protection=gate_enabled(args.feature_gates, SCHEDULING_OVERCOMMIT_PROTECTION),
         assumption_ttl=args.assumption_ttl,
         move_budget=move_budget,
         binding_update_debounce=args.binding_update_debounce,
@@ -303,7 +309,7 @@ def operator_config(
 
 def scheduling_queue(args: argparse.Namespace) -> SchedulingQueue:
     """Karmada's priority queue, or with ``PriorityBasedScheduling=false`` its legacy FIFO work queue."""
-    if args.feature_gates.get("PriorityBasedScheduling", True):
+    if gate_enabled(args.feature_gates, PRIORITY_BASED_SCHEDULING):
         return SchedulingQueue()
     return SchedulingQueue.legacy()
 

@@ -5,7 +5,7 @@ every watch event), the scheduling decision reads the binding converted once by 
 converter (``read_binding``) and applies the core's own rules (workload, duplicated, reschedule
 times parsed by ``scheduler.convert``):
 
-* ``passes_filter`` — the binding event filter (spec/scheduler.md §3.1);
+* ``passes_filter`` — the binding event filter (karmada-scheduler's ``resourceBindingEventFilter``);
 * ``binding_update_enqueues`` / ``cluster_update_reconciles`` / ``cluster_matches_binding`` — which
   update events enqueue which bindings (§3.1);
 * ``should_schedule`` — the ordered checks of §3.4 deciding whether a dequeued binding gets a
@@ -26,7 +26,7 @@ from typing import Any
 from fleetsched.controller.scheduler.placement_json import placement_changed
 from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
 from fleetsched.scheduler.framework.hints import ClusterEvent
-from fleetsched.scheduler.pipeline import reschedule_required
+from fleetsched.scheduler.groups import reschedule_required
 from fleetsched.scheduler.types import DIVIDED, DUPLICATED, BindingStatus, SchedulingBinding
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"

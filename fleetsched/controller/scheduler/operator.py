@@ -30,6 +30,16 @@ from typing import Any, TypeVar
 
 import structlog
 
+from fleetsched.api.names import (
+    CLUSTER_GROUP,
+    CLUSTER_RESOURCE_BINDING,
+    CLUSTER_VERSION,
+    RESOURCE_BINDING,
+    WORK_GROUP,
+    WORK_PLURALS,
+    WORK_VERSION,
+)
+from fleetsched.api.names import binding_path_of_key as binding_path
 from fleetsched.controller.runtime import controller as runtime
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.cache import ClusterStore, ObjectCache, object_key, resource_version
@@ -93,8 +103,8 @@ from fleetsched.scheduler.framework import hints
 from fleetsched.scheduler.framework.defaults import DEFAULT_QUEUE_SORT
 from fleetsched.scheduler.framework.interface import Code, Status
 from fleetsched.scheduler.framework.runtime import BindingCycle
+from fleetsched.scheduler.groups import reschedule_required
 from fleetsched.scheduler.outcome import Condition
-from fleetsched.scheduler.pipeline import reschedule_required
 from fleetsched.scheduler.stepping import MoveBudget
 from fleetsched.scheduler.types import BindingStatus, SchedulingBinding
 
@@ -102,25 +112,13 @@ T = TypeVar("T")
 
 log = structlog.get_logger("fleetsched.scheduler")
 
-WORK_GROUP, WORK_VERSION = "work.karmada.io", "v1alpha2"
-CLUSTER_GROUP, CLUSTER_VERSION = "cluster.karmada.io", "v1alpha1"
-RB, CRB = "ResourceBinding", "ClusterResourceBinding"
-PLURALS = {RB: "resourcebindings", CRB: "clusterresourcebindings"}
+RB, CRB = RESOURCE_BINDING, CLUSTER_RESOURCE_BINDING
+PLURALS = WORK_PLURALS
 MAX_CONFLICT_RETRIES = 5
 # Decisions of one binding refused at Reserve (another decision took the capacity first) before the
 # binding goes back to the queue with backoff.
 MAX_RESERVE_ATTEMPTS = 3
 MAX_OWN_VERSIONS = 100_000
-
-
-def binding_path(kind: str, key: str, *, status: bool = False) -> str:
-    base = f"/apis/{WORK_GROUP}/{WORK_VERSION}"
-    if kind == RB:
-        namespace, name = key.split("/", 1)
-        path = f"{base}/namespaces/{namespace}/resourcebindings/{name}"
-    else:
-        path = f"{base}/clusterresourcebindings/{key}"
-    return path + "/status" if status else path
 
 
 def queue_key(kind: str, key: str) -> QueueKey:

@@ -1,5 +1,5 @@
 """The ResourceBindings the workload (anti-)affinity plugins compare a binding with (gate
-WorkloadAffinity, scheduler.md §5.7), kept from the watched bindings and this process's decisions.
+WorkloadAffinity), kept from the watched bindings and this process's decisions.
 
 Karmada reads peers from its informer cache, preferring the copies of results it has just written.
 Here the binding cache already holds our own writes' answers, and a decision that passed Reserve is

@@ -1,7 +1,7 @@
 """Comparing a placement with the ``policy.karmada.io/applied-placement`` annotation, as Go does.
 
 Karmada compares the annotation with the binding's placement after decoding both into Go structs
-and running ``reflect.DeepEqual`` (spec/scheduler.md §3.4 item 1). Two consequences matter and are
+and running ``reflect.DeepEqual``. Two consequences matter and are
 kept here: an absent scalar equals its zero value, but an absent (nil) list or map differs from an
 explicitly empty one, and a nil pointer differs from a pointer to an empty struct.
 
@@ -122,7 +122,7 @@ def _term_named(placement: dict[str, Any], name: str) -> dict[str, Any] | None:
 def placement_changed(
     placement: dict[str, Any] | None, applied_annotation: str | None, observed_affinity_name: str
 ) -> bool:
-    """Karmada's ``placementChanged`` (spec/scheduler.md §3.4 item 1)."""
+    """Karmada's ``placementChanged``."""
     if not applied_annotation:
         return True
     try:

@@ -18,7 +18,7 @@ from fleetsched.scheduler.assume import (
     footprint,
     left_clusters,
 )
-from fleetsched.scheduler.pipeline import Snapshot
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import SchedulingBinding
 
 Take = Callable[[int], Reservation | None]

@@ -1,5 +1,5 @@
 """NodeResourceEstimator: replicas and component sets that fit on the member cluster's nodes
-(shared/spec/estimator.md sections 3.7 and 3.8).
+(karmada-scheduler-estimator's NodeResourceEstimator).
 
 Replicas: free amounts per node, after first-fit deduction of assumed workloads, divided by the
 per-replica demand on the nodes the request's claim admits, summed. Sets: first fit of whole sets.
@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from fleetsched.api.resources import PODS, demand_of
 from fleetsched.estimator.cache import NodeTable, TableSnapshot
 from fleetsched.estimator.framework import Code, EstimateContext, PluginResult
 from fleetsched.estimator.model import EMPTY_CLAIM, MAX_INT32, Component, ReplicaRequirements
-from fleetsched.estimator.resources import PODS, demand_of
 from fleetsched.estimator.simulator import FirstFit, SimComponent
 
 __all__ = ["NAME", "NodeResourceEstimator"]

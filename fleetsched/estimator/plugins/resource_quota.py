@@ -1,5 +1,6 @@
 """ResourceQuotaEstimator: replicas and sets the namespace's ResourceQuotas still allow
-(shared/spec/estimator.md section 3.9). Only active with the ``ResourceQuotaEstimate`` gate.
+(karmada-scheduler-estimator's ResourceQuotaEstimator). Only active with the
+``ResourceQuotaEstimate`` gate.
 
 Karmada quirks kept on purpose: quota scope selectors are ORed and only ``PriorityClass`` can match;
 an empty request namespace consults every namespace's quotas; free = hard - used may be negative (its
@@ -15,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetsched.api.quantity import Quantity
+from fleetsched.api.resources import CPU, MEMORY, as_quantity, is_extended_resource
 from fleetsched.estimator.framework import Code, EstimateContext, PluginResult
 from fleetsched.estimator.model import MAX_INT32, Component, NodeSelectorRequirement, ReplicaRequirements
 from fleetsched.estimator.nodefilter import compile_requirement
-from fleetsched.estimator.resources import CPU, MEMORY, as_quantity, is_extended_resource
 
 __all__ = ["NAME", "Quota", "QuotaSelector", "QuotaStore", "ResourceQuotaEstimator", "quota_from_object"]
 

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from fleetsched.api import strict, yamlload
 from fleetsched.api.text import escape_controls
+from fleetsched.flags import WORKLOAD_AFFINITY
 from fleetsched.scheduler.config import plugins as out_of_tree
 from fleetsched.scheduler.config import v1alpha1 as v1
 from fleetsched.scheduler.config.configuration import API_VERSION, KIND, SchedulerConfiguration
@@ -207,7 +208,7 @@ def parse_configuration(
     ``plugins.PluginLoadError``, one line each."""
     model = parse_model(text, source=source)
     if model.feature_gates is not None:
-        workload_affinity = model.feature_gates.get("WorkloadAffinity", workload_affinity)
+        workload_affinity = model.feature_gates.get(WORKLOAD_AFFINITY, workload_affinity)
     in_tree = in_tree_points(workload_affinity=workload_affinity)
     catalog: dict[str, frozenset[ExtensionPoint] | None] = dict(in_tree)
     if extra_catalog:

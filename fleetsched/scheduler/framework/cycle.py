@@ -9,7 +9,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fleetsched.scheduler.framework.containment import PluginError, quote
 from fleetsched.scheduler.framework.instrumentation import UNRESERVE, Instrumented
@@ -25,9 +25,6 @@ from fleetsched.scheduler.framework.interface import (
 from fleetsched.scheduler.framework.listers import Listers
 from fleetsched.scheduler.framework.plugin_metrics import PluginMetrics
 from fleetsched.scheduler.types import TargetCluster
-
-if TYPE_CHECKING:
-    from fleetsched.scheduler.framework.runtime import Framework
 
 # ---- waiting at Permit ---------------------------------------------------------------------------
 
@@ -114,6 +111,23 @@ def call_all(callbacks: Sequence[Callable[[], None]]) -> None:
             callback()
 
 
+class HandleSource(Protocol):
+    """What a ``PluginHandle`` reads of its Framework."""
+
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def listers(self) -> Listers: ...
+
+    @property
+    def plugin_metrics(self) -> PluginMetrics: ...
+
+    def clock(self) -> float: ...
+
+    def waiting_binding(self, key: str) -> WaitingAtPermit | None: ...
+
+
 class PluginHandle:
     """The ``Handle`` a plugin's factory is given: the profile's name, the clock, the bindings
     waiting at Permit, the read-only listers and the metrics registry, and nothing else of the
@@ -121,7 +135,7 @@ class PluginHandle:
 
     __slots__ = ("_framework",)
 
-    def __init__(self, framework: Framework) -> None:
+    def __init__(self, framework: HandleSource) -> None:
         self._framework = framework
 
     @property
@@ -153,6 +167,13 @@ class BindingCycleRunner(Instrumented):
     _waiting: dict[str, WaitingAtPermit]
     _waiting_lock: threading.Lock
     _clock: Callable[[], float]
+
+    def clock(self) -> float:
+        return self._clock()
+
+    def waiting_binding(self, key: str) -> WaitingAtPermit | None:
+        with self._waiting_lock:
+            return self._waiting.get(key)
 
     def run_reserve(
         self, ctx: FilterContext, targets: Sequence[TargetCluster]
@@ -281,7 +302,7 @@ class BindingCycleRunner(Instrumented):
         return bool(self.reserves or self.permits or self.pre_binds or self.post_binds)
 
     def binding_cycle(self, cycle_context: Any, targets: Sequence[TargetCluster]) -> BindingCycle:
-        return BindingCycle(self, cycle_context, tuple(targets))  # type: ignore[arg-type]
+        return BindingCycle(self, cycle_context, tuple(targets))
 
 
 @dataclass(slots=True)
@@ -289,7 +310,7 @@ class BindingCycle:
     """Reserve -> Permit -> PreBind -> (the edge writes) -> PostBind, or Unreserve when anything
     after Reserve fails (the write included). The edge calls these in that order."""
 
-    framework: Framework
+    framework: BindingCycleRunner
     ctx: FilterContext
     targets: tuple[TargetCluster, ...]
     _undo: Callable[[], None] | None = field(default=None, repr=False)

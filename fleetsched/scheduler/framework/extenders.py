@@ -30,8 +30,8 @@ from fleetsched.scheduler.framework.interface import (
     FilterContext,
     Status,
 )
-from fleetsched.scheduler.framework.memo import ClusterSnapshot
 from fleetsched.scheduler.outcome import ExtenderVerdict, SkippedPlugin
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
 # kube-scheduler's rule: an extender's 0..MAX_EXTENDER_PRIORITY score counts x MAX_SCORE/10, so an
@@ -145,7 +145,7 @@ class ExtenderCalls(Instrumented):
         self,
         extender: Extender,
         ctx: FilterContext,
-        snapshot: ClusterSnapshot,
+        snapshot: Snapshot,
         feasible_index: list[int],
         failures: list[tuple[str, dict[int, Status]]],
         verdicts: list[ExtenderVerdict],

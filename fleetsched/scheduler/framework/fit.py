@@ -14,7 +14,6 @@ from fleetsched.scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
-from fleetsched.scheduler.framework.memo import ClusterSnapshot
 from fleetsched.scheduler.outcome import (
     ClusterVerdict,
     ExtenderVerdict,
@@ -22,6 +21,7 @@ from fleetsched.scheduler.outcome import (
     PluginScore,
     SkippedPlugin,
 )
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
 
@@ -36,7 +36,7 @@ class FitOutcome:
 
     feasible: list[ClusterInfo]
     totals: list[int]
-    snapshot: ClusterSnapshot
+    snapshot: Snapshot
     failures: tuple[tuple[str, dict[int, Status]], ...]
     feasible_index: list[int]
     score_names: tuple[str, ...] = ()

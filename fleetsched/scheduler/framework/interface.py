@@ -30,7 +30,7 @@ Scheduling cycle (pure, run by ``Framework`` in ``runtime.py`` for one affinity 
    ``BatchScorePlugin.score_clusters``). With ``NormalizeScorePlugin.normalize_score`` the raw scores
    of all feasible clusters are mapped to ``MIN_SCORE..MAX_SCORE``. The total of a cluster is
    ``sum(weight * normalised)`` over score plugins, plus ``sum(extender weight * score * 10)``.
-   A score plugin that raises aborts the attempt (Karmada, scheduler.md §5.8).
+   A score plugin that raises aborts the attempt (as in Karmada).
 7. ``Reserve``    -- with the chosen placement, before it is written: ``reserve(ctx, targets)``; when
    the write (or a later binding-cycle point) fails, ``unreserve(ctx, targets)`` is called on every
    plugin that reserved, in reverse order.
@@ -182,7 +182,8 @@ __all__ = [
     "WaitingBinding",
 ]
 
-# An estimator answers -1 for a cluster it cannot judge; the merge skips it (scheduler.md §7.1).
+# An estimator answers -1 for a cluster it cannot judge; the merge skips it (Karmada's
+# ``UnauthenticReplica``).
 UNAUTHENTIC_REPLICA = -1
 
 # Bounds of a normalised score (kube-scheduler's MinNodeScore/MaxNodeScore; Karmada's plugins use 0..100).

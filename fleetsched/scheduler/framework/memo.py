@@ -17,10 +17,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from fleetsched.scheduler.framework.interface import ClusterFacet, DeclaresInputs, Status
-from fleetsched.scheduler.outcome import ClusterVerdict
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
 if TYPE_CHECKING:
@@ -29,21 +29,6 @@ if TYPE_CHECKING:
 DEFAULT_MEMO_LIMIT = 20_000
 # Answers (one per plugin, binding key and cluster) the memo holds at most: ~4M pointers.
 DEFAULT_MEMO_CELLS = 4_000_000
-
-
-class ClusterSnapshot(Protocol):
-    """What the runtime reads of a cluster snapshot (``pipeline.Snapshot``): immutable clusters,
-    their names, a process-unique ``generation`` (memo validity), and positions by deletion."""
-
-    clusters: tuple[ClusterInfo, ...]
-    names: tuple[str, ...]
-    generation: int
-
-    def deleting_index(self) -> list[int]: ...
-
-    def live_index(self) -> list[int]: ...
-
-    def base_verdicts(self) -> tuple[ClusterVerdict, ...]: ...
 
 
 class LRU:
@@ -134,7 +119,7 @@ class Tokens:
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
 
-    def of(self, snapshot: ClusterSnapshot, facets: ClusterFacet) -> tuple[int, ...]:
+    def of(self, snapshot: Snapshot, facets: ClusterFacet) -> tuple[int, ...]:
         key = (snapshot.generation, facets)
         with self._lock:
             found = self._by_snapshot.get(key)
@@ -186,7 +171,7 @@ class Tokens:
             return self._by_snapshot.get((generation, facets))  # type: ignore[no-any-return]
 
     def changes(
-        self, entry: MemoEntry, snapshot: ClusterSnapshot, facets: ClusterFacet, versions: tuple[int, ...]
+        self, entry: MemoEntry, snapshot: Snapshot, facets: ClusterFacet, versions: tuple[int, ...]
     ) -> tuple[int, ...] | None:
         """Positions whose versions differ between the entry's snapshot and ``snapshot``; None when
         the two snapshots do not list the same clusters in the same order."""
@@ -215,7 +200,7 @@ class OutcomeMemo:
     _outcome_facets: ClusterFacet
     outcome_limit: int
 
-    def _outcome_memo(self, snapshot: ClusterSnapshot) -> LRU | None:
+    def _outcome_memo(self, snapshot: Snapshot) -> LRU | None:
         """The memo of whole outcomes valid for ``snapshot``: its own, or the one of the snapshot it
         was derived from when the plugins' facets are unchanged between the two (then shared)."""
         generation = snapshot.generation
@@ -248,7 +233,7 @@ class OutcomeMemo:
             del self._outcomes[min(self._outcomes)]
         return memo
 
-    def _remember_outcome(self, snapshot: ClusterSnapshot, key: Hashable, out: FitOutcome, cost: int) -> None:
+    def _remember_outcome(self, snapshot: Snapshot, key: Hashable, out: FitOutcome, cost: int) -> None:
         memo = self._outcome_memo(snapshot)
         if memo is None:
             # Its versions, for the snapshots that will be derived from this one.
@@ -272,7 +257,7 @@ def declared_inputs(plugin: Any) -> ClusterFacet | None:
     return None
 
 
-def unasked_positions(answers: list[Any], snapshot: ClusterSnapshot) -> tuple[int, ...]:
+def unasked_positions(answers: list[Any], snapshot: Snapshot) -> tuple[int, ...]:
     """Positions left without an answer: the clusters being deleted (never asked)."""
     return tuple(i for i in snapshot.deleting_index() if answers[i] is None)
 
@@ -288,7 +273,7 @@ def gather(values: Sequence[int], positions: Sequence[int]) -> list[int]:
 
 def reuse_answers(
     entry: MemoEntry,
-    snapshot: ClusterSnapshot,
+    snapshot: Snapshot,
     versions: tuple[int, ...],
     answers: list[Any],
     *,

@@ -28,7 +28,7 @@ __all__ = [
     "redact_url",
 ]
 
-# Karmada's default ``spec.schedulerName`` (api.md): bindings without one belong to this profile.
+# Karmada's default ``spec.schedulerName``: bindings without one belong to this profile.
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 

@@ -96,7 +96,6 @@ from fleetsched.scheduler.framework.memo import (
     DEFAULT_MEMO_CELLS,
     DEFAULT_MEMO_LIMIT,
     LRU,
-    ClusterSnapshot,
     MemoEntry,
     OutcomeMemo,
     Tokens,
@@ -109,6 +108,7 @@ from fleetsched.scheduler.framework.plugin_metrics import PluginMetrics
 from fleetsched.scheduler.framework.profile import ExtensionPoint, Profile
 from fleetsched.scheduler.framework.registry import Registry, validate_args
 from fleetsched.scheduler.outcome import ExtenderVerdict, PluginScore, SkippedPlugin
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, ClusterSelection, frozen_mapping
 
 __all__ = [
@@ -124,7 +124,6 @@ __all__ = [
     "UNRESERVE",
     "BindingCycle",
     "CallRaised",
-    "ClusterSnapshot",
     "ConcurrentDriver",
     "Driver",
     "ExtenderSkipObserver",
@@ -348,13 +347,6 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
     def profile_name(self) -> str:
         return self.profile.scheduler_name
 
-    def clock(self) -> float:
-        return self._clock()
-
-    def waiting_binding(self, key: str) -> WaitingAtPermit | None:
-        with self._waiting_lock:
-            return self._waiting.get(key)
-
     def plugin(self, name: str) -> Plugin | None:
         """The instance of an enabled plugin (for tests and explanations)."""
         return self._instances.get(name)
@@ -401,7 +393,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
     def run_filter_and_score(
         self,
         ctx: FilterContext,
-        snapshot: ClusterSnapshot,
+        snapshot: Snapshot,
         *,
         step: Callable[[str, float], float] | None = None,
     ) -> FitOutcome:
@@ -604,7 +596,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
         slot: FilterSlot,
         key: Hashable,
         ctx: FilterContext,
-        snapshot: ClusterSnapshot,
+        snapshot: Snapshot,
         skipped: list[SkippedPlugin],
     ) -> dict[int, Status] | None:
         """Rejections of one filter plugin by snapshot index; None when it failed and was skipped."""
@@ -721,7 +713,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
         slot: ScoreSlot,
         key: Hashable,
         ctx: FilterContext,
-        snapshot: ClusterSnapshot,
+        snapshot: Snapshot,
         feasible_index: list[int],
         skipped: list[SkippedPlugin],
     ) -> Sequence[int] | None:
@@ -873,7 +865,7 @@ class Framework(OutcomeMemo, ExtenderCalls, BindingCycleRunner):
     def _post_filter(
         self,
         ctx: FilterContext,
-        snapshot: ClusterSnapshot,
+        snapshot: Snapshot,
         failures: list[tuple[str, dict[int, Status]]],
         skipped: list[SkippedPlugin],
     ) -> list[tuple[str, PostFilterResult]]:

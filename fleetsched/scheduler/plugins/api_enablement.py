@@ -1,4 +1,4 @@
-"""APIEnablement filter: the cluster must serve the resource's API (scheduler.md §5.2)."""
+"""APIEnablement filter: the cluster must serve the resource's API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ClusterAffinity filter (and zero score): the placement's affinity must match (scheduler.md §5.3)."""
+"""ClusterAffinity filter (and zero score): the placement's affinity must match."""
 
 from __future__ import annotations
 

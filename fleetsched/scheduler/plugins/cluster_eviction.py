@@ -1,4 +1,4 @@
-"""ClusterEviction filter: clusters the binding is being evicted from are out (scheduler.md §5.6)."""
+"""ClusterEviction filter: clusters the binding is being evicted from are out."""
 
 from __future__ import annotations
 

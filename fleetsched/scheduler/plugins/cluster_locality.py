@@ -1,4 +1,4 @@
-"""ClusterLocality score: current targets score 100, everyone else 0 (scheduler.md §5.8)."""
+"""ClusterLocality score: current targets score 100, everyone else 0."""
 
 from __future__ import annotations
 

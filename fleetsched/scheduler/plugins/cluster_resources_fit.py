@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from fleetsched.estimator.resources import is_scalar_resource
+from fleetsched.api.resources import is_scalar_resource
 from fleetsched.plugin import MAX_SCORE, ClusterFacet, ClusterInfo, FilterContext, Handle
 from fleetsched.scheduler.types import SchedulingBinding
 

@@ -1,4 +1,4 @@
-"""SpreadConstraint filter: clusters must carry the topology property spread over (scheduler.md §5.5)."""
+"""SpreadConstraint filter: clusters must carry the topology property spread over."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TaintToleration filter: NoSchedule/NoExecute taints must be tolerated (scheduler.md §5.4)."""
+"""TaintToleration filter: NoSchedule/NoExecute taints must be tolerated."""
 
 from __future__ import annotations
 

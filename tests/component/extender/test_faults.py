@@ -12,7 +12,7 @@ from fleetsched.extender import metrics
 from fleetsched.extender.client import HTTPExtender
 from fleetsched.extender.errors import ExtenderError, FaultKind
 from fleetsched.scheduler.framework.interface import Code
-from fleetsched.scheduler.pipeline import Snapshot
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import BindingStatus
 from fleetsched.testing.extender import Behaviour, ExtenderServer, closed_port
 

@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fleetsched.controller.runtime.cache import ClusterStore
-from fleetsched.estimator import general
+from fleetsched.scheduler import general_estimator as general
 from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
 from fleetsched.scheduler.outcome import ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
 EXAMPLES = int(os.environ.get("STORE_EXAMPLES", "80"))

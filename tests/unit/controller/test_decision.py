@@ -213,7 +213,7 @@ def test_cluster_change_uses_the_observed_affinity_term_inline_only() -> None:
 )
 def test_the_decision_reads_reschedule_times_as_the_core_does(triggered: str) -> None:
     from fleetsched.scheduler.convert import binding_from_dict, status_from_dict
-    from fleetsched.scheduler.pipeline import reschedule_required
+    from fleetsched.scheduler.groups import reschedule_required
 
     binding = a_binding(rescheduleTriggeredAt=triggered)
     core_says = reschedule_required(

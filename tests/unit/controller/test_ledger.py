@@ -14,9 +14,9 @@ import pytest
 
 from fleetsched.api.quantity import parse_quantity
 from fleetsched.controller.scheduler.ledger import Ledger, decode_entry, encode_entry, ledger_name
-from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.kube.client import ApiError
 from fleetsched.scheduler.assume import AssumeRecord, Reservation
+from fleetsched.scheduler.general_estimator import GeneralEstimator
 from fleetsched.scheduler.types import (
     AssumedWorkload,
     ClusterInfo,

@@ -37,10 +37,10 @@ from fleetsched.controller.scheduler.ledger import (
     parse_annotation,
 )
 from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
-from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler
 from fleetsched.scheduler.assume import AssumeRecord, Reservation
+from fleetsched.scheduler.general_estimator import GeneralEstimator
 from fleetsched.scheduler.types import (
     AssumedWorkload,
     ClusterInfo,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from fleetsched.api.resources import CPU, PODS
 from fleetsched.estimator.cache import NodeTable
 from fleetsched.estimator.framework import EstimateContext
 from fleetsched.estimator.model import (
@@ -14,7 +15,6 @@ from fleetsched.estimator.model import (
     ReplicaRequirements,
 )
 from fleetsched.estimator.plugins.node_resource import NodeResourceEstimator
-from fleetsched.estimator.resources import CPU, PODS
 from fleetsched.estimator.service import apply_node, apply_pod
 
 from .builders import a_node, a_pod

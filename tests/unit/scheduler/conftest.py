@@ -5,7 +5,8 @@ from collections.abc import Callable
 import pytest
 
 from fleetsched.scheduler.outcome import ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler, Settings
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
 from .builders import BindingBuilder, ClusterBuilder

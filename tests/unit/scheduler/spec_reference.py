@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from fleetsched.estimator.general import is_scalar_resource
+from fleetsched.scheduler.general_estimator import is_scalar_resource
 from fleetsched.scheduler.matching import cluster_matches, tolerates
 from fleetsched.scheduler.types import (
     AffinityTerm,

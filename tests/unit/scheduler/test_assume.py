@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from fleetsched.api.quantity import parse_quantity
 from fleetsched.controller.scheduler import assumptions
-from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.scheduler.assume import AssumeRecord, Release, describe, footprint, newly_healthy
-from fleetsched.scheduler.pipeline import Snapshot
+from fleetsched.scheduler.general_estimator import GeneralEstimator
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import (
     AssumedLoad,
     AssumedWorkload,

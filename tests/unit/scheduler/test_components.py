@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fleetsched.api.quantity import parse_quantity
-from fleetsched.estimator.general import GeneralEstimator, estimate_component_sets
 from fleetsched.scheduler.framework import ComponentSetEstimator
-from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.general_estimator import GeneralEstimator, estimate_component_sets
+from fleetsched.scheduler.pipeline import Scheduler, Settings
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import Component, ReplicaRequirements
 
 from .builders import a_binding, a_cluster

@@ -4,7 +4,8 @@ import pytest
 
 from fleetsched.scheduler import framework
 from fleetsched.scheduler.framework import STEPS, PluginSelectionError, ReplicaEstimator, select_plugins
-from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler, Settings
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, ReplicaRequirements
 
 from .builders import a_binding, a_cluster

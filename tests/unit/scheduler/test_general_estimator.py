@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleetsched.estimator.general import GeneralEstimator, is_scalar_resource
 from fleetsched.scheduler.framework import ReplicaEstimator
+from fleetsched.scheduler.general_estimator import GeneralEstimator, is_scalar_resource
 from fleetsched.scheduler.types import ReplicaRequirements
 
 from .builders import ClusterBuilder, a_binding, a_cluster
@@ -106,7 +106,7 @@ def test_a_cluster_keeps_its_prepared_headroom_only_however_many_requests_it_is_
 
 
 def test_converted_requests_are_bounded_and_evicted_gradually() -> None:
-    from fleetsched.estimator import general
+    from fleetsched.scheduler import general_estimator as general
 
     general._REQUESTS.clear()
     cluster = a_cluster("m").allocatable(cpu="4").build()

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetsched.api.quantity import Format, Quantity, parse_quantity
-from fleetsched.estimator import general
-from fleetsched.estimator.general import GeneralEstimator, estimate_component_sets
+from fleetsched.scheduler import general_estimator as general
+from fleetsched.scheduler.general_estimator import GeneralEstimator, estimate_component_sets
 from fleetsched.scheduler.types import (
     MAX_INT32,
     AssumedWorkload,

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fleetsched.api.quantity import Quantity
-from fleetsched.estimator import general
-from fleetsched.estimator.general import GeneralEstimator
+from fleetsched.scheduler import general_estimator as general
+from fleetsched.scheduler.general_estimator import GeneralEstimator
 from fleetsched.scheduler.types import (
     MAX_INT32,
     ClusterInfo,

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from fleetsched.scheduler import pipeline
 from fleetsched.scheduler.assign import ClusterDetail
 from fleetsched.scheduler.framework.interface import UNAUTHENTIC_REPLICA
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
 from fleetsched.scheduler.select import order_key
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import MAX_INT32, ClusterInfo, ReplicaRequirements, TargetCluster
 
 from .builders import a_binding

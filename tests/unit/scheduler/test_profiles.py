@@ -9,8 +9,9 @@ import pytest
 
 from fleetsched.scheduler.framework.interface import Status
 from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
-from fleetsched.scheduler.pipeline import Settings, Snapshot
+from fleetsched.scheduler.pipeline import Settings
 from fleetsched.scheduler.profiles import ProfileError, profile_schedulers
+from fleetsched.scheduler.snapshot import Snapshot
 
 from .builders import a_binding, a_cluster
 

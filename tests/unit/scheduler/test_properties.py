@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from fleetsched.scheduler.assign import webster
 from fleetsched.scheduler.outcome import FilterSummary, ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
 from .builders import BindingBuilder, a_binding, a_cluster, names, term

@@ -16,10 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetsched.estimator.general import GeneralEstimator
 from fleetsched.scheduler.convert import binding_from_dict, cluster_from_dict, status_from_dict
+from fleetsched.scheduler.general_estimator import GeneralEstimator
 from fleetsched.scheduler.outcome import ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler, Settings
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import MAX_INT32, ClusterInfo, ReplicaRequirements
 from fleetsched.simulate import simulate_objects
 

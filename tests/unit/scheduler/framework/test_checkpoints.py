@@ -12,7 +12,8 @@ from fleetsched.scheduler.framework.defaults import default_profile, in_tree_reg
 from fleetsched.scheduler.framework.interface import Status
 from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.framework.registry import Registry
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 
 from ..builders import a_binding, a_cluster
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 
 from ..builders import a_binding, a_cluster
 

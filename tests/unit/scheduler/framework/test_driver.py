@@ -8,7 +8,8 @@ from typing import Any
 
 from fleetsched.plugin import EstimateRequest, ExtenderPrioritizeRequest
 from fleetsched.scheduler.framework.runtime import ConcurrentDriver, SerialDriver
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, ReplicaRequirements
 
 from ..builders import a_binding, a_cluster

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from fleetsched.plugin import MAX_SCORE, MIN_SCORE, FilterContext, PluginArgsError
 from fleetsched.scheduler.config import load_configuration, parse_configuration
 from fleetsched.scheduler.framework import in_tree_registry
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
 
 from ..builders import a_binding, a_cluster

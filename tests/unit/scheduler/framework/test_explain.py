@@ -6,7 +6,8 @@ import json
 
 from fleetsched.controller.scheduler.writer import explanation
 from fleetsched.scheduler.framework.profile import ExtensionPoint
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.simulate import explain
 
 from ..builders import a_binding, a_cluster

@@ -13,7 +13,8 @@ from fleetsched.extender.metrics import count_ignored_failure
 from fleetsched.extender.protocol import decode_filter_result
 from fleetsched.scheduler.framework.interface import ExtenderError as CoreExtenderError
 from fleetsched.scheduler.framework.interface import ExtenderFilterResult
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
 from ..builders import a_binding, a_cluster

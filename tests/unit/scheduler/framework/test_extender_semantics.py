@@ -28,7 +28,8 @@ from fleetsched.scheduler.framework.interface import (
 from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry
 from fleetsched.scheduler.framework.runtime import ConcurrentDriver, Driver
 from fleetsched.scheduler.outcome import ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo, SchedulingBinding
 
 from ..builders import a_binding, a_cluster

@@ -17,7 +17,8 @@ from fleetsched.controller.runtime import metrics
 from fleetsched.controller.scheduler.compute import BudgetExceeded, CoreExecutor, CoreRaised, CoreSaturated
 from fleetsched.plugin import ClusterInfo, FilterContext, Status
 from fleetsched.scheduler.framework.profile import ExtensionPoint
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 
 from ..builders import a_binding
 from .test_runtime import FLEET, profile_with, registry_of

@@ -17,7 +17,8 @@ from fleetsched.scheduler.framework import in_tree_registry
 from fleetsched.scheduler.framework.listers import Listers, MappingLister, SourceLister
 from fleetsched.scheduler.framework.plugin_metrics import PluginMetrics
 from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 
 from ..builders import a_binding, a_cluster
 

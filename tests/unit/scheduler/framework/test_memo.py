@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from fleetsched.plugin import ClusterInfo, FilterContext, Status
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.outcome import ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
 from fleetsched.scheduler.plugins.taint_toleration import TaintToleration
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ResourceSummary, Taint
 
 from ..builders import BindingBuilder, a_binding, a_cluster

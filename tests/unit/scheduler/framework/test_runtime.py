@@ -34,7 +34,8 @@ from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, 
 from fleetsched.scheduler.framework.registry import DuplicatePluginError, Registry
 from fleetsched.scheduler.framework.runtime import Framework, FrameworkError
 from fleetsched.scheduler.outcome import ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
+from fleetsched.scheduler.snapshot import Snapshot
 
 from ..builders import BindingBuilder, a_binding, a_cluster
 

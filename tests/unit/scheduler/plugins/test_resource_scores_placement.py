@@ -21,8 +21,9 @@ from typing import Any
 from fleetsched.scheduler.framework import defaults
 from fleetsched.scheduler.framework.profile import ExtensionPoint, PluginEntry, Profile
 from fleetsched.scheduler.outcome import ScheduleResult
-from fleetsched.scheduler.pipeline import Scheduler, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler
 from fleetsched.scheduler.plugins import cluster_resources_balanced_allocation, cluster_resources_fit
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import ClusterInfo
 
 from ..builders import BindingBuilder, a_binding, a_cluster

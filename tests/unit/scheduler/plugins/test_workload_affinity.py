@@ -7,11 +7,12 @@ from dataclasses import replace
 import pytest
 
 from fleetsched.scheduler.framework import Code, FilterContext, FilterPlugin, in_tree_registry
-from fleetsched.scheduler.pipeline import Scheduler, Settings, Snapshot
+from fleetsched.scheduler.pipeline import Scheduler, Settings
 from fleetsched.scheduler.plugins.workload_affinity import REASON as AFFINITY_REASON
 from fleetsched.scheduler.plugins.workload_affinity import WorkloadAffinity
 from fleetsched.scheduler.plugins.workload_anti_affinity import REASON as ANTI_REASON
 from fleetsched.scheduler.plugins.workload_anti_affinity import WorkloadAntiAffinity
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import PeerBinding
 
 from ..builders import a_binding, a_cluster

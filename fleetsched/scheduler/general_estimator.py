@@ -1,6 +1,6 @@
 """The general estimator: replicas that fit a cluster, from its resource summary and resource models.
 
-Owns scheduler.md §7.2/§7.3 (estimator.md §5.1, §5.3): pod headroom, the summary arithmetic
+Karmada's ``GeneralEstimator`` (pkg/estimator/client/general.go): pod headroom, the summary arithmetic
 (CPU in millicores, everything else in whole units) and the closed form of Karmada's first-fit
 simulation over resource-model grades. Pure: it reads frozen ``ClusterInfo`` values. What a
 cluster contributes (headroom per resource, model nodes) is prepared once per cluster value and
@@ -24,7 +24,7 @@ from fractions import Fraction
 import numpy as np
 
 from fleetsched.api.quantity import Quantity
-from fleetsched.estimator.resources import is_scalar_resource
+from fleetsched.api.resources import is_scalar_resource
 from fleetsched.scheduler.types import (
     MAX_INT32,
     AssumedLoad,
@@ -54,12 +54,12 @@ def _saturate_int32(n: int) -> int:
     ``getAllowedPodNumber`` takes ``Quantity.Value()`` (apimachinery's ``scaledValue`` ends in
     ``big.Int.Int64()``, the low 64 bits) of a quantity beyond int64. A Cluster reporting
     ``pods: "999999999999E"`` wraps there to -1,734,606,848 and its bindings go Unschedulable; here
-    it has room for 2147483647, which the scheduler reads as "no bound" (scheduler.md §7.1)."""
+    it has room for 2147483647, which the scheduler reads as "no bound"."""
     return max(min(n, MAX_INT32), -MAX_INT32 - 1)
 
 
 def _ceil(x: Fraction) -> int:
-    """Quantity.Value(): rounded up, away from zero (estimator.md §2.5): -0.5 is -1."""
+    """Quantity.Value(): rounded up, away from zero: -0.5 is -1."""
     return math.ceil(x) if x >= 0 else math.floor(x)
 
 
@@ -108,7 +108,7 @@ class _ClusterBase:
             return q.value_exact if q is not None else zero
 
         # Assumed workloads join ``allocating`` as Karmada's deductAssumedWorkloadsFromSummary adds
-        # them (estimator.md §5.1 step 1); the component-set path deducts them in its own units.
+        # them; the component-set path deducts them in its own units.
         load = cluster.assumed_load
         if load is None and cluster.assumed:
             load = AssumedLoad.of(cluster.assumed)
@@ -272,7 +272,7 @@ def _summary_estimate(base: _ClusterBase, request: _Request) -> int | None:
 
 def _model_estimate(base: _ClusterBase, request: _Request) -> int:
     # Closed form of the first-fit simulation for identical one-pod replicas: every virtual node
-    # takes as many replicas as fit it (estimator.md §5.3).
+    # takes as many replicas as fit it.
     total = 0
     needs = request.model
     for count, cap in base.model_nodes:
@@ -305,7 +305,7 @@ def _estimate(base: _ClusterBase, request: _Request | None, resource_modeling: b
     if request is None:
         return _saturate_int32(base.pods)
     if resource_modeling and not base.model_error:
-        # The first-fit simulation stops at its upper bound, 2147483647 (estimator.md §5.1 step 3).
+        # The first-fit simulation stops at its upper bound, 2147483647 (MaxInt32).
         return _saturate_int32(min(_model_estimate(base, request), MAX_INT32, base.pods))
     summary = _summary_estimate(base, request)
     return _saturate_int32(base.pods if summary is None else min(summary, base.pods))
@@ -784,7 +784,7 @@ class GeneralEstimator:
         return [estimate_component_sets(c, components, resource_modeling=modeling) for c in clusters]
 
 
-# ---- component sets (gate MultiplePodTemplatesScheduling, alpha; estimator.md §5.2, §5.3) ----------
+# ---- component sets (gate MultiplePodTemplatesScheduling, alpha) ------------------------
 
 
 def _model_demand(request: tuple[tuple[str, Quantity], ...]) -> list[tuple[str, int]]:
@@ -852,7 +852,7 @@ def estimate_component_sets(
     if pods <= 0:
         return 0
     if cluster.assumed:
-        # estimator.md §5.2 step 2: the assumptions leave the status' headroom in this path's units.
+        # The assumptions leave the status' headroom in this path's units.
         pods -= base.assumed_pods
         if pods <= 0:
             return 0

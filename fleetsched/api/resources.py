@@ -1,4 +1,5 @@
-"""Resource names and the integer views the node math uses (shared/spec/estimator.md section 3.3, 3.5).
+"""Resource names and the integer views the node math uses (Kubernetes' resource
+names and Quantity's Value/MilliValue).
 
 CPU is counted in millicores (``milli_value``), everything else in units (``value``), both rounded up.
 ``pods`` is a resource of its own: a node's allocatable pod slots. A name is *scalar* when Kubernetes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetsched.estimator.resources import column_of, demand_of, node_allocatable, parse_cached, pod_request
+from fleetsched.api.resources import column_of, demand_of, node_allocatable, parse_cached, pod_request
 
 
 @pytest.mark.parametrize(("name", "column"), [
