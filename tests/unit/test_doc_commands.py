@@ -106,7 +106,7 @@ def named_objects(command: Command) -> list[tuple[str, str, str]]:
                 if kind:
                     found.append((kind, namespace, positional[1]))
     # rb/NS/NAME, rb/… : forms to fill in, not names
-    return [o for o in found if not any(re.fullmatch(r"[A-Z_]+|…|\.\.\.", part) for part in o[1:])]
+    return [o for o in found if not any(re.fullmatch(r"[A-Z_]+|<[^<>]+>|…|\.\.\.", part) for part in o[1:])]
 
 
 def test_named_objects_are_read_from_each_form() -> None:
@@ -117,6 +117,7 @@ def test_named_objects_are_read_from_each_form() -> None:
     assert named("fleetsched explain crb/app-config-configmap") == [("crb", "", "app-config-configmap")]
     assert named("kubectl get rb -n shop web -o yaml") == [("rb", "shop", "web")]
     assert named("fleetsched explain rb/NS/NAME") == []
+    assert named("fleetsched explain rb/<namespace>/<name>") == []
     assert named("kubectl delete deployment -n shop web && kubectl get rb -n shop") == [
         ("deployment", "shop", "web")]
     assert ("crb", "", "app-config-configmap") not in example_objects()  # the README's old example
