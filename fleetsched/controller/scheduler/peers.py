@@ -78,6 +78,13 @@ class PeerIndex:
             peer = None
         self.set(object_key(obj), peer)
 
+    def stored(self, kind: str, previous: Mapping[str, Any] | None, obj: Mapping[str, Any] | None) -> None:
+        """``observe`` as the store hands versions over (``obj`` None: ``previous`` is gone)."""
+        if obj is None:
+            self.observe(kind, None, object_key(previous) if previous is not None else None)
+        else:
+            self.observe(kind, obj)
+
     def place(self, binding: SchedulingBinding, targets: Iterable[str]) -> None:
         """A decision that passed Reserve, before its write."""
         if binding.kind != RB:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
-from fleetsched.controller.scheduler.operator import RB, NotLeader, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import NotLeader, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 
