@@ -24,7 +24,7 @@ from fleetsched.controller.runtime.controller import ControllerRuntime, NotOwner
 from fleetsched.controller.scheduler import decision, moves, reporting
 from fleetsched.controller.scheduler.assume import Assumption, Record
 from fleetsched.controller.scheduler.compute import BudgetExceeded, CoreExecutor, Profiles
-from fleetsched.controller.scheduler.peers import PeerIndex
+from fleetsched.controller.scheduler.peers import NoPeers, Peers
 from fleetsched.controller.scheduler.reporting import Reporter
 from fleetsched.controller.scheduler.store import BindingStore, binding_path, queue_key
 from fleetsched.controller.scheduler.writer import (
@@ -32,6 +32,7 @@ from fleetsched.controller.scheduler.writer import (
     compute_patches,
     explanation,
     observed_generation_patch,
+    status_patch,
 )
 from fleetsched.kube.client import ApiError, KubeClient
 from fleetsched.scheduler import ScheduleResult, render_into_binding
@@ -74,7 +75,7 @@ class Binder:
     profiles: Profiles
     assumptions: Record
     report: Reporter
-    peers: PeerIndex | None = None
+    peers: Peers = field(default_factory=NoPeers)
     move_budget: MoveBudget | None = None
     _background: set[asyncio.Future[Any]] = field(default_factory=set)
 
@@ -100,7 +101,7 @@ class Binder:
                                              self.move_budget, fresh=fresh, now=now)
             explain = explanation(result) if result.attempts else None
             patches = compute_patches(obj, step.rendered, explain=explain)
-            await self.write(kind, key, obj, patches, result)
+            patches = await self.write(kind, key, obj, patches, result, rendered=step.rendered)
         except BaseException as exc:
             if not failed:
                 await self._failed(kind, key, profile, assumption, cycle)
@@ -131,8 +132,7 @@ class Binder:
             else:
                 await unreserve
         self.assumptions.forget(assumption)
-        if self.peers is not None:
-            self.peers.observe(kind, self.store.get(kind, key), key)
+        self.peers.observe(kind, self.store.get(kind, key), key)
 
     # ---- the framework's points -----------------------------------------------------------------
 
@@ -205,33 +205,24 @@ class Binder:
     # ---- the writes -----------------------------------------------------------------------------
 
     async def write(
-        self, kind: str, key: str, obj: Mapping[str, Any], patches: Patches, result: ScheduleResult | None
-    ) -> None:
+        self, kind: str, key: str, obj: Mapping[str, Any], patches: Patches, result: ScheduleResult | None,
+        *, rendered: Mapping[str, Any] | None = None,
+    ) -> Patches:
         """At most two writes: spec + annotations (recording the generation it gives the binding,
         so its watch event is not taken for a user change), then status, conditional on the
-        resourceVersion the spec write returned. The caller handles a failure."""
-        qkey = queue_key(kind, key)
-        own_generation = self.store.own_generation
+        resourceVersion the spec write returned and computed from its answer when ``rendered`` is
+        given (else ``patches.status`` as it is). The patches as written; the caller handles a
+        failure."""
+        status = patches.status
         version = (obj.get("metadata") or {}).get("resourceVersion")
         if patches.spec is not None:
+            written = await self._write_spec(kind, key, patches)
+            version = (written.get("metadata") or {}).get("resourceVersion")
+            if rendered is not None:
+                status = status_patch(written, rendered)
+        if status is not None:
             self.runtime.ensure_leader()
-            own_generation[qkey] = patches.generation_after_spec
-            try:
-                response = await self.client.merge_patch(binding_path(kind, key), patches.spec)
-            except (ApiError, NotOwner, OSError) as exc:  # NotOwner: the write guard; OSError: no answer
-                if not isinstance(exc, NotOwner):
-                    reporting.wrote("spec", ok=False)
-                own_generation.pop(qkey, None)
-                raise
-            reporting.wrote("spec", ok=True)
-            own_generation[qkey] = int((response.get("metadata") or {}).get("generation") or 0)
-            self.store.store_response(kind, response)
-            version = (response.get("metadata") or {}).get("resourceVersion")
-            if patches.status is not None and "schedulerObservedGeneration" in patches.status["status"]:
-                patches.status["status"]["schedulerObservedGeneration"] = own_generation[qkey]
-        if patches.status is not None:
-            self.runtime.ensure_leader()
-            body = {"metadata": {"resourceVersion": version}, **patches.status}
+            body = {"metadata": {"resourceVersion": version}, **status}
             try:
                 response = await self._write_status(kind, key, body, result)
             except (ApiError, NotOwner, OSError) as exc:
@@ -240,6 +231,26 @@ class Binder:
                 raise
             reporting.wrote("status", ok=True)
             self.store.store_response(kind, response)
+        return dataclasses.replace(patches, status=status)
+
+    async def _write_spec(self, kind: str, key: str, patches: Patches) -> dict[str, Any]:
+        """The spec + annotations patch; its answer, stored (its echo is skipped)."""
+        assert patches.spec is not None
+        qkey = queue_key(kind, key)
+        own_generation = self.store.own_generation
+        self.runtime.ensure_leader()
+        own_generation[qkey] = patches.generation_after_spec  # for an echo ahead of the answer
+        try:
+            response = await self.client.merge_patch(binding_path(kind, key), patches.spec)
+        except (ApiError, NotOwner, OSError) as exc:  # NotOwner: the write guard; OSError: no answer
+            if not isinstance(exc, NotOwner):
+                reporting.wrote("spec", ok=False)
+            own_generation.pop(qkey, None)
+            raise
+        reporting.wrote("spec", ok=True)
+        own_generation[qkey] = int((response.get("metadata") or {}).get("generation") or 0)
+        self.store.store_response(kind, response)
+        return response
 
     async def _write_status(
         self, kind: str, key: str, body: dict[str, Any], result: ScheduleResult | None

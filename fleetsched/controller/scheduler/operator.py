@@ -39,7 +39,7 @@ from fleetsched.controller.scheduler.assume import NoRecord, Record, WatchedReco
 from fleetsched.controller.scheduler.binding_cycle import Binder
 from fleetsched.controller.scheduler.compute import DEFAULT_BUDGET, CoreExecutor, Profiles
 from fleetsched.controller.scheduler.eventhandlers import EventHandlers
-from fleetsched.controller.scheduler.peers import PeerIndex
+from fleetsched.controller.scheduler.peers import NoPeers, PeerIndex, Peers
 from fleetsched.controller.scheduler.reporting import Reporter
 from fleetsched.controller.scheduler.schedule_one import SchedulingCycle
 from fleetsched.controller.scheduler.store import BindingStore, binding_uid, queue_key
@@ -86,12 +86,12 @@ class SchedulerOperator:
     queue: SchedulingQueue = field(default_factory=SchedulingQueue)
     # the caches, and what is known of our own writes
     store: BindingStore = field(default_factory=BindingStore)
-    # gate WorkloadAffinity: the ResourceBindings with an affinity group and their targets
-    peers: PeerIndex | None = None
     polls: moves.Polls = field(default_factory=moves.Polls)  # bindings in the middle of a move (moves.py)
     # the parts, wired in __post_init__
     runtime: ControllerRuntime = field(init=False)
     report: Reporter = field(init=False)
+    # gate WorkloadAffinity: the ResourceBindings with an affinity group and their targets (NoPeers off)
+    peers: Peers = field(init=False)
     assumptions: Record = field(init=False)  # gate SchedulingOvercommitProtection (NoRecord when off)
     handlers: EventHandlers = field(init=False)
     scheduling: SchedulingCycle = field(init=False)
@@ -109,15 +109,14 @@ class SchedulerOperator:
         if self.compute is None:
             self.compute = CoreExecutor(threads=config.workers, budget=config.scheduling_timeout)
         self._order_queue()
-        if self.peers is None and any(  # a duck-typed core without settings has no such gate
+        affinity = any(  # a duck-typed core without settings has no such gate
             getattr(getattr(s, "settings", None), "workload_affinity", False)
             for s in (self.scheduler, *self.profiles.values())
-        ):
-            self.peers = PeerIndex()
+        )
+        self.peers = PeerIndex() if affinity else NoPeers()
         self.assumptions = self._assume_record()
         self.store.observers.append(self.assumptions.observe)
-        if self.peers is not None:
-            self.store.observers.append(self.peers.stored)
+        self.store.observers.append(self.peers.stored)
         store = self.store
         self.namespaces = listers.wire(self.scheduler, self.profiles, store.clusters, store.bindings)
         self.handlers = EventHandlers(

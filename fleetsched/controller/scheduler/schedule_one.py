@@ -28,7 +28,7 @@ from fleetsched.controller.scheduler.assume import Assumption, Record
 from fleetsched.controller.scheduler.assume.ledger import DecisionTooLarge
 from fleetsched.controller.scheduler.binding_cycle import MAX_CONFLICT_RETRIES, Binder
 from fleetsched.controller.scheduler.compute import BudgetExceeded, CoreExecutor, Profiles
-from fleetsched.controller.scheduler.peers import PeerIndex
+from fleetsched.controller.scheduler.peers import NoPeers, Peers
 from fleetsched.controller.scheduler.reporting import Reporter
 from fleetsched.controller.scheduler.store import BindingStore, queue_key
 from fleetsched.controller.scheduler.writer import compute_patches
@@ -108,9 +108,8 @@ class SchedulingCycle:
     polls: moves.Polls
     scheduler_names: frozenset[str]
     sharded: bool = False
-    peers: PeerIndex | None = None
+    peers: Peers = dataclasses.field(default_factory=NoPeers)
     move_budget: MoveBudget | None = None
-    _with_peers: tuple[Any, int, Any] | None = None
 
     async def process(self, entry: QueuedBinding) -> Outcome:
         """One key from the queue, decided again from a fresh read after a 409 Conflict."""
@@ -200,7 +199,7 @@ class SchedulingCycle:
         scheduler_name = decision.effective_scheduler_name(obj)
         for _ in range(MAX_ASSUME_ATTEMPTS):
             version = self.assumptions.version
-            peer_version = self.peers.version if self.peers is not None else 0
+            peer_version = self.peers.version
             try:
                 result, snapshot = await self._compute(key, read, scheduler_name)
             except BudgetExceeded as exc:
@@ -208,7 +207,7 @@ class SchedulingCycle:
                 return _Decided(_failed(key, str(exc)), True, nothing)
             if not result.scheduled or result.clusters is None:
                 return _Decided(self.assumptions.shortfall(result, snapshot.names), False, nothing)
-            if self.peers is not None and self.peers.changed_since(read.binding, peer_version):
+            if self.peers.changed_since(read.binding, peer_version):
                 metrics.RESERVE_REDECISIONS.inc()  # a peer of its groups moved meanwhile
                 continue
             try:
@@ -221,8 +220,7 @@ class SchedulingCycle:
             if assumption is None:
                 metrics.RESERVE_REDECISIONS.inc()
                 continue
-            if self.peers is not None:
-                self.peers.place(read.binding, (t.name for t in result.clusters))
+            self.peers.place(read.binding, (t.name for t in result.clusters))
             return _Decided(result, False, assumption)
         raise AssumeConflict(key)
 
@@ -234,26 +232,13 @@ class SchedulingCycle:
         profile only computes (``Scheduler.computes_only``), with the snapshot it ran against (the
         clusters carrying their assumptions under SchedulingOvercommitProtection). The one step that
         computes; everything around it is I/O."""
-        snapshot = self.store.clusters.snapshot()
-        if self.peers is not None:
-            snapshot = self._snapshot_with_peers(snapshot)
-        snapshot = self.assumptions.overlay(snapshot)
+        snapshot = self.assumptions.overlay(self.peers.overlay(self.store.clusters.snapshot()))
         scheduler = self.profiles.scheduler_for(scheduler_name)
         result = await self.compute.run(
             scheduler.schedule, read.binding, read.status, snapshot, key=key, inline=scheduler.computes_only,
             pool=scheduler_name,  # a profile's stuck threads never take another's (compute.py)
         )
         return result, snapshot
-
-    def _snapshot_with_peers(self, snapshot: Snapshot) -> Snapshot:
-        """``snapshot`` with the peers as they are now (derived once per change of either)."""
-        assert self.peers is not None
-        cached = self._with_peers
-        if cached is not None and cached[0] is snapshot and cached[1] == self.peers.version:
-            return cached[2]  # type: ignore[no-any-return]
-        derived = snapshot.with_peers(self.peers.peers())
-        self._with_peers = (snapshot, self.peers.version, derived)
-        return derived
 
     def _note_rejection(self, kind: str, key: str, obj: Mapping[str, Any], result: ScheduleResult) -> None:
         """Queueing hints: who rejected which clusters, kept with the binding while it waits as
