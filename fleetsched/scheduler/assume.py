@@ -19,9 +19,9 @@ Beyond Karmada's per-process cache:
   replaced when its write fails.
 * **Derived** (``observe_schedule``, ``release_healthy``, ``release``): every replica feeds the
   record from the bindings it watches — other replicas' writes, a previous leader's, its own — so
-  sharding and failover share one view of in-flight capacity (``controller/scheduler/assumptions.py`` reads
+  sharding and failover share one view of in-flight capacity (``controller/scheduler/assume/feed.py`` reads
   the objects). Sharded replicas' decisions not yet written arrive from the shard group's ledger
-  (``observe_remote``, ``controller/scheduler/ledger.py``).
+  (``observe_remote``, ``controller/scheduler/assume/ledger.py``).
 
 Pure: no Kubernetes client, no I/O. Thread-safe (one lock), although the operator only touches it
 from its event loop.

@@ -25,7 +25,7 @@ With the gate ``SchedulingOvercommitProtection`` (``--feature-gates`` or the fil
 process, in the order the live queue takes them (``spec.schedulePriority.priority`` descending,
 then input order), each against one assume record (``scheduler/assume.py``, its clock standing
 still so nothing expires) that every placement before it fed, as the live scheduler does
-(``operator._attempt``). A binding short of capacity says what the record held; ``--explain``
+(``schedule_one._attempt``). A binding short of capacity says what the record held; ``--explain``
 shows each binding's place in the queue and, per candidate cluster, the capacity deducted. The
 output keeps input order.
 

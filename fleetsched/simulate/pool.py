@@ -261,7 +261,7 @@ def _assume(
     result: ScheduleResult,
     clusters: Sequence[str],
 ) -> ScheduleResult:
-    """What the live scheduler does after an attempt (``operator._attempt``): a new placement's
+    """What the live scheduler does after an attempt (``schedule_one._attempt``): a new placement's
     footprint assumed on its clusters (clusters that left it released; non-workloads and
     ClusterResourceBindings hold nothing); an unchanged one assumes nothing (nothing is written);
     a binding short of capacity is told what the record held."""

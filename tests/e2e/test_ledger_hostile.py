@@ -32,7 +32,7 @@ import pytest
 
 from fleetsched.api.quantity import parse_quantity
 from fleetsched.controller.runtime.shard import GROUP_LABEL
-from fleetsched.controller.scheduler.ledger import ANNOTATION_PREFIX, encode_entry, ledger_name
+from fleetsched.controller.scheduler.assume.ledger import ANNOTATION_PREFIX, encode_entry, ledger_name
 from fleetsched.kube.lease import micro_time
 from fleetsched.scheduler.types import AssumedWorkload, Component, ReplicaRequirements
 from tests.support.controlplane import APIServer, wait_until

@@ -15,7 +15,7 @@ the scheduler's own account.
   released, nothing is counted twice (new bindings fail while the clusters are full, by capacity
   not by assumptions), and after 50 cpu is freed on one cluster exactly 5 new 10-cpu bindings fit;
 - gate on, 3 sharded replicas (``--shard-mode=lease``): the same, exactly (the reservation ledger,
-  ``controller/scheduler/ledger.py``);
+  ``controller/scheduler/assume/ledger.py``);
 - a TTL expiry (``--assumption-ttl 3s``), a deleted binding, a rescheduled binding (10 -> 5
   replicas) and a leader killed mid-burst each keep the count exact.
 """

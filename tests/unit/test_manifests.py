@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 
 from fleetsched import cli
 from fleetsched.controller.policy import operator as policy_operator
-from fleetsched.controller.scheduler import operator as scheduler_operator
+from fleetsched.controller.scheduler import store as scheduler_store
 from fleetsched.detector import constants
 from fleetsched.estimator import server_cmd as estimator_cmd
 
@@ -337,13 +337,13 @@ def test_scheduler_rbac_covers_what_the_scheduler_calls(rendered: list[dict[str,
     rbac, sa = Rbac(rendered), "fleetsched-scheduler"
     args = container_args(rendered, "fleetsched-scheduler")
     for verb in ("get", "list", "watch"):
-        assert rbac.allows(sa, verb, scheduler_operator.CLUSTER_GROUP, "clusters")
-    for plural in scheduler_operator.PLURALS.values():
+        assert rbac.allows(sa, verb, scheduler_store.CLUSTER_GROUP, "clusters")
+    for plural in scheduler_store.PLURALS.values():
         for verb in ("get", "list", "watch", "patch"):
-            assert rbac.allows(sa, verb, scheduler_operator.WORK_GROUP, plural, namespace="any")
-        assert rbac.allows(sa, "patch", scheduler_operator.WORK_GROUP, f"{plural}/status", namespace="any")
-        assert not rbac.allows(sa, "create", scheduler_operator.WORK_GROUP, plural, namespace="any")
-        assert not rbac.allows(sa, "delete", scheduler_operator.WORK_GROUP, plural, namespace="any")
+            assert rbac.allows(sa, verb, scheduler_store.WORK_GROUP, plural, namespace="any")
+        assert rbac.allows(sa, "patch", scheduler_store.WORK_GROUP, f"{plural}/status", namespace="any")
+        assert not rbac.allows(sa, "create", scheduler_store.WORK_GROUP, plural, namespace="any")
+        assert not rbac.allows(sa, "delete", scheduler_store.WORK_GROUP, plural, namespace="any")
     assert rbac.allows(sa, "create", "", "events", namespace="any")
     lease = args.leader_elect_resource_name
     for verb in ("get", "create", "update"):

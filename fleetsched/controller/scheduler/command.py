@@ -52,7 +52,7 @@ from fleetsched.flags import (
     plugins_contradiction,
     record_explicit_flags,
 )
-from fleetsched.kube.client import load_connection
+from fleetsched.kube.client import KubeClient, load_connection
 from fleetsched.scheduler import Scheduler, Settings
 from fleetsched.scheduler.framework import PluginSelectionError
 from fleetsched.scheduler.stepping import MoveBudget
@@ -356,6 +356,63 @@ async def _serve(args: argparse.Namespace) -> int:
         await _close_extenders(all_extenders)
 
 
+class _Refused(Exception):
+    """A flag whose value cannot be used: said in one line naming it, and the process exits 2."""
+
+    def __init__(self, flag: str, error: str) -> None:
+        super().__init__(error)
+        self.flag = flag
+
+
+async def _accurate_estimator(client: KubeClient, args: argparse.Namespace) -> Any:
+    """The accurate estimator client of --enable-scheduler-estimator (``_Refused`` when it cannot
+    be built)."""
+    flag = "--enable-scheduler-estimator"
+    try:
+        from fleetsched.controller.scheduler.estimation import accurate_estimator
+    except ImportError as exc:
+        raise _Refused(flag, f"the accurate estimator client is not available: {exc}") from None
+    try:
+        accurate = await accurate_estimator(client, args)
+    except ValueError as exc:  # a certificate file that is not a readable, bounded regular file
+        raise _Refused(flag, str(exc)) from None
+    if 0 < args.scheduling_timeout <= args.scheduler_estimator_timeout:
+        log.warning(
+            "flag_conflict",
+            flag="--scheduling-timeout",
+            error="not above --scheduler-estimator-timeout: a binding whose estimator hangs "
+            "runs out of budget before the general estimate can be used",
+        )
+    return accurate
+
+
+def _schedulers(
+    args: argparse.Namespace,
+    configuration: LoadedConfiguration | None,
+    extenders: Mapping[str, Sequence[Any]],
+    estimators: list[Any],
+) -> tuple[Scheduler, dict[str, Scheduler]]:
+    """The core of each profile (one, named --scheduler-name, without a configuration file), and
+    the first of them (``_Refused`` naming --plugins for a plugin selection that cannot be run)."""
+    settings = scheduler_settings(args)
+    observers: dict[str, Any] = {
+        "estimators": estimators,
+        "observe_step": compute.observe_step,  # the step's metric, then a budget checkpoint
+        "observe_point": metrics.observe_point,
+        "observe_plugin": metrics.observe_plugin,
+        "extender_skipped": count_ignored_failure,
+    }
+    try:
+        scheduler = Scheduler(settings=settings, **observers)
+        profiles = {args.scheduler_name: scheduler}
+        if configuration is not None:
+            profiles = profile_schedulers(configuration, settings, extenders=extenders, **observers)
+            scheduler = next(iter(profiles.values()))
+    except PluginSelectionError as exc:
+        raise _Refused("--plugins", str(exc)) from None
+    return scheduler, profiles
+
+
 async def _run(
     args: argparse.Namespace,
     configuration: LoadedConfiguration | None,
@@ -363,51 +420,17 @@ async def _run(
 ) -> int:
     connection = karmada_flags.with_master(load_connection(args.kubeconfig), args)
     client = command.kube_client(connection, args, agent="fleetsched-scheduler")
-
-    estimators: list[Any] = []
     accurate: Any = None
-    if args.enable_scheduler_estimator:
-        try:
-            from fleetsched.controller.scheduler.estimation import accurate_estimator
-        except ImportError as exc:
-            log.error(
-                "invalid_flag",
-                flag="--enable-scheduler-estimator",
-                error=f"the accurate estimator client is not available: {exc}",
-            )
-            await client.close()
-            return 2
-        try:
-            accurate = await accurate_estimator(client, args)
-        except ValueError as exc:  # a certificate file that is not a readable, bounded regular file
-            log.error("invalid_flag", flag="--enable-scheduler-estimator", error=str(exc))
-            await client.close()
-            return 2
-        estimators.append(accurate)
-        if 0 < args.scheduling_timeout <= args.scheduler_estimator_timeout:
-            log.warning(
-                "flag_conflict",
-                flag="--scheduling-timeout",
-                error="not above --scheduler-estimator-timeout: a binding whose estimator hangs "
-                "runs out of budget before the general estimate can be used",
-            )
-    settings = scheduler_settings(args)
     try:
-        observers: dict[str, Any] = {
-            "estimators": estimators,
-            "observe_step": compute.observe_step,  # the step's metric, then a budget checkpoint
-            "observe_point": metrics.observe_point,
-            "observe_plugin": metrics.observe_plugin,
-            "extender_skipped": count_ignored_failure,
-        }
-        scheduler = Scheduler(settings=settings, **observers)
-        profiles = {args.scheduler_name: scheduler}
-        if configuration is not None:
-            profiles = profile_schedulers(configuration, settings, extenders=extenders, **observers)
-            scheduler = next(iter(profiles.values()))
-    except PluginSelectionError as exc:
-        log.error("invalid_flag", flag="--plugins", error=str(exc))
+        if args.enable_scheduler_estimator:
+            accurate = await _accurate_estimator(client, args)
+        estimators = [] if accurate is None else [accurate]
+        scheduler, profiles = _schedulers(args, configuration, extenders, estimators)
+    except _Refused as exc:
+        log.error("invalid_flag", flag=exc.flag, error=str(exc))
         await client.close()
+        if accurate is not None:
+            accurate.close()
         return 2
     operator = SchedulerOperator(
         client=client,

@@ -52,7 +52,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -60,7 +60,7 @@ from typing import Any, TypeVar
 import structlog
 
 from fleetsched.controller.runtime import metrics
-from fleetsched.scheduler import groups
+from fleetsched.scheduler import Scheduler, groups
 from fleetsched.scheduler.framework import containment
 
 log = structlog.get_logger("fleetsched.scheduler")
@@ -317,3 +317,14 @@ class CoreExecutor:
 
         future.add_done_callback(discarded)
         return stuck
+
+
+@dataclass(frozen=True)
+class Profiles:
+    """The Scheduler of each profile by schedulerName; a name absent uses ``default``."""
+
+    default: Scheduler
+    by_name: Mapping[str, Scheduler]
+
+    def scheduler_for(self, scheduler_name: str) -> Scheduler:
+        return self.by_name.get(scheduler_name, self.default)

@@ -6,19 +6,21 @@ Here the binding cache already holds our own writes' answers, and a decision tha
 entered at once (``place``), before its write: concurrent workers see each other's placements. A
 decision computed while a peer of its groups changed is made again (``changed_since``), as the
 assume record does for capacity; a failed write puts the stored binding back (``observe``).
-Only bindings with a group are held: the plugins never look at the others.
+Only bindings with a group are held: the plugins never look at the others. With the gate off,
+``NoPeers`` holds none and every call is a no-op, so no caller asks which it has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from fleetsched.controller.runtime.cache import object_key
 from fleetsched.scheduler.convert import ConversionError, peer_from_dict
+from fleetsched.scheduler.snapshot import Snapshot
 from fleetsched.scheduler.types import PeerBinding, SchedulingBinding
 
-__all__ = ["PeerIndex"]
+__all__ = ["NoPeers", "PeerIndex", "Peers"]
 
 RB = "ResourceBinding"
 
@@ -32,12 +34,61 @@ def _groups(namespace: str, affinity: str, anti: str) -> list[tuple[str, str, st
     return out
 
 
+class Peers(Protocol):
+    """What the scheduler does with the peers (``PeerIndex``, or ``NoPeers`` with the gate off)."""
+
+    version: int
+
+    def overlay(self, snapshot: Snapshot) -> Snapshot: ...
+
+    def observe(self, kind: str, obj: Mapping[str, Any] | None, key: str | None = None) -> None: ...
+
+    def stored(
+        self, kind: str, previous: Mapping[str, Any] | None, obj: Mapping[str, Any] | None
+    ) -> None: ...
+
+    def place(self, binding: SchedulingBinding, targets: Iterable[str]) -> None: ...
+
+    def changed_since(self, binding: SchedulingBinding, version: int) -> bool: ...
+
+
+class NoPeers:
+    """Gate WorkloadAffinity off: no peers are kept."""
+
+    version = 0
+
+    def overlay(self, snapshot: Snapshot) -> Snapshot:
+        return snapshot
+
+    def observe(self, kind: str, obj: Mapping[str, Any] | None, key: str | None = None) -> None:
+        return None
+
+    def stored(self, kind: str, previous: Mapping[str, Any] | None, obj: Mapping[str, Any] | None) -> None:
+        return None
+
+    def place(self, binding: SchedulingBinding, targets: Iterable[str]) -> None:
+        return None
+
+    def changed_since(self, binding: SchedulingBinding, version: int) -> bool:
+        return False
+
+
 class PeerIndex:
     def __init__(self) -> None:
         self._peers: dict[str, PeerBinding] = {}
         self._group_version: dict[tuple[str, str, str], int] = {}
         self.version = 0
         self._tuple: tuple[int, tuple[PeerBinding, ...]] | None = None
+        self._overlaid: tuple[Snapshot, int, Snapshot] | None = None
+
+    def overlay(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with the peers as they are now (derived once per change of either)."""
+        cached = self._overlaid
+        if cached is not None and cached[0] is snapshot and cached[1] == self.version:
+            return cached[2]
+        derived = snapshot.with_peers(self.peers())
+        self._overlaid = (snapshot, self.version, derived)
+        return derived
 
     def __len__(self) -> int:
         return len(self._peers)
@@ -77,6 +128,13 @@ class PeerIndex:
         except ConversionError:
             peer = None
         self.set(object_key(obj), peer)
+
+    def stored(self, kind: str, previous: Mapping[str, Any] | None, obj: Mapping[str, Any] | None) -> None:
+        """``observe`` as the store hands versions over (``obj`` None: ``previous`` is gone)."""
+        if obj is None:
+            self.observe(kind, None, object_key(previous) if previous is not None else None)
+        else:
+            self.observe(kind, obj)
 
     def place(self, binding: SchedulingBinding, targets: Iterable[str]) -> None:
         """A decision that passed Reserve, before its write."""

@@ -14,7 +14,9 @@ as rendered into JSON merge patches:
    cluster change). It so explains the decision that last changed the result (``simulate
    --explain`` gives today's);
 2. the status subresource: the Scheduled condition, ``schedulerObservedGeneration``,
-   ``lastScheduledTime`` and ``schedulerObservingAffinityName`` — only the keys that changed.
+   ``lastScheduledTime`` and ``schedulerObservingAffinityName`` — only the keys that changed from the
+   binding they are written to (``status_patch``): after a spec write, the write's answer, so the
+   generation recorded is the one the apiserver gave the binding, not a prediction.
 
 Both carry ``metadata.resourceVersion``, so a concurrent change makes the API answer 409 Conflict
 instead of being overwritten; the caller then retries from a fresh read. Pure.
@@ -47,8 +49,10 @@ STATUS_KEYS = (
 @dataclass(frozen=True, slots=True)
 class Patches:
     spec: dict[str, Any] | None
+    # against the binding as read: the binding cycle computes it again from the spec write's answer
     status: dict[str, Any] | None
-    # generation the binding will have after the spec patch (spec changes bump it by one)
+    # generation the binding will have after the spec patch (spec changes bump it by one): what the
+    # spec write's watch event is recognised by when it arrives before the write's answer
     generation_after_spec: int
 
 
@@ -158,20 +162,24 @@ def compute_patches(
     if spec_patch:
         spec_patch.setdefault("metadata", {})["resourceVersion"] = resource_version
 
-    old_status = original.get("status") or {}
+    return Patches(spec_patch or None, status_patch(original, rendered), generation_after)
+
+
+def status_patch(current: Mapping[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The status keys of ``rendered`` that differ from ``current``'s: the binding as read, or
+    after a spec write its answer. A success records ``current``'s generation: Karmada records the
+    generation read at the start and catches up on the next pass; the answer to our own spec write
+    says the generation it gave the binding, so we record that and skip the extra pass."""
+    old_status = current.get("status") or {}
     new_status = dict(rendered.get("status") or {})
+    if "schedulerObservedGeneration" in new_status:
+        new_status["schedulerObservedGeneration"] = int(_meta(current).get("generation") or 0)
     if isinstance(new_status.get("conditions"), list):
         # The CRD holds a condition message to 32768 characters: cut at a reason boundary, counted.
         new_status["conditions"] = fit_conditions(new_status["conditions"], types=(SCHEDULED_CONDITION,))
-    status_changes = {
-        k: new_status[k] for k in STATUS_KEYS if k in new_status and old_status.get(k) != new_status[k]
-    }
-    # Karmada records the generation read at the start and catches up on the next pass; we know
-    # the generation our own spec patch produces, so we record that and skip the extra pass.
-    if "schedulerObservedGeneration" in new_status and generation_after != generation:
-        status_changes["schedulerObservedGeneration"] = generation_after
-    status_patch = {"status": status_changes} if status_changes else None
-    return Patches(spec_patch or None, status_patch, generation_after)
+    changed = [k for k in STATUS_KEYS if k in new_status and old_status.get(k) != new_status[k]]
+    changes = {k: new_status[k] for k in changed}
+    return {"status": changes} if changes else None
 
 
 def observed_generation_patch(binding: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,8 @@ import aiohttp
 from fleetsched.controller.runtime.http import start_endpoints, stop_endpoints
 from fleetsched.controller.runtime.leader import LeaderElectionConfig, LeaderElector
 from fleetsched.controller.scheduler.compute import CoreExecutor
-from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 from tests.support.controlplane import free_port

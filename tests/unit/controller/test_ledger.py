@@ -1,5 +1,5 @@
-"""The shard group's reservation ledger (controller/scheduler/ledger.py), without a server: its entry format,
-and the commit protocol between several replicas over a store with the apiserver's optimistic
+"""The shard group's reservation ledger (controller/scheduler/assume/ledger.py), without a server: its
+entry format, and the commit protocol between several replicas over a store with the apiserver's optimistic
 concurrency (a replace carrying an older ``metadata.resourceVersion`` is refused with 409). The
 real kube-apiserver runs it in tests/e2e/test_overcommit.py."""
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from fleetsched.api.quantity import parse_quantity
-from fleetsched.controller.scheduler.ledger import Ledger, decode_entry, encode_entry, ledger_name
+from fleetsched.controller.scheduler.assume.ledger import Ledger, decode_entry, encode_entry, ledger_name
 from fleetsched.kube.client import ApiError
 from fleetsched.scheduler.assume import AssumeRecord, Reservation
 from fleetsched.scheduler.general_estimator import GeneralEstimator

@@ -22,8 +22,8 @@ from structlog.testing import capture_logs
 from fleetsched.api.quantity import parse_quantity
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding
-from fleetsched.controller.scheduler import ledger as ledger_module
-from fleetsched.controller.scheduler.ledger import (
+from fleetsched.controller.scheduler.assume import ledger as ledger_module
+from fleetsched.controller.scheduler.assume.ledger import (
     ANNOTATION_PREFIX,
     ANNOTATIONS_LIMIT,
     MAX_ENTRY_BYTES,
@@ -36,7 +36,8 @@ from fleetsched.controller.scheduler.ledger import (
     ledger_name,
     parse_annotation,
 )
-from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler
 from fleetsched.scheduler.assume import AssumeRecord, Reservation
@@ -370,13 +371,13 @@ async def test_the_operator_says_a_decision_too_large_on_its_binding_and_does_no
         async def commit(self, key: str, footprints: Any, reservation: Reservation, take: Any, *,
                          base: str = "") -> Reservation | None:
             committed.append(key)
-            operator.assumptions.unreserve(reservation)  # type: ignore[union-attr]
+            operator.assumptions.record.unreserve(reservation)  # type: ignore[attr-defined]
             raise DecisionTooLarge("decision too large for the shard group's reservation ledger: 70000 bytes")
 
         def written(self, key: str, *, failed: bool = False) -> None:
             raise AssertionError("nothing was committed, so nothing is written")
 
-    operator.ledger = TooLarge()  # type: ignore[assignment]
+    operator.assumptions.ledger = TooLarge()  # type: ignore[attr-defined]
     outcome = await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
     assert outcome is Outcome.DONE and committed == ["ns/web"]
     assert api.writes == ["status"]
@@ -384,4 +385,4 @@ async def test_the_operator_says_a_decision_too_large_on_its_binding_and_does_no
     assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
     assert condition["message"].startswith("decision too large for the shard group's reservation ledger")
     assert "clusters" not in api.binding["spec"]
-    assert not operator.assumptions.holds("ns/web")  # type: ignore[union-attr]
+    assert not operator.assumptions.holds("ns/web")

@@ -13,7 +13,8 @@ from test_operator_writes import MemoryApi, a_binding, a_cluster
 
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
 from fleetsched.controller.scheduler.compute import CoreExecutor
-from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.plugin import FilterContext, Status, TargetCluster
 from fleetsched.scheduler import Scheduler
@@ -63,7 +64,7 @@ class FailingApi(MemoryApi):
         return await super().merge_patch(path, patch)
 
 
-def _operator(api: MemoryApi, plugin: Cycle) -> SchedulerOperator:
+def _operator(api: MemoryApi, plugin: Cycle, compute: CoreExecutor | None = None) -> SchedulerOperator:
     base = defaults.default_profile()
     plugins = dict(base.plugins)
     cycle_points = (
@@ -81,6 +82,7 @@ def _operator(api: MemoryApi, plugin: Cycle) -> SchedulerOperator:
         connection=Connection(server="https://unused"),  # type: ignore[arg-type]
         scheduler=Scheduler(profile=Profile(plugins=plugins), registry=registry),
         config=OperatorConfig(),
+        compute=compute,
     )
     operator.on_cluster_event(None, a_cluster("m1"))
     operator.on_binding_event(RB, None, api.binding)
@@ -254,8 +256,7 @@ class HangsAt(Cycle):
 async def test_a_plugin_hanging_in_the_binding_cycle_holds_a_thread_not_the_event_loop(point: str) -> None:
     plugin = HangsAt(point)
     api = MemoryApi(a_binding())
-    operator = _operator(api, plugin)
-    operator.compute = CoreExecutor(threads=2, budget=0.3)
+    operator = _operator(api, plugin, CoreExecutor(threads=2, budget=0.3))
     ticks = 0
 
     async def tick() -> None:

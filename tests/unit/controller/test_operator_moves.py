@@ -11,7 +11,8 @@ from typing import Any
 
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding
 from fleetsched.controller.scheduler import moves
-from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler
 from tests.unit.controller.test_operator_writes import WEB, MemoryApi, a_cluster

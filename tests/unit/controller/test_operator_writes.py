@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
-from fleetsched.controller.scheduler.operator import RB, NotLeader, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import NotLeader, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 
@@ -184,3 +185,24 @@ async def test_the_echo_of_our_own_write_is_skipped_before_any_filtering() -> No
     api.concurrent_change()  # a newer version from someone else is taken in
     operator.on_binding_event(RB, "MODIFIED", copy.deepcopy(api.binding))
     assert operator.bindings[RB].get("ns/web") is not cached
+
+
+async def test_the_status_records_the_generation_the_spec_writes_answer_gave() -> None:
+    """The status patch is computed from the spec write's answer, not from a prediction: when the
+    apiserver gives the binding another generation than one more than read (here a mutating step
+    bumps it twice), that generation is the one recorded as observed."""
+    api = MemoryApi(a_binding())
+    operator = operator_for(api)
+    patch = api.merge_patch
+
+    async def bumps_twice(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if not path.endswith("/status") and "spec" in body:
+            api.binding["metadata"]["generation"] += 1
+        return await patch(path, body)
+
+    api.merge_patch = bumps_twice  # type: ignore[method-assign]
+    outcome = await operator.process(QueuedBinding(WEB, 0, 0.0, 1))
+    assert outcome is Outcome.DONE
+    assert api.writes == ["spec", "status"]
+    assert api.binding["metadata"]["generation"] == 3
+    assert api.binding["status"]["schedulerObservedGeneration"] == 3

@@ -13,7 +13,8 @@ from test_operator_writes import MemoryApi, a_binding, a_cluster
 
 from fleetsched.controller.runtime import metrics
 from fleetsched.controller.scheduler import listers as live_listers
-from fleetsched.controller.scheduler.operator import CRB, RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import CRB, RB
 from fleetsched.kube.client import Connection
 from fleetsched.plugin import Handle, Status
 from fleetsched.scheduler import Scheduler

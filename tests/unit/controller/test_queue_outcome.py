@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleetsched.controller.runtime.queue import Outcome
-from fleetsched.controller.scheduler.operator import queue_outcome
+from fleetsched.controller.scheduler.schedule_one import queue_outcome
 from fleetsched.scheduler.outcome import Condition, GroupAttempt, ScheduleResult
 
 TRIED = (GroupAttempt("", error="boom"),)

@@ -19,7 +19,8 @@ from fleetsched.controller.runtime.controller import NotOwner
 from fleetsched.controller.runtime.leader import LeaderElectionConfig
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
 from fleetsched.controller.runtime.shard import ShardConfig, ShardMembership, rendezvous_owner
-from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import ApiError, Connection
 from fleetsched.scheduler import Scheduler
 
@@ -177,14 +178,14 @@ async def test_a_lease_lapse_during_the_computation_stops_the_write_and_drops_th
     shard = Shard(api)
     shard.operator.on_binding_event(RB, "ADDED", copy.deepcopy(api.binding))
     await shard.join()
-    compute = shard.operator._compute
+    compute = shard.operator.scheduling._compute
 
     async def slow_compute(*args: Any, **kwargs: Any) -> Any:
         result = await compute(*args, **kwargs)
         shard.clock.now += 30  # SIGSTOP while computing: past the renew deadline on resume
         return result
 
-    shard.operator._compute = slow_compute  # type: ignore[method-assign]
+    shard.operator.scheduling._compute = slow_compute  # type: ignore[method-assign]
     drops = sample("fleetsched_scheduler_not_owner_drops_total")
     await run_one(shard, "web")
     assert api.writes == []
@@ -370,7 +371,7 @@ async def test_a_write_stopped_by_the_guard_leaves_no_generation_of_ours_behind(
 
     api.merge_patch = guarded  # type: ignore[method-assign]
     await run_one(shard, "web")
-    assert shard.operator.own_generation == {}
+    assert shard.operator.store.own_generation == {}
     assert key("web") not in shard.operator.queue
 
 

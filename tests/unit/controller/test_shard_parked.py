@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from test_shard_operator import R0, R1, SHARDING, Shard, binding, key, uid_owned_by
 
-from fleetsched.controller.scheduler.operator import RB
+from fleetsched.controller.scheduler.store import RB
 
 
 async def test_a_key_dropped_while_the_list_was_late_is_pushed_again_when_active() -> None:

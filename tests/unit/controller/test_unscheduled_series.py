@@ -17,7 +17,8 @@ from fleetsched.controller.runtime import metrics
 from fleetsched.controller.runtime.cache import ObjectCache
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding
 from fleetsched.controller.scheduler import unscheduled
-from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import ApiError
 from fleetsched.scheduler import ScheduleResult
 from fleetsched.scheduler.outcome import Condition

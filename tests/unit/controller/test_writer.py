@@ -8,7 +8,12 @@ import datetime as dt
 import json
 from typing import Any
 
-from fleetsched.controller.scheduler.writer import EXPLANATION_ANNOTATION, compute_patches, explanation
+from fleetsched.controller.scheduler.writer import (
+    EXPLANATION_ANNOTATION,
+    compute_patches,
+    explanation,
+    status_patch,
+)
 from fleetsched.scheduler import ScheduleResult, render_into_binding
 from fleetsched.scheduler.outcome import Condition, FilterSummary, GroupAttempt
 from fleetsched.scheduler.types import TargetCluster
@@ -42,9 +47,8 @@ def success(*targets: tuple[str, int]) -> ScheduleResult:
 def test_first_result_is_one_spec_patch_and_one_status_patch() -> None:
     binding = stored()
     result = success(("m1", 2), ("m2", 1))
-    patches = compute_patches(
-        binding, render_into_binding(binding, result, now=NOW), explain=explanation(result)
-    )
+    rendered = render_into_binding(binding, result, now=NOW)
+    patches = compute_patches(binding, rendered, explain=explanation(result))
     assert patches.spec is not None and patches.status is not None
     assert patches.spec["spec"] == {
         "clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 1}]
@@ -57,12 +61,19 @@ def test_first_result_is_one_spec_patch_and_one_status_patch() -> None:
     assert EXPLANATION_ANNOTATION in annotations
     # the spec patch only applies to the copy we read: a concurrent change gets a 409
     assert patches.spec["metadata"]["resourceVersion"] == "77"
-    status = patches.status["status"]
-    # the generation our own spec patch produces is recorded, so no second pass is needed
+    # the spec write's watch event is known by the generation it gives the binding
     assert patches.generation_after_spec == 5
+    # the status patch is computed again from the spec write's answer: the generation the apiserver
+    # gave the binding is recorded, so no second pass is needed
+    answer = {**binding, "metadata": {**binding["metadata"], "generation": 5, "resourceVersion": "78"}}
+    written = status_patch(answer, rendered)
+    assert written is not None
+    status = written["status"]
     assert status["schedulerObservedGeneration"] == 5
     assert status["conditions"][0]["reason"] == "Success"
     assert status["lastScheduledTime"] == "2026-05-01T12:00:00Z"
+    # against the binding as read, the generation read (Karmada's)
+    assert patches.status is not None and patches.status["status"]["schedulerObservedGeneration"] == 4
 
 
 def test_unchanged_result_writes_nothing_to_spec() -> None:

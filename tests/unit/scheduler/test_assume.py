@@ -1,5 +1,5 @@
 """The assume record (scheduler/assume.py) and its derivation from watched bindings
-(controller/scheduler/assumptions.py): Karmada's cache semantics, Reserve under concurrency, and the record
+(controller/scheduler/assume/feed.py): Karmada's cache semantics, Reserve under concurrency, and the record
 derived from binding versions equal to the one Karmada's scheduler keeps in memory."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetsched.api.quantity import parse_quantity
-from fleetsched.controller.scheduler import assumptions
+from fleetsched.controller.scheduler.assume import feed as assumptions
 from fleetsched.scheduler.assume import AssumeRecord, Release, describe, footprint, newly_healthy
 from fleetsched.scheduler.general_estimator import GeneralEstimator
 from fleetsched.scheduler.snapshot import Snapshot

@@ -8,7 +8,8 @@ from typing import Any
 
 from fleetsched.controller.runtime.queue import Outcome, QueuedBinding, QueueKey
 from fleetsched.controller.scheduler import decision
-from fleetsched.controller.scheduler.operator import RB, OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.operator import OperatorConfig, SchedulerOperator
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.kube.client import Connection
 from fleetsched.scheduler import Scheduler, Settings
 

@@ -1,4 +1,5 @@
-"""Feeding the assume record (``scheduler/assume.py``) from the ResourceBindings every replica watches.
+"""Feeding the assume record (the core's ``scheduler/assume.py``) from the ResourceBindings every
+replica watches.
 
 Karmada keeps the record of the one process that wrote each placement. Here every replica derives
 it from what the apiserver holds, so another shard's decisions, a previous leader's and this
@@ -22,13 +23,13 @@ from typing import Any
 
 from fleetsched.controller.runtime.cache import object_key
 from fleetsched.controller.scheduler import decision
+from fleetsched.controller.scheduler.store import RB
 from fleetsched.scheduler.assume import AssumeRecord, Release, footprint, newly_healthy
 from fleetsched.scheduler.convert import ConversionError
 
 __all__ = ["forget", "observe"]
 
 HEALTHY = "Healthy"
-RB = "ResourceBinding"
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
