@@ -67,6 +67,20 @@ def fleetsched(server: APIServer, *args: str, stdin: str | None = None) -> subpr
     )
 
 
+def same_story(server: APIServer, tmp_path: Path, name: str) -> subprocess.CompletedProcess[str]:
+    """``explain rb/NAMESPACE/name``, checked to print what ``simulate --explain`` prints on the same
+    objects as kubectl reads them (the Clusters and that binding)."""
+    live = fleetsched(server, "explain", f"rb/{NAMESPACE}/{name}")
+    assert live.returncode == 0, live.stderr
+    state = tmp_path / "state.yaml"
+    state.write_text(server.kubectl("get", "clusters.cluster.karmada.io", "-o", "yaml") + "\n---\n"
+                     + server.kubectl("get", "rb", "-n", NAMESPACE, name, "-o", "yaml"))
+    offline = fleetsched(server, "simulate", str(state), "--explain")
+    assert offline.returncode == 0, offline.stderr
+    assert live.stdout == offline.stdout
+    return live
+
+
 @pytest.fixture(scope="module")
 def server(isolated_apiserver: APIServer) -> APIServer:
     """Two Clusters with room for 10 pods each, a policy and its Deployment, and a binding given
@@ -79,15 +93,7 @@ def server(isolated_apiserver: APIServer) -> APIServer:
 
 
 def test_explain_tells_the_story_simulate_tells_on_the_same_state(server: APIServer, tmp_path: Path) -> None:
-    live = fleetsched(server, "explain", f"rb/{NAMESPACE}/api")
-    assert live.returncode == 0, live.stderr
-    # simulate --explain on the same objects, as kubectl reads them
-    state = tmp_path / "state.yaml"
-    state.write_text(server.kubectl("get", "clusters.cluster.karmada.io", "-o", "yaml") + "\n---\n"
-                     + server.kubectl("get", "rb", "-n", NAMESPACE, "api", "-o", "yaml"))
-    offline = fleetsched(server, "simulate", str(state), "--explain")
-    assert offline.returncode == 0, offline.stderr
-    assert live.stdout == offline.stdout
+    live = same_story(server, tmp_path, "api")
     assert f"{NAMESPACE}/api" in live.stdout and "m1" in live.stdout and "m2" in live.stdout
     # nothing was written: the binding is as created, unscheduled
     binding = json.loads(server.kubectl("get", "rb", "-n", NAMESPACE, "api", "-o", "json"))
@@ -106,14 +112,7 @@ def test_explain_tells_every_affinity_group_as_simulate_does(server: APIServer, 
     ]
     create_objects(server, [binding])
     try:
-        live = fleetsched(server, "explain", f"rb/{NAMESPACE}/grouped")
-        assert live.returncode == 0, live.stderr
-        state = tmp_path / "state.yaml"
-        state.write_text(server.kubectl("get", "clusters.cluster.karmada.io", "-o", "yaml") + "\n---\n"
-                         + server.kubectl("get", "rb", "-n", NAMESPACE, "grouped", "-o", "yaml"))
-        offline = fleetsched(server, "simulate", str(state), "--explain")
-        assert offline.returncode == 0, offline.stderr
-        assert live.stdout == offline.stdout
+        live = same_story(server, tmp_path, "grouped")
         groups = [live.stdout.index(f"affinity group {name!r}") for name in ("first", "wider")]
         assert groups == sorted(groups)
         assert "(allocatable: more replicas the estimators say fit there" in live.stdout
