@@ -120,6 +120,7 @@ EXAMPLES = [
     ("examples/policies.yaml", ("examples/fleet.yaml",)),
     ("examples/cluster-policies.yaml", ("examples/fleet.yaml",)),
     ("examples/burst.yaml", ("examples/fleet.yaml",)),
+    ("examples/what-if/checkout-eu-clouds.yaml", ("examples/fleet.yaml",)),
     ("examples/plugins/fleet.yaml", ()),
     ("examples/plugins/pool-fleet.yaml", ()),
 ]
