@@ -945,7 +945,7 @@ async def _kill(process: asyncio.subprocess.Process) -> None:
     # is reaped by the child watcher whatever the pipes do.
     drains = [asyncio.ensure_future(_discard(s)) for s in (process.stdout, process.stderr) if s]
     try:
-        await asyncio.wait_for(asyncio.shield(process.wait()), EXEC_REAP_GRACE)
+        await asyncio.wait_for(process.wait(), EXEC_REAP_GRACE)
     except TimeoutError:
         while process.returncode is None:
             await asyncio.sleep(0.01)
